@@ -1,0 +1,446 @@
+"""Loader for the MMR leading-question benchmark (arXiv:2406.10638, section 3).
+
+Reads the released annotation file (``MMR-benchmark.json``: a JSON array of
+``{id, image, question, ground_truth, question_type}``), a Hugging Face style
+folder (annotation JSON plus an image folder or the image zip), the built-in
+demo set (``"mmr-demo"``) or, with network, a hub dataset id.
+
+Each record becomes one :class:`~mmrobust.datasets.schema.Sample`; the two
+records of a pair share ``id`` and are paired by it, never by file position.
+The single ``question`` string is split into a stem and four options by
+:func:`parse_question`, which tolerates the irregular records of the real
+file (options on one line, letters without periods, options out of order,
+stray spaces, trailing newlines).
+
+Data defects are reported, not crashed on (``Dataset.defects``):
+
+* two records of one pair with the same ``question_type`` (the real file has
+  ``attribute/number/04`` labelled POS/POS): the first record in file order
+  is taken as the positive question and the second as the leading
+  (negative) one;
+* a pair with one record, or more than two (extra records are dropped);
+* a ground truth that is not one of the parsed option letters (dropped);
+* a question whose four options cannot be parsed (kept as a sample with
+  ``error`` set, so the runner records a ``data_error`` row for it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mmrobust.datasets.schema import Sample
+
+if TYPE_CHECKING:
+    from mmrobust.datasets import Dataset
+
+log = logging.getLogger(__name__)
+
+LETTERS: tuple[str, ...] = ("A", "B", "C", "D")
+
+CATEGORY_NAMES: dict[str, str] = {
+    "character/character": "Character/Number",
+    "attribute/existence": "Presence",
+    "attribute/color&texture": "Color/Texture",
+    "attribute/number": "Number",
+    "attribute/shape": "Shape",
+    "attribute/posture": "Posture",
+    "attribute/position": "Position",
+    "context/abstract": "Abstract Knowledge",
+    "context/concrete": "Concrete Knowledge",
+    "context/expert": "Expertise",
+    "context/activity": "Activity",
+    "context/relation": "Relationships",
+}
+"""``id`` prefix (``<level>/<category>``) -> the paper's display name (Table 2 order)."""
+
+CATEGORY_ORDER: tuple[str, ...] = tuple(CATEGORY_NAMES.values())
+"""Display names in the column order of the paper's Table 2."""
+
+DEMO_NAME = "mmr-demo"
+"""Pass this as ``path`` to load the built-in demo set (images from ``skimage.data``)."""
+
+
+class MMRFormatError(ValueError):
+    """The file is not an MMR annotation file (not a JSON array of records with the MMR keys)."""
+
+
+@dataclass(frozen=True)
+class ParsedQuestion:
+    """A question string split into its parts.
+
+    Attributes:
+        stem: the question without options, whitespace-normalised.
+        options: letter -> option text, in the order the options appear.
+        prompt: ``stem`` and one ``"X. text"`` line per option, in that order.
+    """
+
+    stem: str
+    options: dict[str, str]
+    prompt: str
+
+
+_WS = re.compile(r"\s+")
+# An option marker at the start of a line: "A.", "A)", "A:", "A " (letter alone on the line too).
+_LINE_MARKER = re.compile(r"(?m)^[ \t]*([A-D])(?:[.)：:]|(?=\s)|$)[ \t]*")
+# An inline option marker preceded by whitespace/start; strict form needs "." or ")".
+_INLINE_STRICT = re.compile(r"(?:(?<=\s)|^)([A-D])[.)][ \t]*")
+_INLINE_LOOSE = re.compile(r"(?:(?<=\s)|^)([A-D])(?:[.):]|(?=\s))[ \t]*")
+
+
+def _clean(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+def _build(text: str, marks: Sequence[tuple[str, int, int]]) -> ParsedQuestion | None:
+    """Cut ``text`` at ``marks`` (letter, marker start, text start); None if a part is empty."""
+    stem = _clean(text[: marks[0][1]])
+    options: dict[str, str] = {}
+    for i, (letter, _start, body) in enumerate(marks):
+        end = marks[i + 1][1] if i + 1 < len(marks) else len(text)
+        options[letter] = _clean(text[body:end])
+    if not stem or any(not v for v in options.values()):
+        return None
+    prompt = "\n".join([stem, *(f"{k}. {v}" for k, v in options.items())])
+    return ParsedQuestion(stem=stem, options=options, prompt=prompt)
+
+
+def _inline_chain(text: str, pattern: re.Pattern[str]) -> list[tuple[str, int, int]] | None:
+    """Earliest A<B<C<D chain of inline markers, or None."""
+    found = [(m.group(1), m.start(1), m.end()) for m in pattern.finditer(text)]
+    for a_index, first in enumerate(found):
+        if first[0] != "A":
+            continue
+        chain = [first]
+        for mark in found[a_index + 1 :]:
+            if mark[0] == LETTERS[len(chain)]:
+                chain.append(mark)
+                if len(chain) == len(LETTERS):
+                    return chain
+    return None
+
+
+def parse_question(text: str) -> ParsedQuestion:
+    """Split an MMR ``question`` string into stem and options A-D.
+
+    Rules, tried in order:
+
+    1. one marker per line (``"A. ..."``, ``"A)"``, ``"A ..."``, ``"A.text"``)
+       with each of A-D exactly once, in any order (the real file has
+       records with options listed A, D, C, B);
+    2. inline markers ``"A. ... B. ... C. ... D. ..."`` in alphabetical order;
+    3. the same with bare letters (``"A. Hamlet B The Merchant ..."``).
+
+    Args:
+        text: the record's ``question`` string.
+
+    Returns:
+        the parsed question; ``options`` keeps the order of appearance.
+
+    Raises:
+        ValueError: four options A-D could not be found.
+    """
+    line_marks = [(m.group(1), m.start(1), m.end()) for m in _LINE_MARKER.finditer(text)]
+    letters = [m[0] for m in line_marks]
+    if sorted(letters) == list(LETTERS) and line_marks[0][1] > 0:
+        parsed = _build(text, line_marks)
+        if parsed is not None:
+            return parsed
+    for pattern in (_INLINE_STRICT, _INLINE_LOOSE):
+        chain = _inline_chain(text, pattern)
+        if chain is not None:
+            parsed = _build(text, chain)
+            if parsed is not None:
+                return parsed
+    raise ValueError(f"could not find four options A-D in question {_clean(text)[:80]!r}")
+
+
+def category_of(record_id: str) -> str:
+    """Display name of the category of an MMR ``id`` (``"attribute/number/04"`` -> ``"Number"``).
+
+    Unknown prefixes are returned as they are (custom data in the MMR format).
+    """
+    prefix = "/".join(record_id.split("/")[:2])
+    return CATEGORY_NAMES.get(prefix, prefix)
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MMRFormatError(f"{path}: not readable as JSON ({exc})") from exc
+    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+        raise MMRFormatError(f"{path}: expected a JSON array of MMR records")
+    required = {"id", "question", "ground_truth", "question_type"}
+    for index, record in enumerate(data):
+        missing = required - set(record)
+        if missing:
+            raise MMRFormatError(f"{path}: record {index} lacks {sorted(missing)}")
+    return data
+
+
+def _extract_zip(zip_path: Path, cache_root: Path) -> Path:
+    """Extract ``zip_path`` once into ``cache_root/<name>-<sha12>/``; return that folder."""
+    digest = hashlib.sha256(zip_path.read_bytes()).hexdigest()[:12]
+    dest = cache_root / f"{zip_path.stem}-{digest}"
+    done = dest / ".complete"
+    if done.exists():
+        return dest
+    dest.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(zip_path) as archive:
+        for member in archive.namelist():
+            target = (dest / member).resolve()
+            if not target.is_relative_to(dest.resolve()):
+                raise MMRFormatError(f"{zip_path}: unsafe member path {member!r}")
+        archive.extractall(dest)
+    done.touch()
+    return dest
+
+
+def _image_roots(folder: Path, cache_root: Path) -> list[Path]:
+    """Folders in which record image paths may be relative (HF layout)."""
+    roots = [folder, folder / "images"]
+    roots += [p for p in sorted(folder.iterdir()) if p.is_dir() and p not in roots]
+    for zip_path in sorted(folder.glob("*.zip")):
+        extracted = _extract_zip(zip_path, cache_root)
+        roots += [extracted, *sorted(p for p in extracted.iterdir() if p.is_dir())]
+    return roots
+
+
+def _resolve_source(path: str | Path, cache_dir: Path | None) -> tuple[Path, list[Path]]:
+    """Annotation file and candidate image roots for ``path``."""
+    cache_root = cache_dir or default_cache_dir()
+    if str(path) == DEMO_NAME and not Path(path).exists():
+        from mmrobust.datasets.mmr_demo import materialize_demo
+
+        annotation = materialize_demo(cache_root / "mmr_demo")
+        return annotation, [annotation.parent / "images"]
+    p = Path(path).expanduser()
+    if p.is_file():
+        return p, [p.parent]
+    if p.is_dir():
+        candidates = sorted(p.glob("*.json"))
+        preferred = [c for c in candidates if c.name == "MMR-benchmark.json"]
+        if preferred:
+            candidates = preferred
+        if len(candidates) != 1:
+            raise MMRFormatError(
+                f"{p}: expected one annotation JSON (MMR-benchmark.json) in the folder, "
+                f"found {len(candidates)}"
+            )
+        return candidates[0], _image_roots(p, cache_root)
+    if re.fullmatch(r"[\w.-]+/[\w.-]+", str(path)):
+        return _resolve_source(_download_hub(str(path), cache_root), cache_dir)
+    raise FileNotFoundError(f"MMR data not found: {path}")
+
+
+def _download_hub(repo_id: str, cache_root: Path) -> Path:  # pragma: no cover - needs network
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError as exc:
+        raise FileNotFoundError(
+            f"{repo_id!r} is not a local path and huggingface_hub is not installed"
+        ) from exc
+    return Path(snapshot_download(repo_id, repo_type="dataset", cache_dir=str(cache_root / "hub")))
+
+
+def default_cache_dir() -> Path:
+    """``$MMROBUST_CACHE`` or ``$XDG_CACHE_HOME/mmrobust`` or ``~/.cache/mmrobust``."""
+    import os
+
+    env = os.environ.get("MMROBUST_CACHE")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "mmrobust"
+
+
+def _find_image(relative: str, roots: Sequence[Path]) -> Path | None:
+    for root in roots:
+        candidate = root / relative
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@dataclass
+class _Row:
+    index: int
+    record: Mapping[str, Any]
+    polarity: str
+
+
+def _assign_polarity(
+    rows: list[tuple[int, Mapping[str, Any]]], pair_id: str, defects: list[str]
+) -> list[_Row]:
+    """Decide which record of a pair is positive and which negative (module rules)."""
+    if len(rows) == 1:
+        index, record = rows[0]
+        polarity = "negative" if str(record["question_type"]).upper() == "NEG" else "positive"
+        defects.append(f"{pair_id}: only one record (index {index}); the pair cannot be scored")
+        return [_Row(index, record, polarity)]
+    if len(rows) > 2:
+        dropped = [i for i, _ in rows[2:]]
+        defects.append(f"{pair_id}: {len(rows)} records; records {dropped} were dropped")
+        rows = rows[:2]
+    types = [str(r["question_type"]).upper() for _, r in rows]
+    if sorted(types) == ["NEG", "POS"]:
+        return [
+            _Row(i, r, "positive" if t == "POS" else "negative")
+            for (i, r), t in zip(rows, types, strict=True)
+        ]
+    (i0, r0), (i1, r1) = rows
+    defects.append(
+        f"{pair_id}: both records labelled {types[0]}/{types[1]}; the first (record {i0}) is "
+        f"taken as the positive question and the second (record {i1}) as the leading one"
+    )
+    log.warning("MMR data defect: %s", defects[-1])
+    return [_Row(i0, r0, "positive"), _Row(i1, r1, "negative")]
+
+
+def mmr_samples(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    image_roots: Sequence[Path] = (),
+    text_only: bool = False,
+) -> tuple[list[Sample], list[str]]:
+    """Turn MMR records into samples, pairing by ``id``; return ``(samples, defects)``.
+
+    Pure apart from checking that image files exist. Samples come pair by
+    pair in first-appearance order of the pair ids, positive first.
+
+    Args:
+        records: the JSON objects of the annotation file.
+        image_roots: folders the ``image`` paths may be relative to; the first hit wins.
+        text_only: run without images (the paper's Table 9 ablation): ``image`` is ``None``
+            and a missing image is not an error.
+    """
+    defects: list[str] = []
+    by_id: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
+    for index, record in enumerate(records):
+        by_id.setdefault(str(record["id"]), []).append((index, record))
+    samples: list[Sample] = []
+    for pair_id, rows in by_id.items():
+        for row in sorted(
+            _assign_polarity(rows, pair_id, defects), key=lambda r: r.polarity != "positive"
+        ):
+            sample = _to_sample(pair_id, row, image_roots, text_only, defects)
+            if sample is not None:
+                samples.append(sample)
+    return samples, defects
+
+
+def _to_sample(
+    pair_id: str, row: _Row, roots: Sequence[Path], text_only: bool, defects: list[str]
+) -> Sample | None:
+    record = row.record
+    answer = str(record["ground_truth"]).strip().upper()
+    suffix = "pos" if row.polarity == "positive" else "neg"
+    error: str | None = None
+    try:
+        parsed = parse_question(str(record["question"]))
+        stem, options, prompt = parsed.stem, parsed.options, parsed.prompt
+    except ValueError as exc:
+        stem = _clean(str(record["question"]))
+        options = {letter: "" for letter in LETTERS}
+        prompt = stem
+        error = str(exc)
+        defects.append(f"{pair_id}#{suffix}: {exc}")
+    if answer not in options:
+        defects.append(
+            f"{pair_id}#{suffix}: ground truth {answer!r} is not an option letter; record dropped"
+        )
+        return None
+    image: Path | None = None
+    if not text_only and error is None:
+        relative = str(record.get("image") or f"{pair_id}.jpg")
+        image = _find_image(relative, roots)
+        if image is None:
+            error = f"image not found: {relative} (pass --images DIR, or --text-only)"
+    return Sample(
+        id=f"{pair_id}#{suffix}",
+        benchmark="mmr",
+        image=image,
+        question=stem,
+        options=options,
+        answer=answer,
+        group=pair_id,
+        category=category_of(pair_id),
+        polarity="positive" if row.polarity == "positive" else "negative",
+        prompt=prompt,
+        error=error,
+        meta={"record_index": row.index, "question_type": str(record["question_type"]).upper()},
+    )
+
+
+def load_mmr(
+    path: str | Path,
+    *,
+    images: str | Path | None = None,
+    text_only: bool = False,
+    cache_dir: str | Path | None = None,
+    **_: Any,
+) -> Dataset:
+    """Load the MMR benchmark (format ``"mmr"``).
+
+    Args:
+        path: ``MMR-benchmark.json`` (images relative to its folder unless ``images``),
+            a folder holding the annotation JSON and an image folder or image zip (the
+            Hugging Face layout; a zip is extracted once into the cache), ``"mmr-demo"``
+            for the built-in demo set, or a hub dataset id (needs ``huggingface_hub`` and
+            network; not used in tests).
+        images: folder the records' ``image`` paths are relative to; tried first.
+        text_only: no images (paper Table 9 ablation); ``Sample.image`` is ``None``.
+        cache_dir: where zips are extracted and the demo is written
+            (default :func:`default_cache_dir`).
+        **_: options meant for other formats are ignored.
+
+    Returns:
+        ``Dataset(name, benchmark="mmr", samples, defects, data_hash, source)``;
+        ``data_hash`` is the sha256 of the annotation file.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        MMRFormatError: the file is not an MMR annotation file.
+    """
+    from mmrobust.datasets import Dataset
+
+    annotation, roots = _resolve_source(path, Path(cache_dir) if cache_dir else None)
+    if images is not None:
+        image_dir = Path(images).expanduser()
+        if not image_dir.is_dir():
+            raise FileNotFoundError(f"--images: not a folder: {image_dir}")
+        roots = [image_dir, *roots]
+    records = _read_records(annotation)
+    samples, defects = mmr_samples(records, image_roots=roots, text_only=text_only)
+    name = DEMO_NAME if str(path) == DEMO_NAME else annotation.stem
+    return Dataset(
+        name=name,
+        benchmark="mmr",
+        samples=samples,
+        defects=defects,
+        data_hash=hashlib.sha256(annotation.read_bytes()).hexdigest(),
+        source=str(annotation),
+    )
+
+
+__all__ = [
+    "CATEGORY_NAMES",
+    "CATEGORY_ORDER",
+    "DEMO_NAME",
+    "LETTERS",
+    "MMRFormatError",
+    "ParsedQuestion",
+    "category_of",
+    "default_cache_dir",
+    "load_mmr",
+    "mmr_samples",
+    "parse_question",
+]

@@ -1,0 +1,228 @@
+"""MMR metrics: RA and MR per category and overall (arXiv:2406.10638, section 3, eq. 1-2).
+
+Every pair (one positive and one negative question on the same image, paired
+by ``ScoredRecord.group``) falls in one of four outcomes:
+
+* ``UR`` understanding and robustness: positive right, negative right;
+* ``UF`` understanding but fragility: positive right, negative wrong;
+* ``NR`` not understanding, rigorous: positive wrong, negative right;
+* ``NF`` not understanding, fragility: both wrong.
+
+``RA = UR / pairs`` (eq. 2) and ``MR = UF / (UR + UF)`` (eq. 1), in percent,
+rounded to two decimals as in the paper's tables. ``MR`` is ``None`` when
+``UR + UF == 0`` (undefined; the reference script prints 0 there).
+
+A question whose answer failed (``parse_fail`` or an error status) is *not
+right*: the pair is scored by that natural rule, and the share of failed
+questions is reported as ``parse_fail_rate`` and ``error_rate`` so a low RA
+caused by failures cannot pass for fragility.
+
+The ``overall`` figures are over all pairs (the published "Avg" column); the
+unweighted mean of the category values is reported separately as
+``category_mean``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mmrobust.records import ScoredRecord
+from mmrobust.status import Status
+
+OUTCOMES: tuple[str, ...] = ("UR", "UF", "NR", "NF")
+
+_CATEGORY_ORDER: tuple[str, ...] = (
+    "Character/Number",
+    "Presence",
+    "Color/Texture",
+    "Number",
+    "Shape",
+    "Posture",
+    "Position",
+    "Abstract Knowledge",
+    "Concrete Knowledge",
+    "Expertise",
+    "Activity",
+    "Relationships",
+)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The two scored questions of one MMR pair."""
+
+    group: str
+    category: str
+    positive: ScoredRecord
+    negative: ScoredRecord
+
+    @property
+    def outcome(self) -> str:
+        """``"UR"``, ``"UF"``, ``"NR"`` or ``"NF"`` (a failed answer counts as wrong)."""
+        pos, neg = self.positive.correct, self.negative.correct
+        if pos:
+            return "UR" if neg else "UF"
+        return "NR" if neg else "NF"
+
+
+def pair_records(records: Iterable[ScoredRecord]) -> tuple[list[Pair], list[str]]:
+    """Group MMR records into pairs by ``group``; return ``(pairs, problems)``.
+
+    A group without exactly one positive and one negative record is not a pair;
+    it is described in ``problems`` (one line each) and left out of the counts.
+    Pairs keep the order in which their groups first appear.
+    """
+    groups: dict[str, list[ScoredRecord]] = {}
+    for record in records:
+        if record.benchmark == "mmr":
+            groups.setdefault(record.group, []).append(record)
+    pairs: list[Pair] = []
+    problems: list[str] = []
+    for group, members in groups.items():
+        pos = [r for r in members if r.polarity == "positive"]
+        neg = [r for r in members if r.polarity == "negative"]
+        if len(pos) != 1 or len(neg) != 1 or len(members) != 2:
+            problems.append(
+                f"{group}: {len(pos)} positive and {len(neg)} negative records; not scored as a pair"
+            )
+            continue
+        category = pos[0].category or neg[0].category or "Uncategorised"
+        pairs.append(Pair(group=group, category=category, positive=pos[0], negative=neg[0]))
+    return pairs, problems
+
+
+def _pct(num: float, den: float) -> float | None:
+    return None if den == 0 else round(100.0 * num / den, 2)
+
+
+def summarize(pairs: Sequence[Pair]) -> dict[str, Any]:
+    """Counts and rates of a set of pairs.
+
+    Returns:
+        ``pairs, UR, UF, NR, NF, RA, MR`` (percent, 2 decimals; ``None`` when the
+        denominator is 0), ``positive_accuracy``, ``negative_accuracy``,
+        ``parse_fail_rate``, ``error_rate`` (percent of the ``2 * pairs`` questions).
+    """
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for pair in pairs:
+        counts[pair.outcome] += 1
+    n = len(pairs)
+    questions = [r for p in pairs for r in (p.positive, p.negative)]
+    return {
+        "pairs": n,
+        **counts,
+        "RA": _pct(counts["UR"], n),
+        "MR": _pct(counts["UF"], counts["UR"] + counts["UF"]),
+        "positive_accuracy": _pct(sum(p.positive.correct for p in pairs), n),
+        "negative_accuracy": _pct(sum(p.negative.correct for p in pairs), n),
+        "parse_fail_rate": _pct(sum(r.status is Status.PARSE_FAIL for r in questions), 2 * n),
+        "error_rate": _pct(sum(r.status.is_error for r in questions), 2 * n),
+    }
+
+
+def bootstrap_ci(
+    pairs: Sequence[Pair], *, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> dict[str, Any]:
+    """Percentile bootstrap CIs of RA and MR, resampling pairs with replacement.
+
+    Args:
+        pairs: the scored pairs (the resampling unit: one image, two questions).
+        n_boot: bootstrap replicates.
+        seed: seed of ``numpy.random.default_rng``.
+        level: two-sided confidence level.
+
+    Returns:
+        ``{"RA": [lo, hi], "MR": [lo, hi] or None, "level", "n_boot", "seed"}`` in percent,
+        2 decimals; replicates with ``UR + UF == 0`` are left out of the MR interval.
+    """
+    n = len(pairs)
+    out: dict[str, Any] = {"level": level, "n_boot": n_boot, "seed": seed, "RA": None, "MR": None}
+    if n == 0 or n_boot <= 0:
+        return out
+    codes = np.array([OUTCOMES.index(p.outcome) for p in pairs], dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    sample = codes[rng.integers(0, n, size=(n_boot, n))]
+    ur = (sample == 0).sum(axis=1)
+    uf = (sample == 1).sum(axis=1)
+    alpha = (1.0 - level) / 2.0
+    ra = 100.0 * ur / n
+    out["RA"] = [round(float(v), 2) for v in np.quantile(ra, [alpha, 1.0 - alpha])]
+    valid = (ur + uf) > 0
+    if valid.any():
+        mr = 100.0 * uf[valid] / (ur[valid] + uf[valid])
+        out["MR"] = [round(float(v), 2) for v in np.quantile(mr, [alpha, 1.0 - alpha])]
+    return out
+
+
+def _category_sort_key(name: str) -> tuple[int, str]:
+    return (
+        _CATEGORY_ORDER.index(name) if name in _CATEGORY_ORDER else len(_CATEGORY_ORDER),
+        name,
+    )
+
+
+def mmr_metrics(
+    records: Iterable[ScoredRecord],
+    *,
+    defects: Sequence[str] = (),
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """All MMR figures for ``metrics.json`` (benchmark ``"mmr"``).
+
+    Args:
+        records: scored rows; non-MMR rows are ignored.
+        defects: data defects reported by the loader (listed verbatim, first).
+        n_boot: bootstrap replicates for ``ci`` (0 disables it).
+        seed: bootstrap seed.
+
+    Returns:
+        ``benchmark, pairs, UR, UF, NR, NF, RA, MR, positive_accuracy,
+        negative_accuracy, parse_fail_rate, error_rate`` over all pairs;
+        ``categories`` {display name: the same keys} in Table 2 order;
+        ``category_mean`` {``RA``, ``MR``}: unweighted mean of the category values
+        (categories with undefined MR left out); ``ci`` (bootstrap over pairs);
+        ``unpaired`` (groups that are not one positive plus one negative record);
+        ``defects`` (loader defects, then pairing problems).
+    """
+    pairs, problems = pair_records(records)
+    by_category: dict[str, list[Pair]] = {}
+    for pair in pairs:
+        by_category.setdefault(pair.category, []).append(pair)
+    categories = {
+        name: summarize(by_category[name]) for name in sorted(by_category, key=_category_sort_key)
+    }
+    ra_values = [c["RA"] for c in categories.values() if c["RA"] is not None]
+    mr_values = [c["MR"] for c in categories.values() if c["MR"] is not None]
+    return {
+        "benchmark": "mmr",
+        **summarize(pairs),
+        "categories": categories,
+        "category_mean": {
+            "RA": round(float(np.mean(ra_values)), 2) if ra_values else None,
+            "MR": round(float(np.mean(mr_values)), 2) if mr_values else None,
+        },
+        "ci": bootstrap_ci(pairs, n_boot=n_boot, seed=seed),
+        "unpaired": len(problems),
+        "defects": [*defects, *problems],
+    }
+
+
+def outcome_counts(metrics: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    """``(UR, UF, NR, NF)`` of a metrics dict (overall or one category)."""
+    return (metrics["UR"], metrics["UF"], metrics["NR"], metrics["NF"])
+
+
+__all__ = [
+    "OUTCOMES",
+    "Pair",
+    "bootstrap_ci",
+    "mmr_metrics",
+    "outcome_counts",
+    "pair_records",
+    "summarize",
+]

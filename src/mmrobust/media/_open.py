@@ -1,0 +1,55 @@
+"""Opening a video with PyAV, turning every failure into a one-line ``MediaError``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import av
+import av.error
+from av.container import InputContainer
+from av.video.stream import VideoStream
+
+from mmrobust.media.errors import MediaError
+
+
+def describe_av_error(exc: BaseException) -> str:
+    """One-line description of a PyAV/FFmpeg exception."""
+    if isinstance(exc, av.error.FFmpegError):
+        text = exc.strerror or type(exc).__name__
+        return f"{text} ({type(exc).__name__})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+@contextmanager
+def open_video(path: str | Path) -> Iterator[tuple[InputContainer, VideoStream]]:
+    """Open ``path`` and yield ``(container, first video stream)``.
+
+    Raises:
+        MediaError: missing file, directory, zero-byte file, unreadable
+            container, or no video stream (e.g. audio-only).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise MediaError(p, "file does not exist")
+    if p.is_dir():
+        raise MediaError(p, "is a directory, not a video file")
+    if p.stat().st_size == 0:
+        raise MediaError(p, "file is empty (0 bytes)")
+    try:
+        container = av.open(str(p), mode="r")
+    except (av.error.FFmpegError, OSError, ValueError) as exc:
+        raise MediaError(p, f"cannot open as a video container: {describe_av_error(exc)}") from exc
+    try:
+        if not container.streams.video:
+            kinds = sorted({str(s.type) for s in container.streams}) or ["none"]
+            raise MediaError(p, f"no video stream (streams: {', '.join(kinds)})")
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        yield container, stream
+    finally:
+        container.close()
+
+
+__all__ = ["describe_av_error", "open_video"]

@@ -1,0 +1,146 @@
+"""``probe``: what a video is (size, fps, frame count by decoding, codec, rotation)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Literal
+
+import av.error
+
+from mmrobust.media._open import describe_av_error, open_video
+from mmrobust.media.errors import MediaError
+
+CountMethod = Literal["decode", "demux", "metadata"]
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """Facts about one video file.
+
+    Attributes:
+        path: the file.
+        width, height: display size in pixels, i.e. after applying
+            ``rotation`` -- the shape of the frames ``iter_frames`` yields.
+        fps: frame rate as an exact fraction (``Fraction(30000, 1001)``).
+        frame_count: number of frames; counted by decoding unless
+            ``probe`` was asked otherwise (container metadata is often wrong,
+            e.g. webm has none).
+        duration_s: ``frame_count / fps`` in seconds (the frame timeline
+            every window in mmrobust uses, not the container's duration).
+        codec: decoder name (``"h264"``, ``"mpeg4"``, ``"vp9"``, ...).
+        container: demuxer name (``"mov,mp4,m4a,3gp,3g2,mj2"``, ``"matroska,webm"``).
+        pix_fmt: stored pixel format (``"yuv420p"``).
+        rotation: display-matrix rotation in degrees counter-clockwise,
+            normalised to {0, 90, 180, 270} (FFmpeg's ``av_display_rotation_get``
+            convention; 0 when there is no side data).
+    """
+
+    path: Path
+    width: int
+    height: int
+    fps: Fraction
+    frame_count: int
+    duration_s: float
+    codec: str
+    container: str
+    pix_fmt: str
+    rotation: int
+
+
+def normalise_rotation(degrees: float) -> int:
+    """Round a display-matrix angle to the nearest quarter turn in {0, 90, 180, 270}."""
+    return round(degrees / 90.0) % 4 * 90
+
+
+def _is_mp4_family(format_name: str) -> bool:
+    # mp4/mov list every sample in the header, so a shortfall means missing data
+    # (a small slack allows for edit lists that hide leading frames).
+    return "mp4" in format_name.split(",") or "mov" in format_name.split(",")
+
+
+def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> VideoInfo:
+    """Describe the first video stream of ``path``.
+
+    Args:
+        path: a video file (any container/codec FFmpeg can demux and decode).
+        count_frames: ``True`` or ``"decode"`` counts frames by decoding
+            every frame (exact, costs one decode); ``"demux"`` counts video
+            packets without decoding (fast, exact for the usual one-frame-per-packet
+            codecs); ``False`` or ``"metadata"`` trusts the container (may be 0).
+
+    Returns:
+        A ``VideoInfo``.
+
+    Raises:
+        MediaError: the file is missing, empty, not a video, undecodable,
+            has no decodable frame, has no usable frame rate, or (mp4/mov,
+            when decoding) decodes more than 2 frames fewer than its header lists
+            (a truncated file).
+    """
+    method: CountMethod
+    if count_frames is True:
+        method = "decode"
+    elif count_frames is False:
+        method = "metadata"
+    else:
+        method = count_frames
+    p = Path(path)
+    with open_video(p) as (container, stream):
+        rate = stream.average_rate or stream.guessed_rate or stream.base_rate
+        if not rate or rate <= 0:
+            raise MediaError(p, "video stream has no usable frame rate")
+        fps = Fraction(rate)
+        codec = stream.codec_context.name
+        pix_fmt = stream.codec_context.pix_fmt or "unknown"
+        rotation = 0
+        width, height = stream.codec_context.width, stream.codec_context.height
+        n = 0
+        try:
+            if method == "decode":
+                for frame in container.decode(stream):
+                    if n == 0:
+                        rotation = normalise_rotation(frame.rotation)
+                        width, height = frame.width, frame.height
+                    n += 1
+            else:
+                for frame in container.decode(stream):
+                    rotation = normalise_rotation(frame.rotation)
+                    width, height = frame.width, frame.height
+                    break
+                else:
+                    raise MediaError(p, "no decodable video frame")
+                if method == "demux":
+                    container.seek(0)
+                    n = sum(1 for pkt in container.demux(stream) if pkt.size > 0)
+                else:
+                    n = int(stream.frames or 0)
+        except av.error.FFmpegError as exc:
+            raise MediaError(
+                p, f"decode failed after {n} frames: {describe_av_error(exc)}"
+            ) from exc
+        if method == "decode" and n == 0:
+            raise MediaError(p, "no decodable video frame")
+        listed = int(stream.frames or 0)
+        if method == "decode" and _is_mp4_family(container.format.name) and n < listed - 2:
+            raise MediaError(
+                p, f"truncated file: the container lists {listed} frames, only {n} decode"
+            )
+        if rotation in (90, 270):
+            width, height = height, width
+        return VideoInfo(
+            path=p,
+            width=width,
+            height=height,
+            fps=fps,
+            frame_count=n,
+            duration_s=float(n / fps),
+            codec=codec,
+            container=container.format.name,
+            pix_fmt=pix_fmt,
+            rotation=rotation,
+        )
+
+
+__all__ = ["CountMethod", "VideoInfo", "normalise_rotation", "probe"]

@@ -1,0 +1,300 @@
+"""Encoding frames to a file: ``VideoWriter`` (PyAV) and ``OpenCVWriter`` (released-dataset style).
+
+Both write to a hidden temporary file next to the target and rename it into
+place only when closed without error, so a crash never leaves a half-written
+clip under the final name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from fractions import Fraction
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+import av
+import av.error
+import cv2
+import numpy as np
+from av.video.stream import VideoStream
+
+from mmrobust.media._open import describe_av_error
+from mmrobust.media.errors import MediaError
+
+DEFAULT_CODEC = "libx264"
+DEFAULT_CRF = 18
+"""x264 constant rate factor: visually lossless; tests rely on it (tolerances stated there)."""
+DEFAULT_PRESET = "fast"
+
+_CRF_CODECS = {"libx264", "libx265", "libvpx", "libvpx-vp9"}
+_PRESET_CODECS = {"libx264", "libx265"}
+_SUBSAMPLED = {"yuv420p", "yuvj420p", "yuv422p", "nv12"}
+
+
+def temp_path_for(path: Path) -> Path:
+    """The hidden temporary name a writer uses before renaming to ``path`` (same suffix)."""
+    return path.with_name(f".{path.stem}.part{os.getpid()}{path.suffix}")
+
+
+class FrameWriter(Protocol):
+    """What the tamper builder needs from a writer."""
+
+    path: Path
+    padded: bool
+    frames_written: int
+
+    def write(self, frame: np.ndarray) -> None: ...
+    def close(self) -> None: ...
+    def abort(self) -> None: ...
+    @property
+    def settings(self) -> dict[str, Any]: ...
+
+
+def _check_frame(frame: np.ndarray, width: int, height: int, path: Path) -> None:
+    if frame.dtype != np.uint8 or frame.shape != (height, width, 3):
+        raise ValueError(
+            f"{path}: expected a ({height}, {width}, 3) uint8 frame, got {frame.shape} {frame.dtype}"
+        )
+
+
+class VideoWriter:
+    """Encode ``(H, W, 3) uint8 RGB`` frames with PyAV at a constant frame rate.
+
+    Frame ``i`` gets presentation time ``i / fps`` seconds. When the pixel
+    format is chroma-subsampled (``yuv420p``) and a side is odd, each frame is
+    padded by one pixel on the right and/or bottom (edge pixels repeated) and
+    ``padded`` is set; the encoded size is ``(enc_width, enc_height)``.
+
+    Args:
+        path: output file; the container comes from the suffix (.mp4, .mkv, .webm, .avi, .mpg).
+        fps: frame rate (a ``Fraction`` keeps 30000/1001 exact).
+        width, height: size of the frames passed to ``write``.
+        codec: FFmpeg encoder name (``libx264``, ``mpeg4``, ``libvpx-vp9``, ``mpeg2video``, ...).
+        crf: constant rate factor, for x264/x265/vpx only.
+        pix_fmt: encoded pixel format.
+        preset: x264/x265 preset.
+        threads: encoder threads (0 = FFmpeg decides).
+
+    Raises:
+        MediaError: the encoder or container cannot be opened or fails.
+        ValueError: a frame of the wrong shape or dtype is written.
+
+    Use as a context manager; leaving the block with an exception discards
+    the partial file.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        fps: Fraction | float | int,
+        width: int,
+        height: int,
+        *,
+        codec: str = DEFAULT_CODEC,
+        crf: int | None = DEFAULT_CRF,
+        pix_fmt: str = "yuv420p",
+        preset: str | None = DEFAULT_PRESET,
+        threads: int = 0,
+    ) -> None:
+        if width < 1 or height < 1:
+            raise ValueError(f"invalid frame size {width}x{height}")
+        self.path = Path(path)
+        self.fps = Fraction(fps).limit_denominator(1_000_000)
+        self.width, self.height = width, height
+        self.codec, self.crf, self.pix_fmt, self.preset = codec, crf, pix_fmt, preset
+        subsampled = pix_fmt in _SUBSAMPLED
+        self._pad = (width % 2 if subsampled else 0, height % 2 if subsampled else 0)
+        self.padded = any(self._pad)
+        self.enc_width, self.enc_height = width + self._pad[0], height + self._pad[1]
+        self.frames_written = 0
+        self._tmp = temp_path_for(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        options: dict[str, str] = {}
+        if crf is not None and codec in _CRF_CODECS:
+            options["crf"] = str(crf)
+            if codec.startswith("libvpx"):
+                options["b"] = "0"
+        if preset and codec in _PRESET_CODECS:
+            options["preset"] = preset
+        try:
+            self._container = av.open(str(self._tmp), mode="w")
+            stream = self._container.add_stream(codec, rate=self.fps, options=options)
+            if not isinstance(stream, VideoStream):
+                raise ValueError(f"{codec} is not a video encoder")
+            self._stream = stream
+            self._stream.width, self._stream.height = self.enc_width, self.enc_height
+            self._stream.pix_fmt = pix_fmt
+            self._stream.codec_context.time_base = 1 / self.fps
+            if threads:
+                self._stream.codec_context.thread_count = threads
+        except (av.error.FFmpegError, ValueError, OSError) as exc:
+            self._discard()
+            raise MediaError(
+                self.path, f"cannot open encoder {codec}: {describe_av_error(exc)}"
+            ) from exc
+        self._closed = False
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """Encoder settings, as recorded in the tamper manifest."""
+        return {
+            "writer": "pyav",
+            "codec": self.codec,
+            "crf": self.crf if self.codec in _CRF_CODECS else None,
+            "preset": self.preset if self.codec in _PRESET_CODECS else None,
+            "pix_fmt": self.pix_fmt,
+            "fps": str(self.fps),
+            "container": self.path.suffix.lstrip("."),
+        }
+
+    def write(self, frame: np.ndarray) -> None:
+        """Encode one ``(H, W, 3) uint8 RGB`` frame."""
+        _check_frame(frame, self.width, self.height, self.path)
+        if self.padded:
+            frame = np.pad(frame, ((0, self._pad[1]), (0, self._pad[0]), (0, 0)), mode="edge")
+        vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")
+        vf.pts = self.frames_written
+        vf.time_base = self._stream.codec_context.time_base
+        try:
+            for packet in self._stream.encode(vf):
+                self._container.mux(packet)
+        except av.error.FFmpegError as exc:
+            raise MediaError(self.path, f"encode failed: {describe_av_error(exc)}") from exc
+        self.frames_written += 1
+
+    def close(self) -> None:
+        """Flush the encoder, close the file and move it into place.
+
+        Raises:
+            MediaError: nothing was written, or flushing failed.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.frames_written == 0:
+                raise MediaError(self.path, "no frames were written")
+            for packet in self._stream.encode(None):
+                self._container.mux(packet)
+            self._container.close()
+        except av.error.FFmpegError as exc:
+            self._discard()
+            raise MediaError(self.path, f"finalising failed: {describe_av_error(exc)}") from exc
+        except MediaError:
+            self._discard()
+            raise
+        os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        """Close without keeping anything."""
+        if not self._closed:
+            self._closed = True
+            self._discard()
+
+    def _discard(self) -> None:
+        with contextlib.suppress(Exception):
+            self._container.close()
+        with contextlib.suppress(FileNotFoundError):
+            self._tmp.unlink()
+
+    def __enter__(self) -> VideoWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class OpenCVWriter:
+    """Write frames the way the released MVTamperBench generator did.
+
+    OpenCV ``cv2.VideoWriter`` with fourcc ``mp4v`` (MPEG-4 Part 2) at
+    ``int(fps)`` frames per second (29.97 becomes 29). Use it only to
+    reproduce the released dataset (``--style released``); the default
+    ``VideoWriter`` keeps the exact frame rate. Frames are
+    ``(H, W, 3) uint8 RGB``; no padding is applied.
+
+    Raises:
+        MediaError: OpenCV cannot open a writer for ``path``.
+    """
+
+    def __init__(
+        self, path: str | Path, fps: Fraction | float | int, width: int, height: int
+    ) -> None:
+        self.path = Path(path)
+        self.fps = int(fps)
+        self.width, self.height = width, height
+        self.padded = False
+        self.frames_written = 0
+        self._tmp = temp_path_for(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fourcc = cv2.VideoWriter.fourcc(*"mp4v")
+        self._writer = cv2.VideoWriter(str(self._tmp), fourcc, max(self.fps, 1), (width, height))
+        if not self._writer.isOpened():
+            raise MediaError(self.path, "OpenCV could not open an mp4v writer")
+        self._closed = False
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """Encoder settings, as recorded in the tamper manifest."""
+        return {"writer": "opencv", "fourcc": "mp4v", "fps": str(self.fps), "container": "mp4"}
+
+    def write(self, frame: np.ndarray) -> None:
+        """Encode one ``(H, W, 3) uint8 RGB`` frame."""
+        _check_frame(frame, self.width, self.height, self.path)
+        self._writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+        self.frames_written += 1
+
+    def close(self) -> None:
+        """Finish the file and move it into place."""
+        if self._closed:
+            return
+        self._closed = True
+        self._writer.release()
+        if self.frames_written == 0:
+            with contextlib.suppress(FileNotFoundError):
+                self._tmp.unlink()
+            raise MediaError(self.path, "no frames were written")
+        os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        """Close without keeping anything."""
+        if not self._closed:
+            self._closed = True
+            self._writer.release()
+            with contextlib.suppress(FileNotFoundError):
+                self._tmp.unlink()
+
+    def __enter__(self) -> OpenCVWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+__all__ = [
+    "DEFAULT_CODEC",
+    "DEFAULT_CRF",
+    "DEFAULT_PRESET",
+    "FrameWriter",
+    "OpenCVWriter",
+    "VideoWriter",
+    "temp_path_for",
+]

@@ -1,0 +1,281 @@
+"""Answer extraction: from a model's raw reply to an option letter (pure functions).
+
+Three documented policies (``mode``), in the style of inspect_ai's choice
+scorer: every decision returns the letter, a status and the ``rule`` that
+fired, so each score can be audited.
+
+``strict``
+    Only unambiguous letter forms: a lone letter (``"B"``, ``"(B)"``,
+    ``"**B**"``, ``"B."``, ``"B)"``), a reply that *starts* with a letter
+    form followed by text (``"B. No"``, ``"(A) Yes"``, ``"A) Yes"``), or an
+    explicit answer phrase (``"Answer: B"``, ``"the answer is (B)"``,
+    ``"Best option: (A)"``). Two different letters in answer phrases is
+    ambiguous (``parse_fail``).
+``lenient`` (default)
+    ``strict``, then option text (the reply starts with, or contains exactly
+    one of, the option texts as whole words: ``"Yes, it is tampered"``,
+    ``"No."``), then the last standalone option letter in the reply
+    (``"A man ... so B"`` -> B; a capital ``A`` used as an article, i.e.
+    followed by a lower-case word, is not a letter). Never a random guess.
+``official``
+    Reproduces the reference scorers, quirks included, so numbers can be
+    compared with published ones (see :func:`extract_official_tamper` and
+    :func:`extract_official_mmr`).
+
+A reply from which no option can be extracted gets ``Status.PARSE_FAIL``;
+it is kept with its raw text and counted, never scored as the other class.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from mmrobust.status import Status
+
+ExtractMode = Literal["strict", "lenient", "official"]
+EXTRACT_MODES: tuple[ExtractMode, ...] = ("strict", "lenient", "official")
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """Result of extracting an option letter from a reply.
+
+    Attributes:
+        letter: the extracted option letter (a key of ``options``), or ``None``.
+        status: ``Status.OK`` when a letter was found, else ``Status.PARSE_FAIL``.
+        rule: which rule decided (``"strict:lone-letter"``, ``"lenient:option-text"``,
+            ``"official:first-token"``, ``"none"``...), for auditing.
+    """
+
+    letter: str | None
+    status: Status
+    rule: str
+
+
+def _ok(letter: str, rule: str) -> Extraction:
+    return Extraction(letter=letter, status=Status.OK, rule=rule)
+
+
+def _fail(rule: str = "none") -> Extraction:
+    return Extraction(letter=None, status=Status.PARSE_FAIL, rule=rule)
+
+
+_MARKDOWN = re.compile(r"[*_`#]+")
+
+
+def _clean(text: str) -> str:
+    """Drop markdown emphasis and surrounding whitespace."""
+    return _MARKDOWN.sub("", text).strip()
+
+
+def _key(letter: str, options: Mapping[str, str]) -> str:
+    """The option key a (possibly lower-case) letter denotes, or ``""``."""
+    if letter in options:
+        return letter
+    for k in options:
+        if k.lower() == letter.lower():
+            return k
+    return ""
+
+
+def _letter_class(options: Mapping[str, str]) -> str:
+    return "".join(re.escape(k) for k in options if len(k) == 1)
+
+
+# --------------------------------------------------------------------------- strict
+
+
+def _strict(text: str, options: Mapping[str, str]) -> Extraction | None:
+    letters = _letter_class(options)
+    if not letters:
+        return None
+    t = _clean(text)
+    # 1. The whole reply is one letter form: "B", "(B)", "B.", "B)", "[B]", "Option B".
+    lone = re.fullmatch(
+        rf"(?:option|answer|choice)?\s*[:\-]?\s*[\(\[]?([{letters}])[\)\]]?\s*[.:)!]?",
+        t,
+        flags=re.IGNORECASE,
+    )
+    if lone and _key(lone.group(1), options):
+        return _ok(_key(lone.group(1), options), "strict:lone-letter")
+    # 2. Explicit answer phrases anywhere: "Answer: B", "the answer is (B)", "Best option: (A)".
+    found = {
+        _key(m.group(1), options)
+        for m in re.finditer(
+            rf"(?:answer|best option|correct option|option)\s*(?:is|:)?\s*[:\-]?\s*"
+            rf"[\(\[]?([{letters}])(?![A-Za-z])",
+            t,
+            flags=re.IGNORECASE,
+        )
+    }
+    if len(found) == 1:
+        return _ok(found.pop(), "strict:answer-phrase")
+    if len(found) > 1:
+        return _fail("strict:ambiguous-answer-phrase")
+    # 3. Reply starts with a letter form followed by text: "B. No", "(A) Yes", "A) ...", "A: ...".
+    head = re.match(
+        rf"[\(\[]([{letters}])[\)\]]|([{letters}])[.):](?:\s|$)", t, flags=re.IGNORECASE
+    )
+    if head:
+        return _ok(_key(head.group(1) or head.group(2), options), "strict:leading-letter")
+    return None
+
+
+# --------------------------------------------------------------------------- lenient
+
+
+def _word_re(phrase: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w]){re.escape(phrase.strip().lower())}(?![\w])")
+
+
+def _option_text(text: str, options: Mapping[str, str]) -> Extraction | None:
+    t = _clean(text).lower()
+    if not t:
+        return None
+    texts = {k: v.strip().lower().rstrip(".") for k, v in options.items() if v.strip()}
+    # Starts with an option text ("Yes, it is tampered", "No.").
+    starts = [k for k, v in texts.items() if re.match(_word_re(v).pattern, t)]
+    if len(starts) == 1:
+        return _ok(starts[0], "lenient:starts-with-option-text")
+    if len(starts) > 1:  # one option text is a prefix of another: prefer the longest
+        best = max(starts, key=lambda k: len(texts[k]))
+        return _ok(best, "lenient:starts-with-option-text")
+    present = [k for k, v in texts.items() if _word_re(v).search(t)]
+    if len(present) == 1:
+        return _ok(present[0], "lenient:contains-option-text")
+    return None
+
+
+def _last_letter(text: str, options: Mapping[str, str]) -> Extraction | None:
+    letters = _letter_class(options)
+    if not letters:
+        return None
+    t = _clean(text)
+    hits = []
+    for m in re.finditer(rf"(?<![A-Za-z'])([{letters}])(?![A-Za-z'])", t):
+        letter = m.group(1)
+        rest = t[m.end() :]
+        # "A man ..." / "I think ...": a capital used as a word, not an option.
+        if letter in ("A", "I") and re.match(r"\s+[a-z]", rest):
+            continue
+        hits.append(letter)
+    if hits:
+        return _ok(hits[-1], "lenient:last-letter")
+    return None
+
+
+# --------------------------------------------------------------------------- official
+
+
+def extract_official_tamper(
+    text: str, options: Mapping[str, str], *, answer: str | None = None
+) -> Extraction:
+    """VLMEvalKit's MVTamperBench matcher, quirks included (official parity).
+
+    The reference scorer asks with options written ``(A) Yes`` / ``(B) No``
+    and an assistant prefill ``"Best option:("``, then, for the ground truth
+    ``"(x) <text>"``:
+
+    1. takes the reply lower-cased, stripped, split on single spaces, and its
+       first token with every ``"."`` removed;
+    2. counts the reply correct if that token is a *substring* of ``"(x)"``
+       (or ``"(x)"`` is a substring of the token).
+
+    Quirk reproduced here: the empty string and ``")"`` are substrings of
+    every ``"(x)"``, so an empty reply, or a reply starting ``") ..."``,
+    counts as correct whatever the truth. We return the ground-truth letter
+    for such replies when ``answer`` is given (rule
+    ``"official:first-token-matches-all"``), else ``parse_fail``.
+    When the first token matches no option the reference falls back to a
+    rule-based search of the reply; we use the ``lenient`` rules for that
+    step. A reply still unmatched is ``parse_fail`` (the reference scores it
+    0, i.e. wrong; ``compute_metrics(..., failures="wrong")`` reproduces that).
+    """
+    token = text.lower().strip().split(" ")[0].replace(".", "")
+    matches = [
+        k for k in options if token in f"({k.lower()})" or (token and f"({k.lower()})" in token)
+    ]
+    if len(matches) == 1:
+        return _ok(matches[0], "official:first-token")
+    if len(matches) > 1:
+        if answer is not None and answer in options:
+            return _ok(answer, "official:first-token-matches-all")
+        return _fail("official:first-token-matches-all")
+    fallback = _strict(text, options) or _option_text(text, options) or _last_letter(text, options)
+    if fallback is not None and fallback.status is Status.OK:
+        return Extraction(fallback.letter, Status.OK, "official:rule-search")
+    return _fail("official:no-match")
+
+
+def extract_official_mmr(text: str, options: Mapping[str, str]) -> Extraction:
+    """MMR's official extractor (arXiv:2406.10638 evaluation code), quirks included.
+
+    Keeps the reply up to its first ``"."``, then returns the first of
+    ``A``, ``B``, ``C``, ``D`` that occurs in it *in that fixed order*
+    (case-sensitive substring test), else no answer. Quirks: the priority is
+    alphabetical, not positional (``"Based on the image, D"`` gives ``B``,
+    from ``"Based"``), and any capital letter inside a word counts
+    (``"A man ... so B"`` gives ``A``).
+    """
+    head = text.split(".")[0]
+    for letter in ("A", "B", "C", "D"):
+        if letter in head:
+            if letter in options:
+                return _ok(letter, "official:mmr-first-of-ABCD")
+            return _fail("official:mmr-letter-not-an-option")
+    return _fail("official:mmr-no-letter")
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def extract(
+    text: str,
+    options: Mapping[str, str],
+    *,
+    mode: ExtractMode | str = "lenient",
+    benchmark: str = "tamper",
+    answer: str | None = None,
+) -> Extraction:
+    """Extract the chosen option letter from a raw model reply.
+
+    Args:
+        text: the raw reply (any length; may be empty).
+        options: option letter -> option text, as shown to the model.
+        mode: ``"strict"``, ``"lenient"`` (default) or ``"official"`` (see module docstring).
+        benchmark: selects the official scorer: ``"mmr"`` uses MMR's extractor,
+            anything else VLMEvalKit's MVTamperBench matcher.
+        answer: the ground-truth letter; only ``official`` tamper mode uses it,
+            to reproduce the reference's "an empty reply matches every option" quirk.
+
+    Returns:
+        ``Extraction(letter, status, rule)``; ``status`` is ``ok`` or ``parse_fail``.
+
+    Raises:
+        ValueError: unknown ``mode``.
+    """
+    if mode == "official":
+        if benchmark == "mmr":
+            return extract_official_mmr(text, options)
+        return extract_official_tamper(text, options, answer=answer)
+    if mode not in ("strict", "lenient"):
+        raise ValueError(f"unknown extraction mode {mode!r}; expected one of {EXTRACT_MODES}")
+    strict = _strict(text, options)
+    if strict is not None:
+        return strict
+    if mode == "strict":
+        return _fail()
+    return _option_text(text, options) or _last_letter(text, options) or _fail()
+
+
+__all__ = [
+    "EXTRACT_MODES",
+    "ExtractMode",
+    "Extraction",
+    "extract",
+    "extract_official_mmr",
+    "extract_official_tamper",
+]

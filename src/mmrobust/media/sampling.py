@@ -1,0 +1,146 @@
+"""Frame sampling policy: which frames of a clip a model sees, and whether they cover the window.
+
+One explicit, hashable object (:class:`FramePolicy`) decides; it is part of
+the results-store key, so answers obtained with different frames never mix.
+All indices are **frame indices** (0-based, decode order), never seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from typing import Literal
+
+import numpy as np
+
+from mmrobust.datasets.schema import Window
+
+SamplingMode = Literal["segments", "fps", "dense"]
+
+
+@dataclass(frozen=True)
+class FramePolicy:
+    """How to choose frames.
+
+    Attributes:
+        mode: ``segments`` (``n_frames`` segment centres, VLMEvalKit's rule),
+            ``fps`` (``fps`` frames per second of video time, at most
+            ``max_frames``), or ``dense`` (every frame, for detectors).
+        n_frames: frames for ``segments`` mode (default 8, as the benchmark).
+        fps: sampling rate in frames per second for ``fps`` mode.
+        max_frames: cap for ``fps`` mode; when exceeded, frames are thinned evenly.
+        size: ``(W, H)`` to resize decoded frames to, or ``None`` (native size).
+
+    Raises:
+        ValueError: inconsistent settings (non-positive counts or rates).
+    """
+
+    mode: SamplingMode = "segments"
+    n_frames: int = 8
+    fps: float | None = None
+    max_frames: int | None = None
+    size: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("segments", "fps", "dense"):
+            raise ValueError(f"unknown sampling mode {self.mode!r}")
+        if self.mode == "segments" and self.n_frames < 1:
+            raise ValueError("--frames must be at least 1")
+        if self.mode == "fps" and (self.fps is None or self.fps <= 0):
+            raise ValueError("--fps must be a positive number")
+        if self.max_frames is not None and self.max_frames < 1:
+            raise ValueError("--max-frames must be at least 1")
+
+    def describe(self) -> str:
+        """Human-readable summary, e.g. ``"8 segment-centre frames"``."""
+        if self.mode == "segments":
+            return f"{self.n_frames} segment-centre frames"
+        if self.mode == "fps":
+            cap = f", at most {self.max_frames}" if self.max_frames else ""
+            return f"{self.fps:g} frames/s{cap}"
+        return "every frame"
+
+    def fingerprint(self) -> str:
+        """Short hash of the policy (a results-store and frame-cache key part)."""
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def segment_centres(n_frames: int, n_segments: int) -> list[int]:
+    """VLMEvalKit's segment-centre indices (MVBench family, used by MVTamperBench).
+
+    With ``seg = (n_frames - 1) / n_segments``, index ``i`` is
+    ``int(seg / 2 + round(seg * i))`` for ``i = 0 .. n_segments - 1``.
+    (``round`` is NumPy's round-half-to-even, as in the reference.)
+
+    Args:
+        n_frames: frames in the clip (>= 1).
+        n_segments: frames wanted.
+
+    Returns:
+        Non-decreasing frame indices in ``[0, n_frames - 1]`` (duplicates
+        possible when the clip has fewer frames than segments).
+    """
+    if n_frames < 1:
+        return []
+    seg = (n_frames - 1) / n_segments
+    return [int(seg / 2 + np.round(seg * i)) for i in range(n_segments)]
+
+
+def frame_indices(n_frames: int, fps: Fraction | float, policy: FramePolicy) -> list[int]:
+    """Frame indices a policy selects from a clip.
+
+    Args:
+        n_frames: frames in the clip (counted by decoding).
+        fps: the clip's frame rate (frames per second).
+        policy: the sampling policy.
+
+    Returns:
+        Sorted frame indices in ``[0, n_frames)``; empty for an empty clip.
+        ``fps`` mode takes the frame shown at each time ``k / policy.fps``
+        seconds (``floor(k * fps / policy.fps)``), then thins to
+        ``max_frames`` evenly spaced picks.
+    """
+    if n_frames < 1:
+        return []
+    if policy.mode == "segments":
+        return segment_centres(n_frames, policy.n_frames)
+    if policy.mode == "dense":
+        return list(range(n_frames))
+    assert policy.fps is not None
+    step = float(fps) / policy.fps
+    count = max(1, math.ceil(n_frames / step)) if step > 0 else 1
+    idx = sorted({min(n_frames - 1, math.floor(k * step)) for k in range(count)})
+    if policy.max_frames is not None and len(idx) > policy.max_frames:
+        picks = np.linspace(0, len(idx) - 1, policy.max_frames).round().astype(int)
+        idx = [idx[i] for i in picks]
+    return idx
+
+
+def window_coverage(indices: Sequence[int], window: Window | None) -> bool | None:
+    """Whether any sampled frame falls inside the tamper window.
+
+    Args:
+        indices: sampled frame indices (output timeline of the clip).
+        window: the tamper window in the same timeline, frames ``[start, end)``.
+
+    Returns:
+        ``None`` when there is no window (originals). For a non-empty window,
+        whether some index lies in ``[start_frame, end_frame)``. For an empty
+        window (a ``dropping`` seam at ``s``: frames ``s - 1`` and ``s`` were
+        not adjacent in the source), whether both ``s - 1`` and ``s`` are
+        sampled, i.e. whether the model could see the cut itself.
+    """
+    if window is None:
+        return None
+    chosen = set(indices)
+    if window.end_frame == window.start_frame:
+        s = window.start_frame
+        return (s - 1) in chosen and s in chosen
+    return any(window.start_frame <= i < window.end_frame for i in chosen)
+
+
+__all__ = ["FramePolicy", "SamplingMode", "frame_indices", "segment_centres", "window_coverage"]

@@ -1,0 +1,149 @@
+"""Trivial baselines: ``constant:<answer>`` and ``random[:seed]``.
+
+They anchor every table: ``constant:A`` ("Yes" to everything) scores
+F1 = 2/3 on balanced tamper data, ``constant:B`` scores 0, and ``random``
+shows chance. Both are text-only (``media_input = "none"``) unless
+``--model-arg media=frames`` asks the runner to decode frames anyway (for
+harness benchmarks and end-to-end tests of the frame path).
+
+Model args (both): ``media`` = ``none`` | ``frames`` | ``path``;
+``delay_s`` = seconds to sleep per request (tests of resume and
+concurrency). ``random`` is deterministic per sample: the letter depends
+only on the seed and the sample id, so a resumed run answers the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from mmrobust.models.base import MediaInput, Model, Request, Response
+
+
+def _parse_common(args: Mapping[str, str]) -> tuple[MediaInput, float]:
+    unknown = set(args) - {"media", "delay_s"}
+    if unknown:
+        raise ValueError(f"unknown --model-arg for baselines: {', '.join(sorted(unknown))}")
+    media = args.get("media", "none")
+    if media not in ("none", "frames", "path"):
+        raise ValueError(f"--model-arg media must be none, frames or path, not {media!r}")
+    try:
+        delay = float(args.get("delay_s", "0"))
+    except ValueError as exc:
+        raise ValueError(f"--model-arg delay_s must be a number: {exc}") from None
+    return media, delay  # type: ignore[return-value]
+
+
+class ConstantModel(Model):
+    """Always gives the same answer.
+
+    Args:
+        answer: an option letter (``"A"``) or an option text (``"Yes"``,
+            matched case-insensitively against each request's options; the
+            reply is then that option's letter).
+        delay_s: seconds to sleep per request.
+    """
+
+    media_input: ClassVar[MediaInput] = "none"
+    max_concurrency = 4
+
+    def __init__(self, answer: str, delay_s: float = 0.0) -> None:
+        self.answer = answer
+        self.delay_s = delay_s
+        self.name = f"constant:{answer}"
+
+    def _reply(self, req: Request) -> str:
+        if self.answer in req.options:
+            return self.answer
+        for letter, text in req.options.items():
+            if text.strip().lower() == self.answer.strip().lower():
+                return letter
+        return self.answer
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        """Answer every request with the constant (one ``Response`` per request)."""
+        out = []
+        for req in requests:
+            t0 = time.perf_counter()
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            out.append(Response(text=self._reply(req), latency_s=time.perf_counter() - t0))
+        return out
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Name and answer (the delay and media input do not change answers)."""
+        return {"name": "constant", "answer": self.answer}
+
+
+class RandomModel(Model):
+    """Picks a uniformly random option letter, deterministically per (seed, sample id)."""
+
+    media_input: ClassVar[MediaInput] = "none"
+    max_concurrency = 4
+
+    def __init__(self, seed: int = 0, delay_s: float = 0.0) -> None:
+        self.seed = seed
+        self.delay_s = delay_s
+        self.name = f"random:{seed}"
+
+    def _reply(self, req: Request) -> str:
+        letters = list(req.options)
+        if not letters:
+            return ""
+        digest = hashlib.sha256(f"{self.seed}\0{req.sample_id}".encode()).digest()
+        return letters[int.from_bytes(digest[:8], "big") % len(letters)]
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        """Answer every request with a seeded random letter."""
+        out = []
+        for req in requests:
+            t0 = time.perf_counter()
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            out.append(Response(text=self._reply(req), latency_s=time.perf_counter() - t0))
+        return out
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Name and seed."""
+        return {"name": "random", "seed": self.seed}
+
+
+def _with_media(cls: type[Model], media: MediaInput) -> type[Model]:
+    if media == cls.media_input:
+        return cls
+    return type(f"{cls.__name__}_{media}", (cls,), {"media_input": media})
+
+
+def make_constant(arg: str | None, args: Mapping[str, str]) -> Model:
+    """Factory for ``constant:<answer>``.
+
+    Raises:
+        ValueError: no answer given, or bad model args.
+    """
+    if not arg:
+        raise ValueError("constant needs an answer: constant:A or constant:Yes")
+    media, delay = _parse_common(args)
+    cls = _with_media(ConstantModel, media)
+    model: Model = cls(arg, delay)  # type: ignore[call-arg]
+    return model
+
+
+def make_random(arg: str | None, args: Mapping[str, str]) -> Model:
+    """Factory for ``random[:seed]`` (seed defaults to 0).
+
+    Raises:
+        ValueError: a non-integer seed, or bad model args.
+    """
+    try:
+        seed = int(arg) if arg else 0
+    except ValueError:
+        raise ValueError(f"random:<seed> needs an integer seed, not {arg!r}") from None
+    media, delay = _parse_common(args)
+    cls = _with_media(RandomModel, media)
+    model: Model = cls(seed, delay)  # type: ignore[call-arg]
+    return model
+
+
+__all__ = ["ConstantModel", "RandomModel", "make_constant", "make_random"]

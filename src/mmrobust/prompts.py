@@ -1,0 +1,215 @@
+"""Prompt templates and option formatting.
+
+Tamper templates are the three of MVTamperBench appendix A.2.2 (the
+question strings are protocol: results are only comparable when they
+match). ``mmr`` uses the record's own question with options plus MMR's
+instruction. ``official`` reproduces how VLMEvalKit asks MVTamperBench
+(system message, ``Question: ...\\nOptions:\\n(A) Yes\\n(B) No``,
+``\\nOnly give the best option.``, assistant prefill ``"Best option:("``).
+
+Option order can be circularly shifted (``permute``) to check position
+bias; the ground-truth letter moves with its text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+from mmrobust.datasets.schema import Sample
+
+TemplateName = Literal["structured", "generic", "cot", "mmr", "plain"]
+OptionStyle = Literal["paper", "vlmevalkit"]
+TEMPLATES: tuple[str, ...] = ("structured", "generic", "cot", "mmr", "plain")
+
+STRUCTURED_QUESTION = (
+    "Does this video exhibit any signs of tampering, such as corruption, blackouts, "
+    "rotated frames, repeated frames, or swapped frames?"
+)
+"""MVTamperBench section 4.1 / appendix A.2.2, the benchmark prompt."""
+
+GENERIC_QUESTION = "Does this video exhibit any signs of tampering, manipulation, or inconsistency?"
+"""MVTamperBench appendix A.2.2, generic prompt."""
+
+COT_QUESTION = (
+    "Scan the video step by step:\n"
+    "1. Check each segment for visual glitches, repeated or missing content, or rotations.\n"
+    "2. Check if any frame seems inconsistent with the rest of the video.\n"
+    "3. Decide if any part looks manipulated or tampered.\n"
+    "Does the video show any signs of tampering, manipulation, or inconsistency?"
+)
+"""MVTamperBench appendix A.2.2, chain-of-thought prompt."""
+
+TAMPER_QUESTIONS: Mapping[str, str] = {
+    "structured": STRUCTURED_QUESTION,
+    "generic": GENERIC_QUESTION,
+    "cot": COT_QUESTION,
+}
+
+MMR_INSTRUCTION = "Answer with the option's letter from the given choices directly."
+"""The instruction MMR's evaluation appends to each question (arXiv:2406.10638)."""
+
+ANSWER_INSTRUCTION = "Answer with the option's letter from the given choices directly."
+
+OFFICIAL_SYSTEM = (
+    "Carefully watch the video and pay attention to the cause and sequence of events, "
+    "the detail and movement of objects, and the action and pose of persons. "
+    "Based on your observations, select the best option that accurately addresses the question."
+)
+"""The system message of VLMEvalKit's MVBench-family prompts (official mode)."""
+
+OFFICIAL_SUFFIX = "\nOnly give the best option."
+OFFICIAL_PREFILL = "Best option:("
+
+
+@dataclass(frozen=True)
+class PromptConfig:
+    """How to turn a sample into prompt text.
+
+    Attributes:
+        template: ``structured`` (default for tamper), ``generic``, ``cot``,
+            ``mmr`` (default for MMR samples), ``plain`` (question + options).
+            ``None`` picks by ``Sample.benchmark``.
+        option_style: ``paper`` (``A. Yes``) or ``vlmevalkit`` (``(A) Yes``).
+        permute: circular shift of the option order (0 = as given).
+        official: VLMEvalKit's framing (system, suffix, prefill) for tamper samples.
+    """
+
+    template: TemplateName | None = None
+    option_style: OptionStyle = "paper"
+    permute: int = 0
+    official: bool = False
+
+    def fingerprint(self) -> str:
+        """Short hash of the configuration and template texts (a store key part)."""
+        payload = {
+            **asdict(self),
+            "texts": [STRUCTURED_QUESTION, GENERIC_QUESTION, COT_QUESTION, MMR_INSTRUCTION],
+            "official_texts": [OFFICIAL_SYSTEM, OFFICIAL_SUFFIX, OFFICIAL_PREFILL],
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A rendered prompt.
+
+    Attributes:
+        text: the full user message.
+        question: the question stem shown.
+        options: letter -> text in display order (after permutation).
+        answer: the ground-truth letter in display order.
+        system: system message or ``None``.
+        assistant_prefill: start of the assistant turn or ``None``.
+        template: the template actually used.
+    """
+
+    text: str
+    question: str
+    options: dict[str, str]
+    answer: str
+    system: str | None
+    assistant_prefill: str | None
+    template: str
+
+
+def permute_options(
+    options: Mapping[str, str], answer: str, shift: int
+) -> tuple[dict[str, str], str]:
+    """Circularly shift option texts by ``shift`` positions; letters keep their order.
+
+    ``{"A": "Yes", "B": "No"}`` shifted by 1 is ``{"A": "No", "B": "Yes"}``
+    and answer ``"A"`` becomes ``"B"``.
+    """
+    letters = list(options)
+    texts = [options[k] for k in letters]
+    n = len(texts)
+    if n == 0 or shift % n == 0:
+        return dict(options), answer
+    s = shift % n
+    shifted = texts[-s:] + texts[:-s]
+    new = dict(zip(letters, shifted, strict=True))
+    new_answer = letters[(letters.index(answer) + s) % n]
+    return new, new_answer
+
+
+def format_options(options: Mapping[str, str], style: OptionStyle = "paper") -> str:
+    """One option per line: ``A. Yes`` (paper) or ``(A) Yes`` (VLMEvalKit)."""
+    if style == "vlmevalkit":
+        return "\n".join(f"({k}) {v}" for k, v in options.items())
+    if style == "paper":
+        return "\n".join(f"{k}. {v}" for k, v in options.items())
+    raise ValueError(f"unknown option style {style!r}; expected 'paper' or 'vlmevalkit'")
+
+
+def default_template(sample: Sample) -> TemplateName:
+    """``mmr`` for MMR samples, ``structured`` for tamper samples, ``plain`` otherwise."""
+    if sample.benchmark == "mmr":
+        return "mmr"
+    if sample.benchmark == "tamper":
+        return "structured"
+    return "plain"
+
+
+def build_prompt(sample: Sample, config: PromptConfig | None = None) -> Prompt:
+    """Render the prompt of one sample.
+
+    Tamper templates replace the sample's question with the template's
+    question (that is what the prompt ablation of appendix A.2.2 varies);
+    ``mmr`` sends ``Sample.prompt`` (the record's question with its options)
+    followed by a newline and :data:`MMR_INSTRUCTION`; ``plain`` sends the
+    sample's question, its options and :data:`ANSWER_INSTRUCTION`. Tamper
+    templates send ``<question>\nOptions:\nA. Yes\nB. No`` as in section 4.1,
+    without an extra instruction.
+
+    Samples that carry their own ``prompt`` are never permuted (their
+    options are inside the text).
+
+    Raises:
+        ValueError: a tamper template for a sample without options, or an unknown template.
+    """
+    cfg = config or PromptConfig()
+    template = cfg.template or default_template(sample)
+    if template not in TEMPLATES:
+        raise ValueError(f"unknown prompt template {template!r}; expected one of {TEMPLATES}")
+    if sample.prompt is not None and template in ("mmr", "plain"):
+        text = sample.prompt.rstrip("\n")
+        if template == "mmr":
+            text = f"{text}\n{MMR_INSTRUCTION}"
+        return Prompt(
+            text, sample.question, dict(sample.options), sample.answer, None, None, template
+        )
+
+    options, answer = permute_options(sample.options, sample.answer, cfg.permute)
+    question = TAMPER_QUESTIONS.get(template, sample.question)
+    if cfg.official and sample.benchmark == "tamper":
+        text = f"Question: {question}\nOptions:\n{format_options(options, 'vlmevalkit')}"
+        text += OFFICIAL_SUFFIX
+        return Prompt(text, question, options, answer, OFFICIAL_SYSTEM, OFFICIAL_PREFILL, template)
+    body = f"{question}\nOptions:\n{format_options(options, cfg.option_style)}"
+    if template not in TAMPER_QUESTIONS:  # the paper's tamper prompts carry no instruction
+        instruction = MMR_INSTRUCTION if template == "mmr" else ANSWER_INSTRUCTION
+        body = f"{body}\n{instruction}"
+    return Prompt(body, question, options, answer, None, None, template)
+
+
+__all__ = [
+    "COT_QUESTION",
+    "GENERIC_QUESTION",
+    "MMR_INSTRUCTION",
+    "OFFICIAL_PREFILL",
+    "OFFICIAL_SYSTEM",
+    "STRUCTURED_QUESTION",
+    "TEMPLATES",
+    "OptionStyle",
+    "Prompt",
+    "PromptConfig",
+    "TemplateName",
+    "build_prompt",
+    "default_template",
+    "format_options",
+    "permute_options",
+]

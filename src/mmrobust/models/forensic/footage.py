@@ -1,0 +1,200 @@
+"""Synthetic calibration footage made from the photos that ship with scikit-image.
+
+The detector's thresholds are set on these clips (and on synthetic tampering
+of them), never on the real videos it is scored on. Each clip is a list of
+shots; a shot is a camera move over one photo (pan, zoom, hold), optionally
+with sensor noise, held frames ("animation on twos"), fades to or from black
+and title cards, joined by hard cuts: the natural editing a detector must not
+call tampering.
+
+All frames are ``(H, W, 3) uint8 RGB``; lengths are in frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+
+import cv2
+import numpy as np
+
+PHOTOS = (
+    "astronaut",
+    "coffee",
+    "chelsea",
+    "rocket",
+    "camera",
+    "coins",
+    "immunohistochemistry",
+    "hubble_deep_field",
+    "grass",
+    "retina",
+    "brick",
+    "page",
+)
+
+
+@cache
+def photo(name: str) -> np.ndarray:
+    """A scikit-image sample photo as ``(H, W, 3) uint8 RGB`` (grey photos are replicated)."""
+    from skimage import data
+
+    img = np.asarray(getattr(data, name)())
+    if img.ndim == 2:
+        img = np.stack([img] * 3, axis=-1)
+    img = img[..., :3]
+    if img.dtype != np.uint8:
+        img = (255 * (img.astype(np.float64) / max(1.0, float(img.max())))).astype(np.uint8)
+    return np.ascontiguousarray(img)
+
+
+@dataclass(frozen=True)
+class Shot:
+    """One continuous camera move over a photo.
+
+    Attributes:
+        photo: scikit-image photo name.
+        n: length in frames.
+        move: "pan", "zoom", "hold" or "shake".
+        speed: pan speed as a fraction of the crop width per frame (or zoom rate).
+        noise: sensor-noise sigma in luma units.
+        hold: each rendered frame is repeated this many times (animation on twos = 2).
+        fade_in, fade_out: frames of fade from/to black at the shot's ends.
+        title: text drawn over the shot (a title card if ``photo`` is "black").
+    """
+
+    photo: str
+    n: int
+    move: str = "pan"
+    speed: float = 0.01
+    noise: float = 2.0
+    hold: int = 1
+    fade_in: int = 0
+    fade_out: int = 0
+    title: str | None = None
+
+
+def render_shot(shot: Shot, size: tuple[int, int], rng: np.random.Generator) -> list[np.ndarray]:
+    """Frames of one shot at ``size=(W, H)``: ``shot.n`` frames ``(H, W, 3) uint8 RGB``."""
+    w, h = size
+    if shot.photo == "black":
+        src = np.zeros((h * 2, w * 2, 3), np.uint8)
+    else:
+        src = photo(shot.photo)
+    sh, sw = src.shape[:2]
+    aspect = w / h
+    cw = min(sw * 0.6, sh * 0.6 * aspect)
+    ch = cw / aspect
+    x0 = rng.uniform(0, sw - cw * 1.2)
+    y0 = rng.uniform(0, sh - ch)
+    direction = rng.choice([-1.0, 1.0])
+    frames: list[np.ndarray] = []
+    for i in range(shot.n):
+        k = (i // shot.hold) * shot.hold
+        if shot.move == "pan":
+            x = float(np.clip(x0 + direction * shot.speed * cw * k, 0, sw - cw))
+            y, s = y0, 1.0
+        elif shot.move == "zoom":
+            x, y, s = x0, y0, 1.0 / (1.0 + shot.speed * k)
+        elif shot.move == "shake":
+            x = float(np.clip(x0 + rng.normal(0, 3), 0, sw - cw))
+            y, s = float(np.clip(y0 + rng.normal(0, 3), 0, sh - ch)), 1.0
+        else:
+            x, y, s = x0, y0, 1.0
+        cx, cy = x + cw / 2, y + ch / 2
+        w2, h2 = cw * s / 2, ch * s / 2
+        m = np.array([[w / (2 * w2), 0, -(cx - w2) * w / (2 * w2)], [0, h / (2 * h2), -(cy - h2) * h / (2 * h2)]])
+        f = cv2.warpAffine(src, m, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+        if shot.title:
+            cv2.putText(f, shot.title, (w // 10, h // 2), cv2.FONT_HERSHEY_SIMPLEX, h / 200, (255, 255, 255), 2)
+        f32 = f.astype(np.float32)
+        if shot.fade_in and i < shot.fade_in:
+            f32 *= (i + 1) / (shot.fade_in + 1)
+        if shot.fade_out and i >= shot.n - shot.fade_out:
+            f32 *= (shot.n - i) / (shot.fade_out + 1)
+        if shot.noise > 0:
+            f32 += rng.normal(0, shot.noise, f32.shape).astype(np.float32)
+        frames.append(np.clip(f32, 0, 255).astype(np.uint8))
+    return frames
+
+
+def render(shots: list[Shot], size: tuple[int, int] = (320, 180), seed: int = 0) -> np.ndarray:
+    """Render shots joined by hard cuts: ``(T, H, W, 3) uint8 RGB``."""
+    rng = np.random.default_rng(seed)
+    out: list[np.ndarray] = []
+    for s in shots:
+        out.extend(render_shot(s, size, rng))
+    return np.stack(out)
+
+
+def random_programme(seed: int, n_frames: int = 240, fps: int = 25) -> list[Shot]:
+    """A random edited programme of about ``n_frames`` frames (seeded).
+
+    Mixes single long shots (half the clips) with cut-heavy edits: shots of
+    0.6-4 s, fades, held-frame animation, title cards, still scenes.
+    """
+    rng = np.random.default_rng(seed)
+    shots: list[Shot] = []
+    left = n_frames
+    single = rng.random() < 0.4
+    while left > 0:
+        n = left if single else int(min(left, rng.integers(int(0.6 * fps), 4 * fps)))
+        if left - n < fps // 2:
+            n = left
+        kind = rng.random()
+        name = str(rng.choice(PHOTOS))
+        move = str(rng.choice(["pan", "pan", "zoom", "hold", "shake"]))
+        speed = float(rng.uniform(0.002, 0.02)) if move == "pan" else float(rng.uniform(0.002, 0.01))
+        shot = Shot(name, n, move=move, speed=speed, noise=float(rng.uniform(0.5, 4.0)))
+        if kind < 0.1 and not single:
+            shot = Shot("black", n, move="hold", title="TITLE", noise=0.5)
+        elif kind < 0.2:
+            shot = Shot(name, n, move="pan", speed=speed, hold=int(rng.integers(2, 4)), noise=0.5)
+        elif kind < 0.3 and n > 20:
+            shot = Shot(name, n, move=move, speed=speed, fade_out=int(rng.integers(5, 15)), noise=1.0)
+        elif kind < 0.4 and n > 20:
+            shot = Shot(name, n, move=move, speed=speed, fade_in=int(rng.integers(5, 15)), noise=1.0)
+        shots.append(shot)
+        left -= n
+    return shots
+
+
+ArrayEffect = Callable[[np.ndarray, int, int, np.ndarray], np.ndarray]
+
+
+def apply_effect(
+    frames: np.ndarray, effect: str, start: int, length: int, donor: np.ndarray | None = None
+) -> np.ndarray:
+    """Apply a paper tamper type to frames ``[start, start + length)`` (MVTamperBench section 3.2).
+
+    Calibration-only mirror of the builder's effects: dropping removes the
+    window, masking blacks it out, rotation turns it 180 degrees, repetition
+    plays it twice, substitution replaces it with ``donor[:length]``.
+
+    Raises:
+        ValueError: unknown effect or missing donor.
+    """
+    a, b = start, start + length
+    if effect == "dropping":
+        return np.concatenate([frames[:a], frames[b:]])
+    if effect == "masking":
+        out = frames.copy()
+        out[a:b] = 0
+        return out
+    if effect == "rotation":
+        out = frames.copy()
+        out[a:b] = out[a:b, ::-1, ::-1]
+        return out
+    if effect == "repetition":
+        return np.concatenate([frames[:b], frames[a:b], frames[b:]])
+    if effect == "substitution":
+        if donor is None:
+            raise ValueError("substitution needs a donor")
+        out = frames.copy()
+        out[a:b] = donor[:length]
+        return out
+    raise ValueError(f"unknown effect {effect!r}")
+
+
+__all__ = ["PHOTOS", "Shot", "apply_effect", "photo", "random_programme", "render", "render_shot"]

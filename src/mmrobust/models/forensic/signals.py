@@ -1,0 +1,316 @@
+"""Per-frame forensic signals, extracted from a downscaled luma stream in one pass.
+
+Every signal is a scalar per frame, computed from the current frame and a ring
+buffer of tiny thumbnails of the previous ``max_lag`` frames, so memory is
+O(``max_lag``) in thumbnails plus O(n) scalars (about 60 bytes a frame). At
+frames where the picture changes abruptly (an *event*: a cut, a seam, the edge
+of a black run) a small snapshot is kept: the two thumbnails around the event
+and the distance of the event frame to every frame in the ring (its *lag
+profile*), which is what the structure analysis needs to test whether the two
+sides of a segment continue each other (MVTamperBench section 3.2: the five
+tamper types all break temporal or spatial coherence at the window's edges).
+
+Units: luma values are 0-255; distances are mean absolute differences of
+thumbnails in luma units; frame indices count decoded frames from 0.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+ANALYSIS_WIDTH = 160
+"""Width in pixels of the luma stream the signals are computed on."""
+
+THUMB_SIZE = (32, 18)
+"""``(W, H)`` of the thumbnails compared across frames (rotation, lags, continuity)."""
+
+DARK_LEVEL = 24
+"""Luma at or below which a pixel counts as black (masking)."""
+
+HIST_BINS = 16
+
+_NOISE_KERNEL = np.array([[1, -2, 1], [-2, 4, -2], [1, -2, 1]], dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class Event:
+    """Snapshot kept at a frame whose picture changed abruptly.
+
+    Attributes:
+        frame: index ``t`` of the first frame after the change.
+        prev_thumb: thumbnail of frame ``t - 1``, ``(18, 32) float32`` luma.
+        thumb: thumbnail of frame ``t``, ``(18, 32) float32`` luma.
+        profile: ``(max_lag,) float32``; ``profile[L - 1]`` is the distance of
+            frame ``t`` to frame ``t - L`` (``nan`` before the clip start).
+        prev_profile: the same for frame ``t - 1``.
+    """
+
+    frame: int
+    prev_thumb: np.ndarray
+    thumb: np.ndarray
+    profile: np.ndarray
+    prev_profile: np.ndarray
+
+    def lag_distance(self, lag: int) -> float:
+        """Distance of frame ``t`` to frame ``t - lag`` (``nan`` if unknown)."""
+        if lag < 1 or lag > self.profile.shape[0]:
+            return float("nan")
+        return float(self.profile[lag - 1])
+
+    def prev_lag_distance(self, lag: int) -> float:
+        """Distance of frame ``t - 1`` to frame ``t - 1 - lag`` (``nan`` if unknown)."""
+        if lag < 1 or lag > self.prev_profile.shape[0]:
+            return float("nan")
+        return float(self.prev_profile[lag - 1])
+
+
+@dataclass
+class SignalTrace:
+    """Per-frame signals of one clip (each array has shape ``(n,) float32``).
+
+    Attributes:
+        n: number of frames decoded.
+        mean: mean luma of the frame.
+        dark: fraction of pixels with luma <= ``DARK_LEVEL`` (masking).
+        d1: thumbnail distance to the previous frame (cuts, seams); ``d1[0] = 0``.
+        hist: histogram distance to the previous frame, total variation in [0, 1].
+        drot: distance of the frame to the previous frame rotated 180 degrees.
+        dhflip: distance to the previous frame flipped left-right.
+        dvflip: distance to the previous frame flipped top-bottom.
+        rep_d: distance to the most similar frame 2..max_lag frames back (repetition).
+        rep_lag: that lag in frames (0 where no frame that far back exists).
+        noise: Immerkaer's noise sigma estimate (luma units).
+        sharp: mean absolute Laplacian (sharpness; blur lowers it).
+        tilt: mean luma of the top half minus the bottom half (uprightness).
+        events: snapshots at abrupt changes, in frame order.
+        max_lag: ring-buffer length in frames.
+    """
+
+    n: int
+    mean: np.ndarray
+    dark: np.ndarray
+    d1: np.ndarray
+    hist: np.ndarray
+    drot: np.ndarray
+    dhflip: np.ndarray
+    dvflip: np.ndarray
+    rep_d: np.ndarray
+    rep_lag: np.ndarray
+    noise: np.ndarray
+    sharp: np.ndarray
+    tilt: np.ndarray
+    events: list[Event] = field(default_factory=list)
+    max_lag: int = 64
+
+    def event_at(self, frame: int) -> Event | None:
+        """The event snapshot at ``frame``, if one was kept."""
+        for ev in self.events:
+            if ev.frame == frame:
+                return ev
+        return None
+
+
+def analysis_size(width: int, height: int, target_width: int = ANALYSIS_WIDTH) -> tuple[int, int]:
+    """``(W, H)`` of the analysis stream: ``target_width`` wide, aspect kept, H even and >= 8.
+
+    Raises:
+        ValueError: non-positive input size.
+    """
+    if width <= 0 or height <= 0:
+        raise ValueError(f"bad frame size {width}x{height}")
+    w = min(target_width, width)
+    h = max(8, round(height * w / width / 2) * 2)
+    return w, h
+
+
+_SIGNAL_NAMES = (
+    "mean",
+    "dark",
+    "d1",
+    "hist",
+    "drot",
+    "dhflip",
+    "dvflip",
+    "rep_d",
+    "rep_lag",
+    "noise",
+    "sharp",
+    "tilt",
+)
+
+
+class SignalExtractor:
+    """Streaming extractor: ``push`` luma frames in order, then ``finish``.
+
+    Args:
+        max_lag: ring length in frames: the longest repetition lag and the
+            longest segment whose two sides can be compared (default 64: a
+            1-second window at up to 60 fps).
+        half_window: half-width in frames of the local motion baseline.
+        event_ratio, event_floor, event_abs: when a frame's snapshot is kept
+            (see ``_decide_events``; liberal on purpose: the structure
+            analysis decides).
+        max_events: at most this many snapshots are kept (the oldest are dropped).
+    """
+
+    def __init__(
+        self,
+        max_lag: int = 64,
+        *,
+        half_window: int = 12,
+        event_ratio: float = 2.0,
+        event_floor: float = 1.5,
+        event_abs: float = 4.0,
+        max_events: int = 512,
+    ) -> None:
+        if max_lag < 2:
+            raise ValueError("max_lag must be >= 2")
+        self.max_lag = max_lag
+        self.half_window = half_window
+        self.event_ratio = event_ratio
+        self.event_floor = event_floor
+        self.event_abs = event_abs
+        # frames whose event decision waits for ``half_window`` later frames
+        self._pending: deque[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]] = deque()
+        self._ring = np.zeros((max_lag, THUMB_SIZE[1] * THUMB_SIZE[0]), dtype=np.float32)
+        self._filled = 0
+        self._head = 0  # slot of the next write
+        self._cols: dict[str, list[float]] = {k: [] for k in _SIGNAL_NAMES}
+        self._prev_thumb: np.ndarray | None = None
+        self._prev_hist: np.ndarray | None = None
+        self._prev_profile = np.full(max_lag, np.nan, dtype=np.float32)
+        self._prev_dark = 0.0
+        self.events: deque[Event] = deque(maxlen=max_events)
+        self._size: tuple[int, int] | None = None
+        self.n = 0
+
+    def push(self, frame: np.ndarray) -> None:
+        """Add the next frame: ``(H, W) uint8`` luma (or ``(H, W, 3) uint8 RGB``).
+
+        Frames wider than ``ANALYSIS_WIDTH`` are downscaled (area filter).
+
+        Raises:
+            ValueError: a frame that is not 2-D/3-D uint8, or whose size changes mid-stream.
+        """
+        if frame.dtype != np.uint8 or frame.ndim not in (2, 3):
+            raise ValueError(f"expected a uint8 (H, W) or (H, W, 3) frame, got {frame.dtype} {frame.shape}")
+        if frame.ndim == 3:
+            frame = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
+        h, w = frame.shape
+        if self._size is None:
+            self._size = (w, h)
+        elif self._size != (w, h):
+            raise ValueError(f"frame size changed from {self._size} to {(w, h)} at frame {self.n}")
+        aw, ah = analysis_size(w, h)
+        g = frame if (aw, ah) == (w, h) else cv2.resize(frame, (aw, ah), interpolation=cv2.INTER_AREA)
+        self._push_analysis(g)
+
+    def _push_analysis(self, g: np.ndarray) -> None:
+        cols = self._cols
+        h = g.shape[0]
+        cols["mean"].append(float(g.mean()))
+        dark = float(np.count_nonzero(g <= DARK_LEVEL)) / g.size
+        cols["dark"].append(dark)
+        cols["tilt"].append(float(g[: h // 2].mean()) - float(g[h - h // 2 :].mean()))
+        lap = cv2.Laplacian(g, cv2.CV_32F, ksize=1)
+        cols["sharp"].append(float(np.abs(lap).mean()))
+        nz = cv2.filter2D(g, cv2.CV_32F, _NOISE_KERNEL)[1:-1, 1:-1]
+        cols["noise"].append(float(np.abs(nz).mean()) * float(np.sqrt(np.pi / 2.0)) / 6.0)
+        hist = cv2.calcHist([g], [0], None, [HIST_BINS], [0, 256]).ravel() / g.size
+        thumb = cv2.resize(g, THUMB_SIZE, interpolation=cv2.INTER_AREA).astype(np.float32)
+        flat = thumb.ravel()
+
+        profile = np.full(self.max_lag, np.nan, dtype=np.float32)
+        if self._filled:
+            # ring slot of lag L is (head - L) mod max_lag
+            lags = np.arange(1, self._filled + 1)
+            slots = (self._head - lags) % self.max_lag
+            profile[: self._filled] = np.abs(self._ring[slots] - flat).mean(axis=1)
+        prev = self._prev_thumb
+        if prev is None:
+            for k in ("d1", "hist", "drot", "dhflip", "dvflip"):
+                cols[k].append(0.0)
+        else:
+            d1 = float(profile[0])
+            cols["d1"].append(d1)
+            assert self._prev_hist is not None
+            cols["hist"].append(float(np.abs(hist - self._prev_hist).sum()) / 2.0)
+            cols["drot"].append(float(np.abs(thumb - prev[::-1, ::-1]).mean()))
+            cols["dhflip"].append(float(np.abs(thumb - prev[:, ::-1]).mean()))
+            cols["dvflip"].append(float(np.abs(thumb - prev[::-1, :]).mean()))
+        if self._filled >= 2:
+            tail = profile[1 : self._filled]
+            k = int(np.argmin(tail))
+            cols["rep_d"].append(float(tail[k]))
+            cols["rep_lag"].append(float(k + 2))
+        else:
+            cols["rep_d"].append(float("nan"))
+            cols["rep_lag"].append(0.0)
+
+        if prev is not None:
+            dark_jump = abs(dark - self._prev_dark) >= 0.2
+            self._pending.append((self.n, prev, thumb, profile, self._prev_profile, dark_jump))
+        self._decide_events(final=False)
+
+        self._ring[self._head] = flat
+        self._head = (self._head + 1) % self.max_lag
+        self._filled = min(self._filled + 1, self.max_lag)
+        self._prev_thumb = thumb
+        self._prev_hist = hist
+        self._prev_profile = profile
+        self._prev_dark = dark
+        self.n += 1
+
+    def _decide_events(self, *, final: bool) -> None:
+        """Keep a snapshot for each pending frame that changed abruptly.
+
+        A frame ``t`` is decided once frame ``t + half_window`` has arrived (or
+        at the end): it is an event when its ``d1`` is at least ``event_abs``
+        and ``event_ratio`` times the 90th percentile of ``d1`` over
+        ``[t - half_window, t + half_window]`` plus ``event_floor``, or when
+        the black fraction jumped. This is a superset of the frames the
+        structure analysis treats as discontinuities.
+        """
+        d1 = self._cols["d1"]
+        k = self.half_window
+        while self._pending and (final or self._pending[0][0] + k < len(d1)):
+            t, prev, thumb, profile, prev_profile, dark_jump = self._pending.popleft()
+            lo, hi = max(0, t - k), min(len(d1), t + k + 1)
+            base = float(np.percentile(d1[lo:hi], 90))
+            if dark_jump or (d1[t] >= self.event_abs and d1[t] >= self.event_ratio * (base + self.event_floor)):
+                self.events.append(Event(t, prev, thumb, profile, prev_profile))
+
+    def finish(self) -> SignalTrace:
+        """The trace of every frame pushed so far."""
+        self._decide_events(final=True)
+        arrays = {k: np.asarray(v, dtype=np.float32) for k, v in self._cols.items()}
+        return SignalTrace(n=self.n, events=list(self.events), max_lag=self.max_lag, **arrays)
+
+
+def extract_signals(frames: Iterable[np.ndarray], *, max_lag: int = 64, half_window: int = 12) -> SignalTrace:
+    """Run ``SignalExtractor`` over ``frames`` (each ``(H, W) uint8`` luma or ``(H, W, 3) uint8 RGB``).
+
+    Raises:
+        ValueError: a malformed frame (see ``SignalExtractor.push``).
+    """
+    ex = SignalExtractor(max_lag=max_lag, half_window=half_window)
+    for f in frames:
+        ex.push(f)
+    return ex.finish()
+
+
+__all__ = [
+    "ANALYSIS_WIDTH",
+    "DARK_LEVEL",
+    "THUMB_SIZE",
+    "Event",
+    "SignalExtractor",
+    "SignalTrace",
+    "analysis_size",
+    "extract_signals",
+]

@@ -1,0 +1,221 @@
+"""``ForensicDetector``: the pixel-only tamper detector as a ``Model`` backend.
+
+It reads ``Request.video`` itself (``media_input = "path"``), streams the
+decoded luma at ``ANALYSIS_WIDTH`` pixels wide, extracts per-frame signals
+(``signals.py``), explains them as tamper candidates (``structure.py``) and
+answers the benchmark question with the option whose text is "Yes" when the
+best candidate's score reaches ``Thresholds.decision``.
+
+The decision never reads the file name, container, codec, bitrate, fps or
+duration metadata: only decoded pixels and the frame size. The fps is read
+with ``probe`` *after* deciding, only to express the predicted window in
+seconds (``start_s = start_frame / fps``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mmrobust.models.base import MediaInput, Model, Request, Response
+from mmrobust.models.forensic.signals import SignalTrace, analysis_size, extract_signals
+from mmrobust.models.forensic.structure import Candidate, analyse, summary
+from mmrobust.models.forensic.thresholds import DEFAULT, THRESHOLDS_VERSION, Thresholds
+from mmrobust.status import Status
+
+PRIORS = ("none", "middle")
+
+MIN_FRAMES = 8
+"""Clips shorter than this many decodable frames are a media error."""
+
+KIND_TO_EFFECT = {
+    "masking": "masking",
+    "rotation": "rotation",
+    "hflip": "flip",
+    "vflip": "flip",
+    "repetition": "repetition",
+    "substitution": "substitution",
+    "dropping": "dropping",
+}
+"""Candidate kind -> effect name reported in ``pred_type``."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The detector's decision on one clip (frames in the clip's decoded timeline).
+
+    Attributes:
+        tampered: score >= the decision threshold.
+        score: evidence in [0, 1] (the best candidate's score, after the prior).
+        pred_type: effect name of the best candidate, or ``None`` when not tampered.
+        start_frame, end_frame: predicted window ``[start, end)``, or ``None``.
+        candidates: the top candidates (best first), for auditing.
+        frames: decoded frames.
+        signals: small JSON summary of the signals.
+    """
+
+    tampered: bool
+    score: float
+    pred_type: str | None
+    start_frame: int | None
+    end_frame: int | None
+    candidates: tuple[Candidate, ...]
+    frames: int
+    signals: dict[str, Any]
+
+
+def prior_weight(c: Candidate, n: int, prior: str) -> float:
+    """Location prior (off unless ``prior == "middle"``): 1 for a window centred in the
+    middle third of the clip, falling linearly to 0.5 at the clip's ends (the
+    paper places every window at the midpoint, section 3.2 "Tampering Location")."""
+    if prior != "middle" or n <= 0:
+        return 1.0
+    centre = (c.start + c.end) / 2 / n
+    off = abs(centre - 0.5)
+    return 1.0 if off <= 1 / 6 else 1.0 - 0.5 * min(1.0, (off - 1 / 6) / (1 / 3))
+
+
+def decide(trace: SignalTrace, th: Thresholds = DEFAULT, prior: str = "none") -> Verdict:
+    """Decide from a clip's signals (pure).
+
+    Raises:
+        ValueError: unknown ``prior``.
+    """
+    if prior not in PRIORS:
+        raise ValueError(f"unknown prior {prior!r}; expected one of {PRIORS}")
+    cands = analyse(trace, th)
+    weighted = sorted(
+        (
+            Candidate(c.kind, c.start, c.end, c.score * prior_weight(c, trace.n, prior), c.evidence)
+            for c in cands
+        ),
+        key=lambda c: -c.score,
+    )
+    best = weighted[0] if weighted else None
+    score = best.score if best else 0.0
+    tampered = best is not None and score >= th.decision
+    return Verdict(
+        tampered=tampered,
+        score=float(score),
+        pred_type=KIND_TO_EFFECT[best.kind] if tampered and best else None,
+        start_frame=best.start if tampered and best else None,
+        end_frame=best.end if tampered and best else None,
+        candidates=tuple(weighted[:5]),
+        frames=trace.n,
+        signals=summary(trace, th),
+    )
+
+
+def _yes_no_letters(options: Mapping[str, str]) -> tuple[str, str]:
+    """Letters of the "Yes" and "No" options (case-insensitive, options may be permuted).
+
+    Raises:
+        ValueError: either option is missing.
+    """
+    yes = [k for k, v in options.items() if v.strip().rstrip(".").lower() == "yes"]
+    no = [k for k, v in options.items() if v.strip().rstrip(".").lower() == "no"]
+    if len(yes) != 1 or len(no) != 1:
+        raise ValueError(f"options must contain one 'Yes' and one 'No', got {dict(options)}")
+    return yes[0], no[0]
+
+
+class ForensicDetector(Model):
+    """Classical pixel-only tamper detector (see ``docs/forensic.md``).
+
+    Args:
+        thresholds: decision thresholds (default: the calibrated ``DEFAULT``).
+        prior: "none" (default) or "middle" (location prior).
+    """
+
+    media_input: ClassVar[MediaInput] = "path"
+    name = "forensic"
+
+    def __init__(self, thresholds: Thresholds = DEFAULT, prior: str = "none") -> None:
+        if prior not in PRIORS:
+            raise ValueError(f"unknown prior {prior!r}; expected one of {PRIORS}")
+        self.thresholds = thresholds
+        self.prior = prior
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Name, thresholds version and hash, and the location prior."""
+        return {
+            "name": self.name,
+            "thresholds_version": THRESHOLDS_VERSION,
+            "thresholds_sha": self.thresholds.digest(),
+            "prior": self.prior,
+        }
+
+    def analyse_video(self, path: Path) -> Verdict:
+        """Stream ``path`` and decide.
+
+        Raises:
+            MediaError: unreadable or undecodable video, or fewer than ``MIN_FRAMES`` frames.
+        """
+        from mmrobust.media import MediaError, iter_frames, probe
+
+        info = probe(path, count_frames=False)
+        size = analysis_size(info.width, info.height)
+        try:
+            trace = extract_signals(
+                iter_frames(path, size=size, gray=True), max_lag=self.thresholds.max_len
+            )
+        except ValueError as exc:
+            raise MediaError(f"{path.name}: {exc}") from exc
+        if trace.n < MIN_FRAMES:
+            raise MediaError(f"{path.name}: only {trace.n} decodable frames (need {MIN_FRAMES})")
+        return decide(trace, self.thresholds, self.prior)
+
+    def _answer(self, req: Request) -> Response:
+        from mmrobust.media import MediaError, probe
+
+        t0 = time.perf_counter()
+        try:
+            yes, no = _yes_no_letters(req.options)
+        except ValueError as exc:
+            return Response(text="", status=Status.MODEL_ERROR, error=str(exc))
+        if req.video is None:
+            return Response(text="", status=Status.MEDIA_ERROR, error="request has no video")
+        try:
+            v = self.analyse_video(Path(req.video))
+        except MediaError as exc:
+            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            return Response(text="", status=Status.MEDIA_ERROR, error=msg, latency_s=time.perf_counter() - t0)
+        window = None
+        if v.start_frame is not None and v.end_frame is not None:
+            # seconds only for reporting, read after deciding
+            try:
+                fps = float(probe(Path(req.video), count_frames=False).fps)
+            except MediaError:
+                fps = 0.0
+            window = {
+                "start_frame": v.start_frame,
+                "end_frame": v.end_frame,
+                "start_s": round(v.start_frame / fps, 4) if fps > 0 else None,
+                "end_s": round(v.end_frame / fps, 4) if fps > 0 else None,
+            }
+        signals = dict(v.signals)
+        signals["top"] = [
+            {"kind": c.kind, "start": c.start, "end": c.end, "score": round(c.score, 3)}
+            for c in v.candidates[:3]
+        ]
+        return Response(
+            text=yes if v.tampered else no,
+            latency_s=time.perf_counter() - t0,
+            extra={
+                "score": round(v.score, 4),
+                "pred_type": v.pred_type,
+                "pred_window": window,
+                "prior": self.prior,
+                "signals": signals,
+            },
+        )
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        """Answer each request; per-clip failures become ``media_error`` responses."""
+        return [self._answer(r) for r in requests]
+
+
+__all__ = ["KIND_TO_EFFECT", "MIN_FRAMES", "PRIORS", "ForensicDetector", "Verdict", "decide", "prior_weight"]

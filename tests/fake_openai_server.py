@@ -1,0 +1,366 @@
+"""A small scriptable OpenAI chat-completions server on 127.0.0.1, for tests.
+
+Start it inside a test (it needs no network beyond the loopback):
+
+    with FakeOpenAIServer() as server:                 # default: answers "A"
+        server.push(Reply.error(429, retry_after="0"), Reply.ok("B"))
+        ...  # POST {server.base_url}/chat/completions
+        server.requests[0].image_urls                  # what the client sent
+
+Replies come from, in this order:
+1. the in-order queue (``push``), one reply per request;
+2. otherwise the ``responder`` callable, given the parsed request, which
+   returns a ``Reply`` (use it for replies keyed on the prompt, the model
+   name or the images; ``keyed_by_text`` builds one from a dict).
+
+Every request is recorded (``requests``), including ones that got errors.
+``GET /v1/models`` lists one model. Thread-safe; handlers run in threads, so
+a hanging reply does not block others, and ``stop()`` releases hung ones.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import cv2
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One canned HTTP reply.
+
+    Attributes:
+        status: HTTP status code.
+        body: ``dict``/``list`` (sent as JSON), ``str``/``bytes`` (sent as is).
+        headers: extra headers (``Retry-After``...).
+        delay_s: seconds to wait before answering (a hang when longer than
+            the client's timeout; ``stop()`` cuts it short).
+    """
+
+    status: int = 200
+    body: Any = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+    @classmethod
+    def ok(
+        cls,
+        text: str | None,
+        *,
+        prompt_tokens: int = 11,
+        completion_tokens: int = 1,
+        finish_reason: str = "stop",
+        model: str = "test",
+    ) -> Reply:
+        """A normal chat completion whose message content is ``text`` (may be None/"")."""
+        return cls(
+            body={
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": finish_reason,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            }
+        )
+
+    @classmethod
+    def empty(cls) -> Reply:
+        """A well-formed completion with empty content."""
+        return cls.ok("", completion_tokens=0)
+
+    @classmethod
+    def error(cls, status: int, *, retry_after: str | None = None, message: str = "") -> Reply:
+        """An OpenAI-style error body with ``status`` (and ``Retry-After`` if given)."""
+        headers = {"Retry-After": retry_after} if retry_after is not None else {}
+        body = {"error": {"message": message or f"fake error {status}", "code": status}}
+        return cls(status=status, body=body, headers=headers)
+
+    @classmethod
+    def malformed(cls) -> Reply:
+        """HTTP 200 whose body is not JSON."""
+        return cls(
+            body='{"choices": [ this is not json', headers={"Content-Type": "application/json"}
+        )
+
+    @classmethod
+    def hang(cls, seconds: float = 30.0) -> Reply:
+        """Answer "A" only after ``seconds`` (past any sensible test timeout)."""
+        return cls(body=cls.ok("A").body, delay_s=seconds)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """A request the server received.
+
+    Attributes:
+        method: ``GET`` / ``POST``.
+        path: request path (``/v1/chat/completions``).
+        headers: request headers (lower-cased names).
+        body: parsed JSON body (``None`` when absent or not JSON).
+        raw: the raw body bytes.
+    """
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: Any
+    raw: bytes
+
+    @property
+    def user_content(self) -> list[dict[str, Any]]:
+        """Content parts of the last user message (a string content becomes one text part)."""
+        messages = (self.body or {}).get("messages", [])
+        for message in reversed(messages):
+            if message.get("role") == "user":
+                content = message.get("content")
+                if isinstance(content, str):
+                    return [{"type": "text", "text": content}]
+                return list(content or [])
+        return []
+
+    @property
+    def text(self) -> str:
+        """All text parts of the last user message, joined by newlines."""
+        return "\n".join(p.get("text", "") for p in self.user_content if p.get("type") == "text")
+
+    @property
+    def part_types(self) -> list[str]:
+        """Types of the user content parts in order (``["image_url", ..., "text"]``)."""
+        return [str(p.get("type")) for p in self.user_content]
+
+    @property
+    def image_urls(self) -> list[str]:
+        """URLs of the ``image_url`` parts, in order."""
+        return [p["image_url"]["url"] for p in self.user_content if p.get("type") == "image_url"]
+
+    @property
+    def video_urls(self) -> list[str]:
+        """URLs of the ``video_url`` parts, in order."""
+        return [p["video_url"]["url"] for p in self.user_content if p.get("type") == "video_url"]
+
+    def images(self) -> list[np.ndarray]:
+        """Decode the base64 ``image_url`` parts: each ``(H, W, 3) uint8 RGB``, in order.
+
+        Raises:
+            ValueError: a URL is not a base64 data URL of a decodable image.
+        """
+        out = []
+        for url in self.image_urls:
+            out.append(decode_data_url_image(url))
+        return out
+
+
+def decode_data_url_image(url: str) -> np.ndarray:
+    """``data:image/...;base64,...`` -> ``(H, W, 3) uint8 RGB``.
+
+    Raises:
+        ValueError: not a base64 data URL, or not a decodable image.
+    """
+    head, sep, payload = url.partition(",")
+    if not sep or not head.startswith("data:") or not head.endswith(";base64"):
+        raise ValueError(f"not a base64 data URL: {url[:40]!r}")
+    buf = np.frombuffer(base64.b64decode(payload), dtype=np.uint8)
+    bgr = cv2.imdecode(buf, cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise ValueError("data URL does not hold a decodable image")
+    return np.ascontiguousarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
+
+
+Responder = Callable[[RecordedRequest], Reply]
+
+
+def keyed_by_text(replies: Mapping[str, Reply], default: Reply | None = None) -> Responder:
+    """A responder that picks the reply whose key occurs in the request's user text.
+
+    The first matching key (in ``replies`` order) wins; no match gives
+    ``default`` (an "A" answer when not given).
+    """
+    fallback = default or Reply.ok("A")
+
+    def respond(request: RecordedRequest) -> Reply:
+        text = request.text
+        for key, reply in replies.items():
+            if key in text:
+                return reply
+        return fallback
+
+    return respond
+
+
+class FakeOpenAIServer:
+    """Chat-completions endpoint on ``127.0.0.1:<free port>`` run in a thread.
+
+    Args:
+        replies: initial in-order queue of replies.
+        responder: reply for a request when the queue is empty (default: "A").
+        expected_key: when set, a request without ``Authorization: Bearer <key>``
+            gets HTTP 401.
+    """
+
+    def __init__(
+        self,
+        replies: Iterable[Reply] = (),
+        *,
+        responder: Responder | None = None,
+        expected_key: str | None = None,
+    ) -> None:
+        self._queue: deque[Reply] = deque(replies)
+        self.responder: Responder = responder or (lambda _req: Reply.ok("A"))
+        self.expected_key = expected_key
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # -- control -------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The bound TCP port."""
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def push(self, *replies: Reply) -> None:
+        """Append replies to the in-order queue."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        """Recorded ``POST .../chat/completions`` requests, in arrival order."""
+        with self._lock:
+            return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def start(self) -> FakeOpenAIServer:
+        """Serve in a daemon thread; returns self."""
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and release hanging handlers."""
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _next_reply(self, request: RecordedRequest) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            if self._queue:
+                return self._queue.popleft()
+        return self.responder(request)
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return  # keep test output quiet
+
+            def _record(self, method: str) -> RecordedRequest:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = None
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                return RecordedRequest(method, self.path, headers, body, raw)
+
+            def _send(self, reply: Reply) -> None:
+                if reply.delay_s > 0 and server._stopping.wait(reply.delay_s):
+                    return
+                if isinstance(reply.body, (dict, list)):
+                    payload = json.dumps(reply.body).encode()
+                elif isinstance(reply.body, str):
+                    payload = reply.body.encode()
+                else:
+                    payload = reply.body or b""
+                try:
+                    self.send_response(reply.status)
+                    headers = {"Content-Type": "application/json", **reply.headers}
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout); nothing to do
+
+            def do_GET(self) -> None:
+                request = self._record("GET")
+                with server._lock:
+                    server.requests.append(request)
+                if self.path.rstrip("/").endswith("/models"):
+                    body = {"object": "list", "data": [{"id": "test", "object": "model"}]}
+                    self._send(Reply(body=body))
+                else:
+                    self._send(Reply.error(404))
+
+            def do_POST(self) -> None:
+                request = self._record("POST")
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    with server._lock:
+                        server.requests.append(request)
+                    self._send(Reply.error(404))
+                    return
+                if server.expected_key is not None and request.headers.get("authorization") != (
+                    f"Bearer {server.expected_key}"
+                ):
+                    with server._lock:
+                        server.requests.append(request)
+                    self._send(Reply.error(401, message="bad key"))
+                    return
+                self._send(server._next_reply(request))
+
+        return Handler
+
+
+__all__ = [
+    "FakeOpenAIServer",
+    "RecordedRequest",
+    "Reply",
+    "Responder",
+    "decode_data_url_image",
+    "keyed_by_text",
+]

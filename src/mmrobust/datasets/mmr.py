@@ -35,14 +35,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from mmrobust.datasets.base import Dataset, DatasetError
 from mmrobust.datasets.schema import Sample
-
-if TYPE_CHECKING:
-    from mmrobust.datasets import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +69,7 @@ DEMO_NAME = "mmr-demo"
 """Pass this as ``path`` to load the built-in demo set (images from ``skimage.data``)."""
 
 
-class MMRFormatError(ValueError):
+class MMRFormatError(DatasetError):
     """The file is not an MMR annotation file (not a JSON array of records with the MMR keys)."""
 
 
@@ -474,8 +472,6 @@ def load_mmr(
         FileNotFoundError: ``path`` does not exist.
         MMRFormatError: the file is not an MMR annotation file.
     """
-    from mmrobust.datasets import Dataset
-
     annotation, roots = _resolve_source(path, Path(cache_dir) if cache_dir else None)
     if images is not None:
         image_dir = Path(images).expanduser()

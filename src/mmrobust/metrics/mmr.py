@@ -9,7 +9,9 @@ by ``ScoredRecord.group``) falls in one of four outcomes:
 * ``NF`` not understanding, fragility: both wrong.
 
 ``RA = UR / pairs`` (eq. 2) and ``MR = UF / (UR + UF)`` (eq. 1), in percent,
-rounded to two decimals as in the paper's tables. ``MR`` is ``None`` when
+rounded to two decimals as in the paper's tables (so are the positive- and
+negative-question accuracies and the CIs; ``parse_fail_rate`` and
+``error_rate`` are fractions 0-1, as for every benchmark). ``MR`` is ``None`` when
 ``UR + UF == 0`` (undefined; the reference script prints 0 there).
 
 A question whose answer failed (``parse_fail`` or an error status) is *not
@@ -99,13 +101,18 @@ def _pct(num: float, den: float) -> float | None:
     return None if den == 0 else round(100.0 * num / den, 2)
 
 
+def _frac(num: int, den: int) -> float:
+    return 0.0 if den == 0 else round(num / den, 4)
+
+
 def summarize(pairs: Sequence[Pair]) -> dict[str, Any]:
     """Counts and rates of a set of pairs.
 
     Returns:
-        ``pairs, UR, UF, NR, NF, RA, MR`` (percent, 2 decimals; ``None`` when the
-        denominator is 0), ``positive_accuracy``, ``negative_accuracy``,
-        ``parse_fail_rate``, ``error_rate`` (percent of the ``2 * pairs`` questions).
+        ``pairs, UR, UF, NR, NF``; ``RA, MR, positive_accuracy, negative_accuracy``
+        in percent, 2 decimals (``None`` when the denominator is 0);
+        ``parse_fail_rate``, ``error_rate``: fractions (0-1, 4 decimals) of the
+        ``2 * pairs`` questions, the unit every benchmark uses for these two keys.
     """
     counts = dict.fromkeys(OUTCOMES, 0)
     for pair in pairs:
@@ -119,8 +126,8 @@ def summarize(pairs: Sequence[Pair]) -> dict[str, Any]:
         "MR": _pct(counts["UF"], counts["UR"] + counts["UF"]),
         "positive_accuracy": _pct(sum(p.positive.correct for p in pairs), n),
         "negative_accuracy": _pct(sum(p.negative.correct for p in pairs), n),
-        "parse_fail_rate": _pct(sum(r.status is Status.PARSE_FAIL for r in questions), 2 * n),
-        "error_rate": _pct(sum(r.status.is_error for r in questions), 2 * n),
+        "parse_fail_rate": _frac(sum(r.status is Status.PARSE_FAIL for r in questions), 2 * n),
+        "error_rate": _frac(sum(r.status.is_error for r in questions), 2 * n),
     }
 
 

@@ -1,0 +1,120 @@
+"""Build a tiny, randomly initialised Idefics3 (SmolVLM-style) checkpoint offline.
+
+A byte-level BPE tokenizer is trained here with ``tokenizers`` on a few
+sentences (plus the special tokens the Idefics3 processor needs), the model
+has one text and one vision layer of width 32, and images are 32x32 with
+8-pixel patches (4 image tokens after pixel shuffle). The folder is about
+300 KB; building it takes a second or two on CPU. The output text is noise:
+tests use it to check the plumbing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CHAT_TEMPLATE = (
+    "<|im_start|>{% for message in messages %}{{ message['role'] | capitalize }}:"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}{% if part['type'] == 'image' %}<image>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "<end_of_utterance>\n{% endfor %}{% if add_generation_prompt %}Assistant:{% endif %}"
+)
+
+SENTENCES = [
+    "Does this video exhibit any signs of tampering, such as corruption, blackouts, "
+    "rotated frames, repeated frames, or swapped frames?",
+    "A. Yes",
+    "B. No",
+    "Answer with the option's letter from the given choices directly.",
+    "User: Assistant: System:",
+    "What color is the car in the image?",
+]
+
+
+def build_tiny_idefics3(out: Path, *, seed: int = 0) -> Path:
+    """Write a tiny Idefics3 model + processor to ``out`` and return it."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import (
+        Idefics3Config,
+        Idefics3ForConditionalGeneration,
+        Idefics3Processor,
+        PreTrainedTokenizerFast,
+    )
+    from transformers.models.idefics3.image_processing_pil_idefics3 import (
+        Idefics3ImageProcessorPil,
+    )
+
+    special = [
+        "<|endoftext|>",
+        "<|im_start|>",
+        "<end_of_utterance>",
+        "<fake_token_around_image>",
+        "<image>",
+        "<global-img>",
+        *(f"<row_{i + 1}_col_{j + 1}>" for i in range(6) for j in range(6)),
+    ]
+    bpe = Tokenizer(models.BPE(unk_token=None))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400,
+        special_tokens=special,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    bpe.train_from_iterator(SENTENCES * 10, trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        bos_token="<|im_start|>",
+        eos_token="<end_of_utterance>",
+        pad_token="<|endoftext|>",
+    )
+    image_processor = Idefics3ImageProcessorPil(
+        size={"longest_edge": 32}, max_image_size={"longest_edge": 32}, do_image_splitting=False
+    )
+    processor = Idefics3Processor(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        image_seq_len=4,
+        chat_template=CHAT_TEMPLATE,
+    )
+    vocab = len(tokenizer)
+    config = Idefics3Config(
+        text_config={
+            "model_type": "llama",
+            "vocab_size": vocab,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 1,
+            "max_position_embeddings": 2048,
+            "pad_token_id": tokenizer.pad_token_id,
+            "bos_token_id": tokenizer.bos_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+            "tie_word_embeddings": False,
+        },
+        vision_config={
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "image_size": 32,
+            "patch_size": 8,
+        },
+        scale_factor=2,
+        image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = Idefics3ForConditionalGeneration(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    return out
+
+
+__all__ = ["CHAT_TEMPLATE", "build_tiny_idefics3"]

@@ -47,6 +47,56 @@ def _root(
 # --- mmr-data (issue 6) -------------------------------------------------------------------
 
 
+@app.command("mmr-data")
+def mmr_data(
+    images: list[str] = typer.Argument(..., help="Image files or folders (searched recursively)."),
+    model: str = typer.Option(..., "--model", help="Model SPEC, e.g. openai:gpt-4o."),
+    model_arg: list[str] = typer.Option(
+        [], "--model-arg", help="Backend setting KEY=VALUE (repeatable)."
+    ),
+    out: str = typer.Option(..., "--out", help="Output folder (created; reused to resume)."),
+    pairs: int = typer.Option(4, "--pairs", min=1, help="Positive/negative pairs asked per image."),
+    no_resume: bool = typer.Option(False, "--no-resume", help="Redo images already done."),
+) -> None:
+    """Generate paired positive/negative training data (MMR paper section 4)."""
+    from rich.console import Console
+
+    from mmrobust.mmrdata.pipeline import ItemResult, collect_images, run_mmr_data
+    from mmrobust.models import load_model, parse_model_args, parse_spec
+    from mmrobust.registry import UnknownNameError
+
+    console = Console(stderr=True)
+    try:
+        args = parse_model_args(model_arg)
+        spec = parse_spec(model, args)
+        if spec.name == "openai" and "max_tokens" not in args:
+            args["max_tokens"] = "2048"  # stage 2 replies are long; the backend default is 256
+            spec = parse_spec(model, args)
+        paths = collect_images(images)
+        backend = load_model(spec)
+    except (ValueError, FileNotFoundError, UnknownNameError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    if not paths:
+        console.print("[red]error:[/red] no images found")
+        raise typer.Exit(2)
+
+    def progress(item: ItemResult, reused: bool) -> None:
+        console.print(f"{item.image}: {'reused' if reused else item.status.value}")
+
+    try:
+        summary = run_mmr_data(
+            paths, backend, out, n_pairs=pairs, resume=not no_resume, on_item=progress
+        )
+    finally:
+        backend.close()
+    typer.echo(
+        f"{summary.images} images {summary.statuses}; pairs kept {summary.pairs_kept} of "
+        f"{summary.pairs_parsed}; LLaVA samples {summary.turns_kept}; dropped {summary.dropped}; "
+        f"outputs in {summary.out_dir}"
+    )
+
+
 # --- demo (issue 7) -----------------------------------------------------------------------
 
 

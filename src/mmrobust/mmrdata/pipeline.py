@@ -178,6 +178,30 @@ def read_image(path: Path) -> np.ndarray:
     return np.ascontiguousarray(cv2.cvtColor(pixels, cv2.COLOR_BGR2RGB))
 
 
+IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff")
+"""File suffixes :func:`collect_images` picks up inside a folder."""
+
+
+def collect_images(paths: Sequence[str | Path]) -> list[Path]:
+    """Files as given, folders expanded to their images (recursively, sorted), duplicates removed.
+
+    Raises:
+        FileNotFoundError: a path does not exist.
+    """
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            out += sorted(
+                p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES
+            )
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise FileNotFoundError(f"no such image or folder: {path}")
+    return list(dict.fromkeys(out))
+
+
 def normalise_category(category: str) -> str:
     """Map a generated category to an MMR ``id`` prefix; unknown ones become ``other/other``."""
     value = category.strip().lower()
@@ -388,9 +412,11 @@ def _reason_key(reason: str) -> str:
 
 
 __all__ = [
+    "IMAGE_SUFFIXES",
     "ItemResult",
     "ItemStatus",
     "MMRDataSummary",
+    "collect_images",
     "item_key",
     "normalise_category",
     "process_image",

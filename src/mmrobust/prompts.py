@@ -19,16 +19,14 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from mmrobust.datasets.base import TAMPER_QUESTION
 from mmrobust.datasets.schema import Sample
 
 TemplateName = Literal["structured", "generic", "cot", "mmr", "plain"]
 OptionStyle = Literal["paper", "vlmevalkit"]
 TEMPLATES: tuple[str, ...] = ("structured", "generic", "cot", "mmr", "plain")
 
-STRUCTURED_QUESTION = (
-    "Does this video exhibit any signs of tampering, such as corruption, blackouts, "
-    "rotated frames, repeated frames, or swapped frames?"
-)
+STRUCTURED_QUESTION = TAMPER_QUESTION
 """MVTamperBench section 4.1 / appendix A.2.2, the benchmark prompt."""
 
 GENERIC_QUESTION = "Does this video exhibit any signs of tampering, manipulation, or inconsistency?"

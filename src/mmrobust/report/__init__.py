@@ -1,1 +1,1 @@
-"""report."""
+"""Reports: Table-7-shaped tables, per-task tables, ablation tables, plots; run loading and comparison."""

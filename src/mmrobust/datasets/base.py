@@ -1,0 +1,183 @@
+"""``Dataset``, the loader registry (``FORMATS``) and ``load_dataset`` with format detection.
+
+A loader is ``load(path, *, images=None, text_only=False, **options) -> Dataset``.
+Loaders never raise for one bad record: a malformed line becomes an entry
+of ``Dataset.defects`` (skipped), a missing or ambiguous media file becomes
+a ``Sample`` with ``error`` set (recorded as ``data_error`` by the runner).
+They raise only when the dataset as a whole cannot be read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mmrobust.datasets.schema import Benchmark, Sample
+from mmrobust.registry import Registry
+
+TAMPER_QUESTION = (
+    "Does this video exhibit any signs of tampering, such as corruption, blackouts, "
+    "rotated frames, repeated frames, or swapped frames?"
+)
+"""MVTamperBench section 4.1: the benchmark question (the stem of every tamper sample)."""
+
+YES_NO: dict[str, str] = {"A": "Yes", "B": "No"}
+"""Tamper options in the paper's order: A = Yes (tampered), B = No."""
+
+
+class DatasetError(ValueError):
+    """The dataset as a whole cannot be loaded (unreadable file, unknown layout)."""
+
+
+@dataclass
+class Dataset:
+    """A loaded dataset.
+
+    Attributes:
+        name: short name (file or folder stem).
+        benchmark: metric family of its samples ("tamper", "mmr", "generic").
+        samples: the samples, in file order; ids are unique.
+        defects: one line per data problem found while loading (skipped
+            records, duplicate ids, missing media); shown in ``metrics.json``.
+        data_hash: sha256 of the annotation bytes (the run fingerprint's data part).
+        source: the path that was loaded.
+    """
+
+    name: str
+    benchmark: Benchmark
+    samples: list[Sample]
+    defects: list[str] = field(default_factory=list)
+    data_hash: str = ""
+    source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+
+Loader = Callable[..., Dataset]
+FORMATS: Registry[Loader] = Registry("dataset format")
+FORMATS.register("manifest", "mmrobust.datasets.manifest:load_manifest")
+FORMATS.register("mvtamperbench", "mmrobust.datasets.mvtamperbench:load_mvtamperbench")
+FORMATS.register("vlmevalkit-tsv", "mmrobust.datasets.mvtamperbench:load_vlmevalkit_tsv")
+FORMATS.register("jsonl", "mmrobust.datasets.jsonl:load_jsonl")
+FORMATS.register("mmr", "mmrobust.datasets.mmr:load_mmr")
+
+
+def sha256_files(paths: Iterable[Path]) -> str:
+    """sha256 over the bytes of several files, in the order given."""
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def dedupe_ids(samples: list[Sample], defects: list[str]) -> list[Sample]:
+    """Drop samples whose id repeats an earlier one (a defect each)."""
+    seen: set[str] = set()
+    out = []
+    for s in samples:
+        if s.id in seen:
+            defects.append(f"duplicate sample id {s.id!r}: later record dropped")
+            continue
+        seen.add(s.id)
+        out.append(s)
+    return out
+
+
+def _first_json_value(path: Path) -> Any:
+    with path.open("rb") as fh:
+        head = fh.read(1 << 16).decode("utf-8", errors="replace").lstrip()
+    if head.startswith("["):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data[0] if isinstance(data, list) and data else None
+    line = head.splitlines()[0] if head else ""
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def detect_format(path: str | Path) -> str:
+    """Pick a loader from the path (override with ``--format``).
+
+    Rules: ``"mmr-demo"`` -> mmr; a folder with ``manifest.jsonl`` -> manifest;
+    a folder with ``json/*.json`` -> mvtamperbench; a folder holding an MMR
+    annotation file -> mmr; ``*.tsv`` -> vlmevalkit-tsv; a JSON array whose
+    records have ``question_type`` -> mmr; a JSONL whose records have
+    ``video_sha256`` and ``tamper_type`` -> manifest; other ``.json``/``.jsonl`` -> jsonl.
+
+    Raises:
+        FileNotFoundError: the path does not exist.
+        DatasetError: no rule matched.
+    """
+    if str(path) == "mmr-demo":
+        return "mmr"
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise FileNotFoundError(f"dataset not found: {p}")
+    if p.is_dir():
+        if (p / "manifest.jsonl").is_file():
+            return "manifest"
+        if (p / "json").is_dir() and any((p / "json").glob("*.json")):
+            return "mvtamperbench"
+        for j in sorted(p.glob("*.json")):
+            first = _first_json_value(j)
+            if isinstance(first, dict) and "question_type" in first:
+                return "mmr"
+        raise DatasetError(
+            f"cannot tell the format of folder {p}; pass --format ({', '.join(FORMATS.names())})"
+        )
+    suffix = p.suffix.lower()
+    if suffix == ".tsv":
+        return "vlmevalkit-tsv"
+    if suffix in (".json", ".jsonl"):
+        first = _first_json_value(p)
+        if isinstance(first, dict) and "question_type" in first:
+            return "mmr"
+        if isinstance(first, dict) and {"video_sha256", "tamper_type"} <= set(first):
+            return "manifest"
+        return "jsonl"
+    raise DatasetError(
+        f"cannot tell the format of {p}; pass --format ({', '.join(FORMATS.names())})"
+    )
+
+
+def load_dataset(path: str | Path, format: str | None = None, **options: Any) -> Dataset:
+    """Load a dataset, detecting its format unless given.
+
+    Args:
+        path: a file or folder (or ``"mmr-demo"``).
+        format: one of ``FORMATS`` ("manifest", "mvtamperbench", "vlmevalkit-tsv",
+            "jsonl", "mmr"), or ``None`` to detect.
+        **options: ``images`` (media folder), ``text_only`` (drop media), loader-specific.
+
+    Raises:
+        FileNotFoundError: the path does not exist.
+        UnknownNameError: unknown format (with "did you mean").
+        DatasetError: the dataset cannot be read as that format.
+    """
+    fmt = format or detect_format(path)
+    loader = FORMATS.get(fmt)
+    return loader(path, **options)
+
+
+__all__ = [
+    "FORMATS",
+    "TAMPER_QUESTION",
+    "YES_NO",
+    "Dataset",
+    "DatasetError",
+    "Loader",
+    "dedupe_ids",
+    "detect_format",
+    "load_dataset",
+    "sha256_files",
+]

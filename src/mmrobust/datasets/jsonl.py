@@ -1,0 +1,120 @@
+"""Generic JSONL (or JSON array) loader: one question per record.
+
+Record fields are ``Sample``'s (``id``, ``question``, ``options``, ``answer``,
+``video``/``image``, ``benchmark``, ``group``, ``task``, ``tamper_type``,
+``window``, ``category``, ``polarity``, ``prompt``, ``meta``) with two
+conveniences: ``options`` may be a list (lettered A, B, ...) and
+``answer`` may be the option text instead of its letter. ``id`` defaults
+to the line number. Media paths are relative to ``images`` (default: the
+file's folder); a missing file sets ``Sample.error``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from mmrobust.datasets.base import Dataset, DatasetError, dedupe_ids, sha256_files
+from mmrobust.datasets.schema import Sample
+
+_FIELDS = set(Sample.model_fields)
+
+
+def record_to_sample(rec: dict[str, Any], n: int, root: Path, *, text_only: bool = False) -> Sample:
+    """One generic record -> ``Sample``.
+
+    Raises:
+        ValueError, ValidationError: missing question/options/answer or an invalid answer.
+    """
+    data = {k: v for k, v in rec.items() if k in _FIELDS}
+    extra = {k: v for k, v in rec.items() if k not in _FIELDS}
+    opts = data.get("options")
+    if isinstance(opts, list):
+        opts = {chr(ord("A") + i): str(v) for i, v in enumerate(opts)}
+    if not isinstance(opts, dict) or not opts:
+        raise ValueError("options must be a non-empty list or letter -> text object")
+    data["options"] = {str(k): str(v) for k, v in opts.items()}
+    answer = str(data.get("answer", ""))
+    if answer not in data["options"]:
+        by_text = [k for k, v in data["options"].items() if v == answer]
+        if by_text:
+            answer = by_text[0]
+    data["answer"] = answer
+    data.setdefault("id", str(n))
+    data["id"] = str(data["id"])
+    error = None
+    for key in ("video", "image"):
+        if data.get(key):
+            if text_only:
+                data[key] = None
+                continue
+            p = root / str(data[key])
+            data[key] = p
+            if not p.is_file():
+                error = f"{key} file missing: {p}"
+    if error and not data.get("error"):
+        data["error"] = error
+    if extra:
+        data["meta"] = {**extra, **(data.get("meta") or {})}
+    return Sample.model_validate(data)
+
+
+def load_jsonl(
+    path: str | Path, *, images: str | Path | None = None, text_only: bool = False, **_: Any
+) -> Dataset:
+    """Load a generic JSONL file (or a JSON array of the same records).
+
+    Raises:
+        FileNotFoundError: no such file.
+        DatasetError: the file is not UTF-8 or, as a JSON array, not valid JSON.
+    """
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise FileNotFoundError(f"dataset not found: {file}")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{file}: not UTF-8 text ({exc})") from None
+    root = Path(images).expanduser() if images else file.parent
+    defects: list[str] = []
+    records: list[tuple[int, Any]] = []
+    if text.lstrip().startswith("["):
+        try:
+            records = list(enumerate(json.loads(text), start=1))
+        except ValueError as exc:
+            raise DatasetError(f"{file}: invalid JSON ({exc})") from None
+    else:
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append((n, json.loads(line)))
+            except ValueError as exc:
+                defects.append(f"{file.name}:{n}: skipped (invalid JSON: {exc})")
+    samples: list[Sample] = []
+    for n, rec in records:
+        try:
+            if not isinstance(rec, dict):
+                raise ValueError("not a JSON object")
+            samples.append(record_to_sample(rec, n, root, text_only=text_only))
+        except (ValueError, TypeError, ValidationError) as exc:
+            reason = str(exc).splitlines()[0]
+            defects.append(f"{file.name}:{n}: skipped ({type(exc).__name__}: {reason})")
+    samples = dedupe_ids(samples, defects)
+    defects += [f"{s.id}: {s.error}" for s in samples if s.error]
+    benchmarks = {s.benchmark for s in samples}
+    benchmark = benchmarks.pop() if len(benchmarks) == 1 else "generic"
+    return Dataset(
+        name=file.stem,
+        benchmark=benchmark,
+        samples=samples,
+        defects=defects,
+        data_hash=sha256_files([file]),
+        source=str(file),
+    )
+
+
+__all__ = ["load_jsonl", "record_to_sample"]

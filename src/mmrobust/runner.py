@@ -1,0 +1,713 @@
+"""Runs a dataset through a model into the results store, then scores it.
+
+Flow (DESIGN.md): ``Sample`` -> prompt -> ``Request`` (text + frames) ->
+``Model.generate`` -> extraction -> ``StoredRow`` (committed at once) ->
+metrics over the stored rows -> ``run.json`` / ``metrics.json``.
+
+Work is cut into :class:`WorkItem` batches and handed to an
+:class:`Executor`; executors only *compute* rows, the main thread writes
+them. All state lives in the store, so a later distributed executor can
+take over without changing the store, the metrics or the CLI.
+
+* A ``Sample.error`` becomes a ``data_error`` row without calling the model.
+* A ``MediaError`` while decoding becomes a ``media_error`` row.
+* A model that raises for a batch gives ``model_error`` rows for that batch.
+* Ctrl-C cancels pending work, keeps every row already written and still
+  writes ``metrics.json`` for what finished (``RunResult.interrupted``).
+* Re-running the same command skips finished rows (resume).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from mmrobust import __version__
+from mmrobust.datasets import Dataset, Sample, load_dataset
+from mmrobust.extract import extract
+from mmrobust.media.sampling import FramePolicy, frame_indices, window_coverage
+from mmrobust.metrics import compute_metrics
+from mmrobust.models.base import Model, Request, Response
+from mmrobust.prompts import PromptConfig, build_prompt
+from mmrobust.status import Status
+from mmrobust.store import ResultStore, RunKey, StoredRow
+
+RUN_FILE = "run.json"
+METRICS_FILE = "metrics.json"
+
+
+@dataclass
+class EvalConfig:
+    """Everything ``mmrobust eval`` takes (also the ``config`` block of ``run.json``).
+
+    ``official`` switches to the reference protocol for tamper data:
+    VLMEvalKit's prompt framing and ``(A) Yes`` options, 8 segment-centre
+    frames, ``official`` extraction, and parse failures scored as wrong.
+    """
+
+    data: str
+    model: str
+    out: str
+    model_args: dict[str, str] = field(default_factory=dict)
+    format: str | None = None
+    images: str | None = None
+    text_only: bool = False
+    prompt: str | None = None
+    option_style: str = "paper"
+    permute: int = 0
+    frames: int = 8
+    fps: float | None = None
+    max_frames: int | None = None
+    extract: str = "lenient"
+    official: bool = False
+    limit: int | None = None
+    workers: int | None = None
+    seed: int = 0
+    cache_dir: str | None = None
+    n_resamples: int = 1000
+
+    def policy(self) -> FramePolicy:
+        """The frame sampling policy these options describe."""
+        if self.official:
+            return FramePolicy(mode="segments", n_frames=8)
+        if self.fps is not None:
+            return FramePolicy(mode="fps", fps=self.fps, max_frames=self.max_frames)
+        return FramePolicy(mode="segments", n_frames=self.frames)
+
+    def prompt_config(self) -> PromptConfig:
+        """The prompt configuration these options describe."""
+        style = "vlmevalkit" if self.official else self.option_style
+        return PromptConfig(
+            template=self.prompt,  # type: ignore[arg-type]
+            option_style=style,  # type: ignore[arg-type]
+            permute=self.permute,
+            official=self.official,
+        )
+
+    def extract_mode(self) -> str:
+        """The extraction mode (``official`` when ``official`` is set)."""
+        return "official" if self.official else self.extract
+
+    def failures(self) -> str:
+        """Metric failure policy: reference scoring counts parse failures as wrong."""
+        return "wrong" if self.official else "exclude"
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """A batch of samples for one ``Model.generate`` call."""
+
+    samples: tuple[Sample, ...]
+
+
+class Executor(Protocol):
+    """Runs ``fn`` over work items, yielding each item's result as it completes (any order)."""
+
+    def run(
+        self, fn: Callable[[WorkItem], list[StoredRow]], items: Iterable[WorkItem]
+    ) -> Iterator[list[StoredRow]]:
+        """Yield ``fn(item)`` for every item."""
+        ...
+
+    def cancel(self) -> None:
+        """Stop starting new items (items in flight may finish; their results are dropped)."""
+        ...
+
+
+class SerialExecutor:
+    """Runs items one after another in the calling thread."""
+
+    def run(
+        self, fn: Callable[[WorkItem], list[StoredRow]], items: Iterable[WorkItem]
+    ) -> Iterator[list[StoredRow]]:
+        """Yield ``fn(item)`` for every item, in order."""
+        for item in items:
+            yield fn(item)
+
+    def cancel(self) -> None:
+        """Nothing to cancel."""
+
+
+class ThreadExecutor:
+    """A bounded thread pool (remote models: network-bound; decoding releases the GIL).
+
+    At most ``2 * workers`` items are submitted ahead of completion.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, workers)
+        self._pool: ThreadPoolExecutor | None = None
+
+    def run(
+        self, fn: Callable[[WorkItem], list[StoredRow]], items: Iterable[WorkItem]
+    ) -> Iterator[list[StoredRow]]:
+        """Yield ``fn(item)`` for every item, as each completes."""
+        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="mmrobust")
+        pending: set[Future[list[StoredRow]]] = set()
+        it = iter(items)
+        try:
+            while True:
+                while len(pending) < 2 * self.workers:
+                    item = next(it, None)
+                    if item is None:
+                        break
+                    pending.add(self._pool.submit(fn, item))
+                if not pending:
+                    return
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    yield fut.result()
+        finally:
+            self.cancel()
+
+    def cancel(self) -> None:
+        """Drop queued items; do not wait for items in flight."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+@dataclass
+class RunResult:
+    """Outcome of :func:`run_eval`.
+
+    Attributes:
+        run_dir: the run folder.
+        metrics: the contents of ``metrics.json``.
+        n_total: samples selected.
+        n_skipped: samples already finished (resumed).
+        n_new: rows written by this call.
+        interrupted: Ctrl-C stopped the run early.
+    """
+
+    run_dir: Path
+    metrics: dict[str, Any]
+    n_total: int
+    n_skipped: int
+    n_new: int
+    interrupted: bool = False
+
+
+def _hash(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _atomic_write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _git_sha() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version(), "mmrobust": __version__}
+    for pkg in (
+        "numpy",
+        "av",
+        "scikit-learn",
+        "scipy",
+        "pydantic",
+        "openai",
+        "torch",
+        "transformers",
+    ):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            continue
+    return out
+
+
+def default_cache_dir() -> Path:
+    """``$MMROBUST_CACHE/frames`` or ``~/.cache/mmrobust/frames``."""
+    base = os.environ.get("MMROBUST_CACHE") or str(Path.home() / ".cache" / "mmrobust")
+    return Path(base) / "frames"
+
+
+class SampleProcessor:
+    """Turns a work item into stored rows: prompt, media, model call, extraction.
+
+    Pure with respect to the store (returns rows; the caller writes them).
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        key: RunKey,
+        *,
+        prompt_config: PromptConfig,
+        policy: FramePolicy,
+        extract_mode: str,
+        text_only: bool,
+        cache_dir: Path | None,
+    ) -> None:
+        self.model = model
+        self.key = key
+        self.prompt_config = prompt_config
+        self.policy = policy
+        self.extract_mode = extract_mode
+        self.text_only = text_only
+        self.cache: Any = None
+        if cache_dir is not None and not text_only and model.media_input == "frames":
+            from mmrobust.media.cache import FrameCache
+
+            self.cache = FrameCache(cache_dir)
+
+    def _frames(self, sample: Sample) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
+        """Decoded frames and their indices; raises ``MediaError``."""
+        if sample.video is not None:
+            from mmrobust.media import probe, read_frames
+            from mmrobust.media.cache import CachedFrames
+
+            hit = self.cache.get(sample.video, self.policy) if self.cache is not None else None
+            if hit is None:
+                info = probe(sample.video)
+                idx = frame_indices(info.frame_count, info.fps, self.policy)
+                frames = read_frames(sample.video, idx, size=self.policy.size)
+                hit = CachedFrames(
+                    frames=frames,
+                    indices=np.asarray(idx, dtype=np.int64),
+                    n_frames=info.frame_count,
+                    fps=float(info.fps),
+                )
+                if self.cache is not None:
+                    self.cache.put(sample.video, self.policy, hit)
+            return tuple(hit.frames), tuple(int(i) for i in hit.indices)
+        if sample.image is not None:
+            return (load_image(sample.image),), ()
+        return (), ()
+
+    def _row(self, sample: Sample, status: Status, **kw: Any) -> StoredRow:
+        return StoredRow(sample=sample, key=self.key, status=status, created_at=time.time(), **kw)
+
+    def __call__(self, item: WorkItem) -> list[StoredRow]:
+        """Process one batch; never raises for a per-sample failure."""
+        from mmrobust.media import MediaError
+
+        rows: dict[int, StoredRow] = {}
+        pending: list[tuple[int, Sample, Request, dict[str, Any]]] = []
+        for i, sample in enumerate(item.samples):
+            prompt = build_prompt(sample, self.prompt_config)
+            shown = {"answer": prompt.answer, "options": prompt.options}
+            if sample.error:
+                rows[i] = self._row(
+                    sample, Status.DATA_ERROR, error=sample.error, rule="data_error", **shown
+                )
+                continue
+            mode = "none" if self.text_only else self.model.media_input
+            frames: tuple[np.ndarray, ...] = ()
+            indices: tuple[int, ...] = ()
+            try:
+                if mode == "frames":
+                    frames, indices = self._frames(sample)
+            except (MediaError, OSError, ValueError) as exc:
+                msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                rows[i] = self._row(
+                    sample, Status.MEDIA_ERROR, error=msg, rule="media_error", **shown
+                )
+                continue
+            req = Request(
+                sample_id=sample.id,
+                prompt=prompt.text,
+                question=prompt.question,
+                options=prompt.options,
+                system=prompt.system,
+                assistant_prefill=prompt.assistant_prefill,
+                frames=frames,
+                frame_indices=indices,
+                video=None if mode == "none" else sample.video,
+                image=None if mode == "none" else sample.image,
+            )
+            meta: dict[str, Any] = dict(shown)
+            if indices:
+                meta["frame_indices"] = list(indices)
+                meta["window_covered"] = window_coverage(indices, sample.window)
+            pending.append((i, sample, req, meta))
+        if pending:
+            t0 = time.perf_counter()
+            try:
+                responses = self.model.generate([p[2] for p in pending])
+                if len(responses) != len(pending):
+                    raise RuntimeError(
+                        f"model returned {len(responses)} responses for {len(pending)} requests"
+                    )
+            except Exception as exc:  # a backend failing a whole batch
+                msg = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                dt = (time.perf_counter() - t0) / len(pending)
+                responses = [
+                    Response(text="", status=Status.MODEL_ERROR, error=msg, latency_s=dt)
+                    for _ in pending
+                ]
+            for (i, sample, _req, meta), resp in zip(pending, responses, strict=True):
+                rows[i] = self._scored_row(sample, resp, meta)
+        return [rows[i] for i in sorted(rows)]
+
+    def _scored_row(self, sample: Sample, resp: Response, meta: dict[str, Any]) -> StoredRow:
+        common: dict[str, Any] = {
+            "raw_text": resp.text or "",
+            "latency_s": resp.latency_s,
+            "prompt_tokens": resp.prompt_tokens,
+            "completion_tokens": resp.completion_tokens,
+            "extra": dict(resp.extra),
+            **meta,
+        }
+        if resp.status is not Status.OK:
+            status = resp.status if resp.status.is_error else Status.MODEL_ERROR
+            return self._row(sample, status, error=resp.error, rule=status.value, **common)
+        ex = extract(
+            resp.text or "",
+            meta["options"],
+            mode=self.extract_mode,
+            benchmark=sample.benchmark,
+            answer=meta["answer"],
+        )
+        return self._row(sample, ex.status, letter=ex.letter, rule=ex.rule, **common)
+
+
+def load_image(path: str | Path) -> np.ndarray:
+    """Read an image as ``(H, W, 3) uint8 RGB``.
+
+    Raises:
+        MediaError: unreadable or not an image.
+    """
+    import cv2
+
+    from mmrobust.media import MediaError
+
+    data = np.fromfile(str(path), dtype=np.uint8) if Path(path).is_file() else None
+    img = cv2.imdecode(data, cv2.IMREAD_COLOR) if data is not None and data.size else None
+    if img is None:
+        raise MediaError(path, "cannot read image")
+    return np.ascontiguousarray(cv2.cvtColor(img, cv2.COLOR_BGR2RGB))
+
+
+def batches(samples: Sequence[Sample], size: int) -> Iterator[WorkItem]:
+    """Cut samples into work items of at most ``size``."""
+    size = max(1, size)
+    for i in range(0, len(samples), size):
+        yield WorkItem(tuple(samples[i : i + size]))
+
+
+def run_key(
+    model: Model, prompt_config: PromptConfig, policy: FramePolicy, *, text_only: bool
+) -> RunKey:
+    """The store key of a configuration: model fingerprint, prompt and sampling-policy hashes."""
+    mode = "none" if text_only else model.media_input
+    return RunKey(
+        model_fp=_hash(model.fingerprint()),
+        prompt_fp=prompt_config.fingerprint(),
+        policy_fp=_hash({"policy": asdict(policy), "media": mode}),
+    )
+
+
+def run_block(config: EvalConfig, model: Model) -> dict[str, Any]:
+    """The ``run`` block of ``metrics.json``: model, prompt, frames policy, extraction mode."""
+    pc = config.prompt_config()
+    return {
+        "model": config.model,
+        "model_args": {k: v for k, v in config.model_args.items() if "key" not in k.lower()},
+        "model_fingerprint": model.fingerprint(),
+        "prompt": {
+            "template": pc.template or "default",
+            "option_style": pc.option_style,
+            "permute": pc.permute,
+            "official": pc.official,
+        },
+        "frames": "none (text only)"
+        if config.text_only or model.media_input == "none"
+        else (
+            "whole video (model reads the file)"
+            if model.media_input == "path"
+            else config.policy().describe()
+        ),
+        "extraction": config.extract_mode(),
+        "failures": config.failures(),
+        "text_only": config.text_only,
+    }
+
+
+def score_rows(
+    rows: Sequence[StoredRow],
+    *,
+    benchmark: str,
+    failures: str,
+    n_resamples: int,
+    seed: int,
+    defects: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Metrics over stored rows (dispatching on ``benchmark``); always has ``defects``."""
+    records = [r.to_record() for r in rows]
+    kw: dict[str, Any] = {}
+    if benchmark == "tamper":
+        kw = {"failures": failures, "n_resamples": n_resamples, "seed": seed}
+    elif benchmark == "mmr":
+        kw = {"n_boot": n_resamples, "seed": seed, "defects": list(defects)}
+    metrics = compute_metrics(records, benchmark, **kw)
+    metrics.setdefault("defects", list(defects))
+    return metrics
+
+
+def select_samples(dataset: Dataset, limit: int | None) -> list[Sample]:
+    """The first ``limit`` samples (all when ``None``)."""
+    return dataset.samples if limit is None else dataset.samples[: max(0, limit)]
+
+
+def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None = None) -> RunResult:
+    """Evaluate ``config.model`` on ``config.data``; write the run folder; return the metrics.
+
+    Args:
+        config: the run configuration.
+        progress: show a rich progress bar with ETA on stderr.
+        model: an already-built model (else built from ``config.model``).
+
+    Returns:
+        A :class:`RunResult`; ``metrics.json``, ``run.json`` and ``results.sqlite``
+        are in ``config.out``.
+
+    Raises:
+        FileNotFoundError, DatasetError, UnknownNameError: the dataset cannot be loaded.
+        ValueError, UnknownNameError: bad model spec or options.
+    """
+    from mmrobust.models.spec import load_model
+
+    policy = config.policy()  # validates frame options early
+    pconf = config.prompt_config()
+    dataset = load_dataset(
+        config.data, config.format, images=config.images, text_only=config.text_only
+    )
+    samples = select_samples(dataset, config.limit)
+    model = model or load_model(config.model, config.model_args)
+    run_dir = Path(config.out)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    key = run_key(model, pconf, policy, text_only=config.text_only)
+    cache_dir = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
+    run_info: dict[str, Any] = {
+        "mmrobust_version": __version__,
+        "config": asdict(config),
+        "dataset": {
+            "name": dataset.name,
+            "benchmark": dataset.benchmark,
+            "source": dataset.source,
+            "data_hash": dataset.data_hash,
+            "n_samples": len(dataset.samples),
+            "n_selected": len(samples),
+            "defects": dataset.defects,
+        },
+        "key": asdict(key),
+        "run": run_block(config, model),
+        "policy": asdict(policy),
+        "seeds": {"seed": config.seed, "bootstrap_seed": config.seed},
+        "versions": _versions(),
+        "git_sha": _git_sha(),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    _atomic_write_json(run_dir / RUN_FILE, run_info)
+
+    store = ResultStore(run_dir)
+    interrupted = False
+    n_new = 0
+    try:
+        done = store.finished_ids(key)
+        todo = [s for s in samples if s.id not in done]
+        processor = SampleProcessor(
+            model,
+            key,
+            prompt_config=pconf,
+            policy=policy,
+            extract_mode=config.extract_mode(),
+            text_only=config.text_only,
+            cache_dir=cache_dir,
+        )
+        workers = config.workers or max(1, model.max_concurrency)
+        executor: Executor = ThreadExecutor(workers) if workers > 1 else SerialExecutor()
+        items = batches(todo, model.batch_size)
+        try:
+            n_new = _drive(executor, processor, items, store, len(todo), progress)
+        except KeyboardInterrupt:
+            executor.cancel()
+            interrupted = True
+        rows = store.rows(key, sample_ids=[s.id for s in samples])
+        metrics = score_rows(
+            rows,
+            benchmark=dataset.benchmark,
+            failures=config.failures(),
+            n_resamples=config.n_resamples,
+            seed=config.seed,
+            defects=dataset.defects,
+        )
+        metrics["run"] = run_info["run"]
+        metrics["complete"] = len(rows) == len(samples) and not interrupted
+        _atomic_write_json(run_dir / METRICS_FILE, metrics)
+        run_info.update(
+            finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            interrupted=interrupted,
+            n_rows=len(rows),
+            n_new=n_new if not interrupted else None,
+        )
+        _atomic_write_json(run_dir / RUN_FILE, run_info)
+    finally:
+        store.close()
+        model.close()
+    return RunResult(run_dir, metrics, len(samples), len(samples) - len(todo), n_new, interrupted)
+
+
+def _drive(
+    executor: Executor,
+    processor: SampleProcessor,
+    items: Iterable[WorkItem],
+    store: ResultStore,
+    total: int,
+    progress: bool,
+) -> int:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    written = 0
+    with Progress(
+        TextColumn("[bold]eval[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[errors]} failed"),
+        disable=not progress,
+        transient=False,
+    ) as bar:
+        task = bar.add_task("eval", total=total, errors=0)
+        failed = 0
+        for rows in executor.run(processor, items):
+            for row in rows:
+                store.put(row)
+                written += 1
+                failed += row.status is not Status.OK
+            bar.update(task, advance=len(rows), errors=failed)
+    return written
+
+
+def load_run_config(run_dir: str | Path) -> dict[str, Any]:
+    """``run.json`` of a run folder.
+
+    Raises:
+        FileNotFoundError: no ``run.json``.
+    """
+    path = Path(run_dir) / RUN_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"not a run folder (no {RUN_FILE}): {run_dir}")
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def rescore(
+    run_dir: str | Path,
+    *,
+    extract_mode: str | None = None,
+    failures: str | None = None,
+    n_resamples: int | None = None,
+) -> dict[str, Any]:
+    """Recompute extraction and metrics from stored raw answers (no model call).
+
+    Rows that answered (``ok`` / ``parse_fail``) are re-extracted from their
+    raw text with ``extract_mode`` and updated in the store; error rows stay.
+    ``metrics.json`` and the ``run`` block of ``run.json`` are rewritten.
+
+    Args:
+        run_dir: a folder written by :func:`run_eval`.
+        extract_mode: ``strict`` | ``lenient`` | ``official`` (default: the run's).
+        failures: ``exclude`` | ``wrong`` (default: the run's).
+        n_resamples: bootstrap draws (default: the run's).
+
+    Raises:
+        FileNotFoundError: not a run folder.
+        ValueError: unknown extraction mode.
+    """
+    info = load_run_config(run_dir)
+    cfg = info["config"]
+    run = info.get("run", {})
+    mode = extract_mode or run.get("extraction") or cfg.get("extract", "lenient")
+    fail = failures or run.get("failures", "exclude")
+    key = RunKey(**info["key"])
+    with ResultStore(run_dir) as store:
+        rows = store.rows(key)
+        updates = []
+        for row in rows:
+            if row.status.is_error:
+                continue
+            ex = extract(
+                row.raw_text,
+                row.options,
+                mode=mode,
+                benchmark=row.sample.benchmark,
+                answer=row.answer,
+            )
+            updates.append((row, {"letter": ex.letter, "status": ex.status, "rule": ex.rule}))
+            row.letter, row.status, row.rule = ex.letter, ex.status, ex.rule
+        store.update_extractions(updates)
+    benchmark = info.get("dataset", {}).get("benchmark") or (
+        rows[0].sample.benchmark if rows else "generic"
+    )
+    metrics = score_rows(
+        rows,
+        benchmark=benchmark,
+        failures=fail,
+        n_resamples=cfg.get("n_resamples", 1000) if n_resamples is None else n_resamples,
+        seed=cfg.get("seed", 0),
+        defects=info.get("dataset", {}).get("defects", []),
+    )
+    run = {**run, "extraction": mode, "failures": fail}
+    metrics["run"] = run
+    metrics["complete"] = len(rows) == info.get("dataset", {}).get("n_selected", len(rows))
+    info["run"] = run
+    info["rescored_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    _atomic_write_json(Path(run_dir) / METRICS_FILE, metrics)
+    _atomic_write_json(Path(run_dir) / RUN_FILE, info)
+    return metrics
+
+
+__all__ = [
+    "METRICS_FILE",
+    "RUN_FILE",
+    "EvalConfig",
+    "Executor",
+    "RunResult",
+    "SampleProcessor",
+    "SerialExecutor",
+    "ThreadExecutor",
+    "WorkItem",
+    "load_image",
+    "load_run_config",
+    "rescore",
+    "run_eval",
+]

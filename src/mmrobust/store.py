@@ -1,0 +1,305 @@
+"""Results store: one SQLite database (WAL) per run folder, one row per answered sample.
+
+Key: ``(sample_id, model_fp, prompt_fp, policy_fp)`` — the sample, the
+model's fingerprint hash, the prompt configuration hash and the frame
+sampling policy hash. The key is the table's primary key, so a sample is
+never stored twice for one configuration.
+
+Write order: the runner calls :meth:`ResultStore.put` once per sample, as
+soon as its answer (or typed failure) is known; each ``put`` is its own
+transaction, committed before the next sample is written. With WAL and
+``synchronous=NORMAL`` a process killed with SIGKILL loses nothing that
+was committed (only a power loss can drop the last transactions), and a
+half-written row never becomes visible. Re-running skips the keys in
+:meth:`ResultStore.finished_ids`; rows with a transient error
+(``api_error``, ``timeout``, ``rate_limited``, ``model_error``) are not
+finished and are retried, overwriting the failed row.
+
+Each row also keeps the sample itself as JSON (so reports and ``rescore``
+work without the dataset), the options and answer letter *as displayed*
+(after any permutation), the sampled frame indices and window coverage.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mmrobust.datasets.schema import Sample
+from mmrobust.records import ScoredRecord
+from mmrobust.status import Status
+
+STORE_FILE = "results.sqlite"
+TRANSIENT: frozenset[Status] = frozenset(
+    {Status.API_ERROR, Status.TIMEOUT, Status.RATE_LIMITED, Status.MODEL_ERROR}
+)
+"""Statuses a re-run retries (the failure may not recur)."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    sample_id TEXT NOT NULL,
+    model_fp TEXT NOT NULL,
+    prompt_fp TEXT NOT NULL,
+    policy_fp TEXT NOT NULL,
+    status TEXT NOT NULL,
+    raw_text TEXT NOT NULL DEFAULT '',
+    letter TEXT,
+    rule TEXT,
+    answer TEXT NOT NULL,
+    options TEXT NOT NULL,
+    latency_s REAL,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    error TEXT,
+    extra TEXT NOT NULL DEFAULT '{}',
+    frame_indices TEXT,
+    window_covered INTEGER,
+    sample TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (sample_id, model_fp, prompt_fp, policy_fp)
+);
+"""
+
+_COLUMNS = (
+    "sample_id", "model_fp", "prompt_fp", "policy_fp", "status", "raw_text", "letter", "rule",
+    "answer", "options", "latency_s", "prompt_tokens", "completion_tokens", "error", "extra",
+    "frame_indices", "window_covered", "sample", "created_at",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """The configuration part of a row's key (everything but the sample id)."""
+
+    model_fp: str
+    prompt_fp: str
+    policy_fp: str
+
+
+@dataclass
+class StoredRow:
+    """One stored answer.
+
+    Attributes:
+        sample: the sample as loaded (original option order).
+        key: the configuration key.
+        status: typed outcome (``ok``, ``parse_fail`` or an error).
+        raw_text: the model's reply ("" when it failed).
+        letter: the extracted option letter (display order), or ``None``.
+        rule: the extraction rule that decided, or the failure kind.
+        answer: the ground-truth letter in display order.
+        options: letter -> text, as displayed.
+        latency_s: seconds the model took for this sample.
+        prompt_tokens, completion_tokens: token counts, when reported.
+        error: one-line reason for an error status.
+        extra: backend extras (JSON).
+        frame_indices: frames shown to the model (video, ``frames`` input only).
+        window_covered: whether a shown frame lies inside the tamper window.
+        created_at: UNIX time of the write.
+    """
+
+    sample: Sample
+    key: RunKey
+    status: Status
+    raw_text: str = ""
+    letter: str | None = None
+    rule: str | None = None
+    answer: str = ""
+    options: dict[str, str] = field(default_factory=dict)
+    latency_s: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    frame_indices: list[int] | None = None
+    window_covered: bool | None = None
+    created_at: float = 0.0
+
+    @property
+    def sample_id(self) -> str:
+        """The sample's id."""
+        return self.sample.id
+
+    def to_record(self) -> ScoredRecord:
+        """The metrics view of this row (``extra`` gains ``true_window`` when the sample has one)."""
+        s = self.sample
+        extra = dict(self.extra)
+        if s.window is not None:
+            extra["true_window"] = s.window.model_dump()
+        return ScoredRecord(
+            sample_id=s.id,
+            benchmark=s.benchmark,
+            group=s.group or s.id,
+            answer=self.answer or s.answer,
+            options=self.options or dict(s.options),
+            predicted=self.letter if self.status is Status.OK else None,
+            status=self.status,
+            task=s.task,
+            tamper_type=s.tamper_type,
+            category=s.category,
+            polarity=s.polarity,
+            window_covered=self.window_covered,
+            extra=extra,
+        )
+
+
+def _to_db(row: StoredRow) -> tuple[Any, ...]:
+    return (
+        row.sample.id,
+        row.key.model_fp,
+        row.key.prompt_fp,
+        row.key.policy_fp,
+        row.status.value,
+        row.raw_text,
+        row.letter,
+        row.rule,
+        row.answer or row.sample.answer,
+        json.dumps(row.options or row.sample.options),
+        row.latency_s,
+        row.prompt_tokens,
+        row.completion_tokens,
+        row.error,
+        json.dumps(row.extra, default=str),
+        json.dumps(row.frame_indices) if row.frame_indices is not None else None,
+        None if row.window_covered is None else int(row.window_covered),
+        row.sample.model_dump_json(),
+        row.created_at or time.time(),
+    )
+
+
+def _from_db(r: sqlite3.Row) -> StoredRow:
+    wc = r["window_covered"]
+    return StoredRow(
+        sample=Sample.model_validate_json(r["sample"]),
+        key=RunKey(r["model_fp"], r["prompt_fp"], r["policy_fp"]),
+        status=Status(r["status"]),
+        raw_text=r["raw_text"],
+        letter=r["letter"],
+        rule=r["rule"],
+        answer=r["answer"],
+        options=json.loads(r["options"]),
+        latency_s=r["latency_s"],
+        prompt_tokens=r["prompt_tokens"],
+        completion_tokens=r["completion_tokens"],
+        error=r["error"],
+        extra=json.loads(r["extra"]),
+        frame_indices=json.loads(r["frame_indices"]) if r["frame_indices"] else None,
+        window_covered=None if wc is None else bool(wc),
+        created_at=r["created_at"],
+    )
+
+
+class ResultStore:
+    """The SQLite results store of one run folder (see module docstring).
+
+    Use from one thread (the runner's main thread writes; workers only compute).
+
+    Args:
+        path: the database file, or a run folder (``results.sqlite`` inside it).
+        readonly: open without creating or writing.
+
+    Raises:
+        FileNotFoundError: ``readonly`` and no database there.
+    """
+
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+        p = Path(path)
+        self.path = p / STORE_FILE if p.is_dir() or p.suffix == "" else p
+        if readonly:
+            if not self.path.is_file():
+                raise FileNotFoundError(f"no results store at {self.path}")
+            self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30.0)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+            self._db.commit()
+        self._db.row_factory = sqlite3.Row
+
+    def put(self, row: StoredRow) -> None:
+        """Insert or replace one row and commit at once."""
+        placeholders = ", ".join("?" for _ in _COLUMNS)
+        with self._db:
+            self._db.execute(
+                f"INSERT OR REPLACE INTO results ({', '.join(_COLUMNS)}) VALUES ({placeholders})",
+                _to_db(row),
+            )
+
+    def finished_ids(self, key: RunKey) -> set[str]:
+        """Sample ids already answered under ``key`` (rows with a transient error excluded)."""
+        transient = tuple(s.value for s in TRANSIENT)
+        cur = self._db.execute(
+            "SELECT sample_id FROM results WHERE model_fp=? AND prompt_fp=? AND policy_fp=? "
+            f"AND status NOT IN ({', '.join('?' for _ in transient)})",
+            (key.model_fp, key.prompt_fp, key.policy_fp, *transient),
+        )
+        return {r[0] for r in cur}
+
+    def rows(
+        self, key: RunKey | None = None, sample_ids: Iterable[str] | None = None
+    ) -> list[StoredRow]:
+        """Stored rows, optionally for one key and a set of sample ids, in insertion order."""
+        if key is None:
+            cur = self._db.execute("SELECT * FROM results ORDER BY rowid")
+        else:
+            cur = self._db.execute(
+                "SELECT * FROM results WHERE model_fp=? AND prompt_fp=? AND policy_fp=? "
+                "ORDER BY rowid",
+                (key.model_fp, key.prompt_fp, key.policy_fp),
+            )
+        out = [_from_db(r) for r in cur]
+        if sample_ids is not None:
+            wanted = set(sample_ids)
+            out = [r for r in out if r.sample.id in wanted]
+        return out
+
+    def keys(self) -> list[RunKey]:
+        """Distinct configuration keys in the store."""
+        cur = self._db.execute("SELECT DISTINCT model_fp, prompt_fp, policy_fp FROM results")
+        return [RunKey(*r) for r in cur]
+
+    def update_extractions(self, updates: Sequence[tuple[StoredRow, Mapping[str, Any]]]) -> None:
+        """Set ``letter``, ``status`` and ``rule`` of several rows in one transaction (rescore)."""
+        with self._db:
+            for row, new in updates:
+                self._db.execute(
+                    "UPDATE results SET letter=?, status=?, rule=? WHERE sample_id=? AND "
+                    "model_fp=? AND prompt_fp=? AND policy_fp=?",
+                    (
+                        new["letter"],
+                        Status(new["status"]).value,
+                        new["rule"],
+                        row.sample.id,
+                        row.key.model_fp,
+                        row.key.prompt_fp,
+                        row.key.policy_fp,
+                    ),
+                )
+
+    def count_duplicates(self) -> int:
+        """Number of (sample, model) pairs stored more than once under one configuration key."""
+        cur = self._db.execute(
+            "SELECT COUNT(*) FROM (SELECT sample_id FROM results GROUP BY sample_id, model_fp, "
+            "prompt_fp, policy_fp HAVING COUNT(*) > 1)"
+        )
+        return int(cur.fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()
+
+    def __enter__(self) -> ResultStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["STORE_FILE", "TRANSIENT", "ResultStore", "RunKey", "StoredRow"]

@@ -44,6 +44,90 @@ def _root(
 # --- eval / rescore / report / compare (issue 3) ------------------------------------------
 
 
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    """Print a one-line error to stderr and return the exit to raise."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+@app.command("eval")
+def eval_cmd(
+    data: str = typer.Option(..., "--data", help="Dataset: manifest dir/file, MVTamperBench folder, TSV, JSONL, MMR json, mmr-demo."),
+    model: str = typer.Option(..., "--model", help="Model SPEC: constant:A, random[:seed], forensic, openai:<m>, hf:<id>."),
+    out: str = typer.Option(..., "--out", help="Run folder (results.sqlite, run.json, metrics.json)."),
+    model_arg: list[str] = typer.Option([], "--model-arg", help="Backend setting KEY=VALUE (repeatable)."),
+    format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
+    images: str | None = typer.Option(None, "--images", help="Media folder the dataset's paths are relative to."),
+    text_only: bool = typer.Option(False, "--text-only", help="Send no media (blind ablation)."),
+    prompt: str | None = typer.Option(None, "--prompt", help="structured | generic | cot | mmr | plain (default by benchmark)."),
+    option_style: str = typer.Option("paper", "--option-style", help="paper ('A. Yes') | vlmevalkit ('(A) Yes')."),
+    permute: int = typer.Option(0, "--permute", help="Circularly shift the option order by K (position-bias check)."),
+    frames: int = typer.Option(8, "--frames", help="Segment-centre frames per video."),
+    fps: float | None = typer.Option(None, "--fps", help="Sample F frames per second instead of --frames."),
+    max_frames: int | None = typer.Option(None, "--max-frames", help="Cap for --fps."),
+    extract: str = typer.Option("lenient", "--extract", help="Answer extraction: lenient | strict | official."),
+    official: bool = typer.Option(False, "--official", help="Reference protocol: VLMEvalKit prompt, 8 frames, official extraction, parse failures wrong."),
+    limit: int | None = typer.Option(None, "--limit", help="Only the first N samples."),
+    workers: int | None = typer.Option(None, "--workers", help="Concurrent batches (default: the model's max_concurrency)."),
+    seed: int = typer.Option(0, "--seed", help="Seed (bootstrap; recorded in run.json)."),
+    cache_dir: str | None = typer.Option(None, "--cache-dir", help="Decoded-frame cache (default ~/.cache/mmrobust/frames)."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0 = off)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Run a model over a dataset; write RUN_DIR/{results.sqlite,run.json,metrics.json}. Re-running resumes."""
+    from mmrobust.datasets import DatasetError
+    from mmrobust.extract import EXTRACT_MODES
+    from mmrobust.models.spec import parse_model_args
+    from mmrobust.registry import UnknownNameError
+    from mmrobust.report.tables import summary_text
+    from mmrobust.runner import EvalConfig, run_eval
+
+    if extract not in EXTRACT_MODES:
+        raise _fail(f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {extract!r}")
+    if option_style not in ("paper", "vlmevalkit"):
+        raise _fail(f"--option-style must be paper or vlmevalkit, not {option_style!r}")
+    try:
+        config = EvalConfig(
+            data=data, model=model, out=out, model_args=parse_model_args(model_arg), format=format,
+            images=images, text_only=text_only, prompt=prompt, option_style=option_style,
+            permute=permute, frames=frames, fps=fps, max_frames=max_frames, extract=extract,
+            official=official, limit=limit, workers=workers, seed=seed, cache_dir=cache_dir,
+            n_resamples=bootstrap,
+        )  # fmt: skip
+        result = run_eval(config, progress=not quiet)
+    except (FileNotFoundError, DatasetError, UnknownNameError, ValueError) as exc:
+        raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    typer.echo(summary_text(result.metrics))
+    typer.echo(f"{result.n_new} new rows, {result.n_skipped} resumed; wrote {result.run_dir}")
+    if result.interrupted:
+        typer.echo("interrupted: finished rows are kept; re-run the same command to resume", err=True)
+        raise typer.Exit(130)
+
+
+@app.command("rescore")
+def rescore_cmd(
+    run_dir: str = typer.Argument(..., help="A run folder written by mmrobust eval."),
+    extract: str | None = typer.Option(None, "--extract", help="lenient | strict | official (default: the run's)."),
+    failures: str | None = typer.Option(None, "--failures", help="exclude | wrong: how tamper F1 counts parse failures."),
+    bootstrap: int | None = typer.Option(None, "--bootstrap", help="Bootstrap resamples (default: the run's)."),
+) -> None:
+    """Recompute extraction and metrics from stored raw answers, without calling the model."""
+    from mmrobust.extract import EXTRACT_MODES
+    from mmrobust.report.tables import summary_text
+    from mmrobust.runner import rescore
+
+    if extract is not None and extract not in EXTRACT_MODES:
+        raise _fail(f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {extract!r}")
+    if failures is not None and failures not in ("exclude", "wrong"):
+        raise _fail(f"--failures must be exclude or wrong, not {failures!r}")
+    try:
+        metrics = rescore(run_dir, extract_mode=extract, failures=failures, n_resamples=bootstrap)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(str(exc).splitlines()[0]) from None
+    typer.echo(summary_text(metrics))
+
+
+
 # --- mmr-data (issue 6) -------------------------------------------------------------------
 
 

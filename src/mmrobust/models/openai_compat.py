@@ -30,7 +30,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, Json
@@ -168,14 +167,6 @@ def _is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, AttemptError) and exc.retryable
 
 
-def _public_url(url: str) -> str:
-    """``url`` without user info, query or fragment (may carry credentials)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
-
-
 class OpenAICompatModel(Model):
     """Chat-completions client for one served model; sends sampled frames as images.
 
@@ -226,13 +217,17 @@ class OpenAICompatModel(Model):
         return [self._one(request) for request in requests]
 
     def fingerprint(self) -> dict[str, Any]:
-        """Settings that change answers (no key, no timeouts or concurrency)."""
+        """Served model name and the settings that change answers.
+
+        Not included: the key, timeouts, retries, concurrency, and ``base_url``
+        (a server restarted on another port resumes the same run; give
+        different checkpoints different served names).
+        """
         o = self.options
         return {
             "name": self.name,
             "backend": "openai",
             "model": self.model,
-            "base_url": _public_url(o.base_url),
             "temperature": o.temperature,
             "max_tokens": o.max_tokens,
             "seed": o.seed,

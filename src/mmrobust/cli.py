@@ -9,6 +9,8 @@ Ownership: one function per sub-command; edit only the command you own.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from mmrobust import __version__
@@ -39,6 +41,69 @@ def _root(
 
 
 # --- tamper (issue 2) ---------------------------------------------------------------------
+
+
+@app.command("tamper")
+def tamper(
+    sources: list[Path] = typer.Argument(..., help="Source videos and/or folders (recursive)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Build folder."),
+    effects: str = typer.Option(
+        "dropping,masking,rotation,substitution,repetition",
+        "--effects",
+        help="Comma list of effects (paper: the default five; also noise, shuffle, blur, flip, "
+        "speed, partial_mask).",
+    ),
+    param: list[str] = typer.Option(
+        [], "--param", "-p", help="Effect parameter EFFECT.KEY=VALUE, e.g. rotation.degrees=90."
+    ),
+    duration: float = typer.Option(1.0, help="Window length in seconds."),
+    position: str = typer.Option("middle", help="start, middle, end or a fraction in [0, 1]."),
+    seed: int = typer.Option(0, help="Seed for donors, offsets, noise, shuffles."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Parallel sources."),
+    layout: str = typer.Option("native", help="native or mvtamperbench (adds json/<task>.json)."),
+    style: str = typer.Option(
+        "mmrobust",
+        help="mmrobust (x264, exact fps) or released (OpenCV mp4v, int fps, "
+        "originals copied: reproduces the released dataset, label leak included).",
+    ),
+    codec_control: bool = typer.Option(
+        True, "--codec-control/--no-codec-control", help="Re-encode originals like tampered clips."
+    ),
+    official_fps: bool = typer.Option(False, help="Window of int(fps) x duration frames."),
+    task: str | None = typer.Option(None, help="Task name recorded in the manifest/json."),
+    donor: list[Path] = typer.Option([], "--donor", help="Substitution donor video (repeatable)."),
+    codec: str = typer.Option("libx264", help="PyAV encoder."),
+    crf: int = typer.Option(18, help="Constant rate factor (x264/x265/vpx)."),
+    preset: str = typer.Option("fast", help="x264/x265 preset."),
+) -> None:
+    """Build a tampered benchmark (MVTamperBench sections 3.2-3.3) from real videos."""
+    from mmrobust.tamper.console import build_with_progress, config_from_options
+    from mmrobust.tamper.effects import EffectParamError
+    from mmrobust.tamper.window import WindowError
+
+    try:
+        config = config_from_options(
+            effects=effects,
+            params=param,
+            duration=duration,
+            position=position,
+            seed=seed,
+            official_fps=official_fps,
+            codec_control=codec_control,
+            style=style,
+            codec=codec,
+            crf=crf,
+            preset=preset,
+            layout=layout,
+            task=task,
+            donors=donor,
+        )
+    except (EffectParamError, WindowError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    report = build_with_progress(sources, out, config, jobs=jobs)
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 # --- eval / rescore / report / compare (issue 3) ------------------------------------------

@@ -76,7 +76,7 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
     Raises:
         MediaError: the file is missing, empty, not a video, undecodable,
             has no decodable frame, has no usable frame rate, or (mp4/mov,
-            when decoding) decodes more than 2 frames fewer than its header lists
+            when counting) has more than 2 frames fewer than its header lists
             (a truncated file).
     """
     method: CountMethod
@@ -123,7 +123,7 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         if method == "decode" and n == 0:
             raise MediaError(p, "no decodable video frame")
         listed = int(stream.frames or 0)
-        if method == "decode" and _is_mp4_family(container.format.name) and n < listed - 2:
+        if method != "metadata" and _is_mp4_family(container.format.name) and n < listed - 2:
             raise MediaError(
                 p, f"truncated file: the container lists {listed} frames, only {n} decode"
             )

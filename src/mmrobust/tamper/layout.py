@@ -1,0 +1,108 @@
+"""Where output clips go, and the released dataset's layout (``--layout mvtamperbench``).
+
+``native``: ``videos/<uid>/<variant>.mp4`` (variant = ``original`` or the effect name).
+``mvtamperbench``: the released naming, ``videos/<uid>_<position>_tampered_<token>_<duration>sec.mp4``
+for tampered clips and ``videos/<uid>.<ext>`` for originals, plus ``json/<task>.json``
+annotation rows (see ``../shared/data/mvtamperbench/README.md``, "Released annotation layout").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+from mmrobust.datasets.schema import TAMPER_ORIGINAL
+from mmrobust.tamper.manifest import ManifestEntry
+
+Layout = Literal["native", "mvtamperbench"]
+
+STRUCTURED_QUESTION = (
+    "Does this video exhibit any signs of tampering, such as corruption, blackouts, "
+    "rotated frames, repeated frames, or swapped frames?"
+)
+"""The benchmark's structured prompt (MVTamperBench section 4.1 / appendix A.2.2); protocol text."""
+
+OFFICIAL_TOKENS = ("original", "dropping", "masking", "repetition", "rotate", "substitution")
+DEFAULT_TASK = "tamper"
+
+
+def safe_stem(stem: str) -> str:
+    """File-name-safe version of a source stem (``[A-Za-z0-9._-]`` kept, the rest ``_``)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", stem) or "video"
+
+
+def position_token(position: str | float) -> str:
+    """``middle`` / ``start`` / ``end``, or ``p0.25`` for a fraction."""
+    return position if isinstance(position, str) else f"p{position:g}"
+
+
+def output_relpath(
+    uid: str,
+    variant: str,
+    *,
+    layout: Layout,
+    position: str | float,
+    duration: float,
+    token: str | None,
+    suffix: str = ".mp4",
+) -> str:
+    """Output path of one variant, relative to the build folder (posix)."""
+    if layout == "native":
+        return f"videos/{uid}/{variant}{suffix}"
+    if variant == TAMPER_ORIGINAL:
+        return f"videos/{uid}{suffix}"
+    return (
+        f"videos/{uid}_{position_token(position)}_tampered_{token or variant}"
+        f"_{duration:g}sec{suffix}"
+    )
+
+
+def write_mvtamperbench_json(out_dir: Path, entries: Iterable[ManifestEntry]) -> dict[str, int]:
+    """Write ``json/<task>.json`` for originals and the paper's five effects.
+
+    Rows: ``video`` (path relative to ``out_dir``), ``question`` (the structured
+    prompt), ``candidates`` ``["Yes", "No"]``, ``answer`` (``"Yes"`` for tampered),
+    ``tamper_type`` (official token: ``original|dropping|masking|repetition|rotate|substitution``).
+    Effects outside the paper's five are left out (they have no official token).
+
+    Returns:
+        ``{task: number of rows}``.
+    """
+    rows: dict[str, list[dict[str, object]]] = defaultdict(list)
+    for e in sorted(entries, key=lambda x: x.id):
+        token = TAMPER_ORIGINAL if e.tamper_type == TAMPER_ORIGINAL else e.official_token
+        if token not in OFFICIAL_TOKENS:
+            continue
+        rows[e.task or DEFAULT_TASK].append(
+            {
+                "video": e.video,
+                "question": STRUCTURED_QUESTION,
+                "candidates": ["Yes", "No"],
+                "answer": "No" if token == TAMPER_ORIGINAL else "Yes",
+                "tamper_type": token,
+            }
+        )
+    (out_dir / "json").mkdir(parents=True, exist_ok=True)
+    for task, task_rows in rows.items():
+        path = out_dir / "json" / f"{task}.json"
+        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+        tmp.write_text(json.dumps(task_rows, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    return {task: len(r) for task, r in rows.items()}
+
+
+__all__ = [
+    "DEFAULT_TASK",
+    "OFFICIAL_TOKENS",
+    "STRUCTURED_QUESTION",
+    "Layout",
+    "output_relpath",
+    "position_token",
+    "safe_stem",
+    "write_mvtamperbench_json",
+]

@@ -116,6 +116,8 @@ def test_build_messages_images_and_video_parts() -> None:
     assert [p["type"] for p in msgs[1]["content"]] == ["image", "image", "image", "text"]
     assert [p["type"] for p in build_messages(req, 3, "video")[1]["content"]] == ["video", "text"]
     assert [p["type"] for p in build_messages(req, 0, "video")[1]["content"]] == ["text"]
+    # a single frame (an image sample) stays an image in video mode
+    assert [p["type"] for p in build_messages(req, 1, "video")[1]["content"]] == ["image", "text"]
 
 
 def test_image_max_side_downscales_before_the_processor(tiny_vlm: Path, frames: np.ndarray) -> None:
@@ -130,6 +132,11 @@ def test_fingerprint_identifies_the_checkpoint(model: HFModel, tiny_vlm: Path) -
     assert fp["local_digest"] and len(fp["local_digest"]) == 16
     assert (fp["dtype"], fp["max_new_tokens"], fp["temperature"]) == ("auto", 6, 0.0)
     assert fp["transformers"].startswith("5.")
+
+
+def test_video_input_needs_a_video_processor(tiny_vlm: Path) -> None:
+    with pytest.raises(ValueError, match="Idefics3Processor has none"):
+        make(str(tiny_vlm), {"video_input": "video", "device": "cpu"})
 
 
 def test_missing_checkpoint_is_one_line_value_error(

@@ -89,12 +89,12 @@ def build_messages(request: Request, n_frames: int, video_input: str) -> list[di
     """Chat messages in the HF multimodal format for one request.
 
     One ``{"type": "image"}`` part per frame (or one ``{"type": "video"}``
-    part when ``video_input == "video"`` and there are frames), then the
+    part when ``video_input == "video"`` and there are 2 or more frames), then the
     prompt text; a system message first when the request has one. Pure.
     """
     parts: list[dict[str, Any]] = []
     if n_frames:
-        if video_input == "video":
+        if video_input == "video" and n_frames > 1:
             parts.append({"type": "video"})
         else:
             parts.extend({"type": "image"} for _ in range(n_frames))
@@ -203,6 +203,14 @@ class HFModel(Model):
         elif not getattr(self.processor, "chat_template", None):
             raise ValueError(
                 f"hf: {model_id!r} has no chat template; pass --model-arg chat_template=FILE.jinja"
+            )
+        if (
+            options.video_input == "video"
+            and getattr(self.processor, "video_processor", None) is None
+        ):
+            raise ValueError(
+                f"hf: video_input=video needs a processor with a video input; "
+                f"{type(self.processor).__name__} has none (use video_input=images)"
             )
         tokenizer = getattr(self.processor, "tokenizer", None)
         if tokenizer is not None:
@@ -315,11 +323,16 @@ class HFModel(Model):
         frames = [self._frames(r) for r in chunk]
         texts = [self._prompt(r, len(f)) for r, f in zip(chunk, frames, strict=True)]
         call: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
-        if any(frames):
-            if self.options.video_input == "video":
-                call["videos"] = [np.stack(f) for f in frames if f]
-            else:
-                call["images"] = [[Image.fromarray(x) for x in f] for f in frames]
+        if self.options.video_input == "video":
+            # clips go in as videos; single frames (image samples) stay images
+            videos = [np.stack(f) for f in frames if len(f) > 1]
+            singles = [Image.fromarray(f[0]) for f in frames if len(f) == 1]
+            if videos:
+                call["videos"] = videos
+            if singles:
+                call["images"] = singles
+        elif any(frames):
+            call["images"] = [[Image.fromarray(x) for x in f] for f in frames]
         inputs = self.processor(**call).to(self.model.device)
         gen: dict[str, Any] = {"max_new_tokens": self.options.max_new_tokens}
         if self.options.temperature > 0:

@@ -192,6 +192,39 @@ def rescore_cmd(
     typer.echo(summary_text(metrics))
 
 
+@app.command("report")
+def report_cmd(
+    run_dirs: list[str] = typer.Argument(..., help="One or more run folders."),
+    out: str = typer.Option(..., "--out", help="Output folder (report.md, CSV tables, PNG plots)."),
+) -> None:
+    """Tables (Markdown/CSV, MVTamperBench Table 7 layout), per-task tables, ablations and plots."""
+    from mmrobust.report import build_report
+
+    try:
+        paths = build_report(run_dirs, out)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(str(exc).splitlines()[0]) from None
+    typer.echo(paths.markdown.read_text(encoding="utf-8"))
+    typer.echo(f"wrote {paths.markdown.parent}")
+
+
+@app.command("compare")
+def compare_cmd(
+    run_a: str = typer.Argument(..., help="First run folder."),
+    run_b: str = typer.Argument(..., help="Second run folder (same samples)."),
+) -> None:
+    """Paired comparison of two runs on their common samples (McNemar exact test)."""
+    import json
+
+    from mmrobust.report import compare_runs
+
+    try:
+        result = compare_runs(run_a, run_b)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(str(exc).splitlines()[0]) from None
+    typer.echo(json.dumps(result.as_dict(), indent=2))
+
+
 
 # --- mmr-data (issue 6) -------------------------------------------------------------------
 

@@ -84,22 +84,28 @@ def render_shot(shot: Shot, size: tuple[int, int], rng: np.random.Generator) -> 
         src = photo(shot.photo)
     sh, sw = src.shape[:2]
     aspect = w / h
-    cw = min(sw * 0.6, sh * 0.6 * aspect)
+    cw = min(sw * 0.5, sh * 0.8 * aspect)
     ch = cw / aspect
-    x0 = rng.uniform(0, sw - cw * 1.2)
+    direction = float(rng.choice([-1.0, 1.0]))
+    travel = min(shot.speed * cw * shot.n, 0.95 * (sw - cw))  # the pan stays inside the photo
+    step = travel / max(1, shot.n)
+    x0 = rng.uniform(0, sw - cw - travel)
+    if direction < 0:
+        x0 += travel
     y0 = rng.uniform(0, sh - ch)
-    direction = rng.choice([-1.0, 1.0])
     frames: list[np.ndarray] = []
+    walk = np.zeros(2)
     for i in range(shot.n):
         k = (i // shot.hold) * shot.hold
         if shot.move == "pan":
-            x = float(np.clip(x0 + direction * shot.speed * cw * k, 0, sw - cw))
+            x = float(np.clip(x0 + direction * step * k, 0, sw - cw))
             y, s = y0, 1.0
         elif shot.move == "zoom":
             x, y, s = x0, y0, 1.0 / (1.0 + shot.speed * k)
-        elif shot.move == "shake":
-            x = float(np.clip(x0 + rng.normal(0, 3), 0, sw - cw))
-            y, s = float(np.clip(y0 + rng.normal(0, 3), 0, sh - ch)), 1.0
+        elif shot.move == "shake":  # hand-held: a smooth random walk
+            walk = walk * 0.9 + rng.normal(0, shot.speed * cw, 2)
+            x = float(np.clip(x0 + walk[0], 0, sw - cw))
+            y, s = float(np.clip(y0 + walk[1], 0, sh - ch)), 1.0
         else:
             x, y, s = x0, y0, 1.0
         cx, cy = x + cw / 2, y + ch / 2
@@ -145,7 +151,7 @@ def random_programme(seed: int, n_frames: int = 240, fps: int = 25) -> list[Shot
         kind = rng.random()
         name = str(rng.choice(PHOTOS))
         move = str(rng.choice(["pan", "pan", "zoom", "hold", "shake"]))
-        speed = float(rng.uniform(0.002, 0.02)) if move == "pan" else float(rng.uniform(0.002, 0.01))
+        speed = float(rng.uniform(0.001, 0.012)) if move == "pan" else float(rng.uniform(0.001, 0.006))
         shot = Shot(name, n, move=move, speed=speed, noise=float(rng.uniform(0.5, 4.0)))
         if kind < 0.1 and not single:
             shot = Shot("black", n, move="hold", title="TITLE", noise=0.5)

@@ -29,6 +29,9 @@ ANALYSIS_WIDTH = 160
 THUMB_SIZE = (32, 18)
 """``(W, H)`` of the thumbnails compared across frames (rotation, lags, continuity)."""
 
+FINE_SIZE = (64, 36)
+"""``(W, H)`` of the event snapshots used for phase correlation (shot continuity)."""
+
 DARK_LEVEL = 24
 """Luma at or below which a pixel counts as black (masking)."""
 
@@ -48,6 +51,7 @@ class Event:
         profile: ``(max_lag,) float32``; ``profile[L - 1]`` is the distance of
             frame ``t`` to frame ``t - L`` (``nan`` before the clip start).
         prev_profile: the same for frame ``t - 1``.
+        prev_fine, fine: frames ``t - 1`` and ``t`` at ``FINE_SIZE``, ``(36, 64) float32``.
     """
 
     frame: int
@@ -55,6 +59,8 @@ class Event:
     thumb: np.ndarray
     profile: np.ndarray
     prev_profile: np.ndarray
+    prev_fine: np.ndarray
+    fine: np.ndarray
 
     def lag_distance(self, lag: int) -> float:
         """Distance of frame ``t`` to frame ``t - lag`` (``nan`` if unknown)."""
@@ -166,7 +172,7 @@ class SignalExtractor:
         event_ratio: float = 2.0,
         event_floor: float = 1.5,
         event_abs: float = 4.0,
-        max_events: int = 512,
+        max_events: int = 256,
     ) -> None:
         if max_lag < 2:
             raise ValueError("max_lag must be >= 2")
@@ -176,7 +182,8 @@ class SignalExtractor:
         self.event_floor = event_floor
         self.event_abs = event_abs
         # frames whose event decision waits for ``half_window`` later frames
-        self._pending: deque[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]] = deque()
+        self._pending: deque[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]] = deque()
+        self._prev_fine: np.ndarray | None = None
         self._ring = np.zeros((max_lag, THUMB_SIZE[1] * THUMB_SIZE[0]), dtype=np.float32)
         self._filled = 0
         self._head = 0  # slot of the next write
@@ -222,7 +229,8 @@ class SignalExtractor:
         nz = cv2.filter2D(g, cv2.CV_32F, _NOISE_KERNEL)[1:-1, 1:-1]
         cols["noise"].append(float(np.abs(nz).mean()) * float(np.sqrt(np.pi / 2.0)) / 6.0)
         hist = cv2.calcHist([g], [0], None, [HIST_BINS], [0, 256]).ravel() / g.size
-        thumb = cv2.resize(g, THUMB_SIZE, interpolation=cv2.INTER_AREA).astype(np.float32)
+        fine = cv2.resize(g, FINE_SIZE, interpolation=cv2.INTER_AREA).astype(np.float32)
+        thumb = cv2.resize(fine, THUMB_SIZE, interpolation=cv2.INTER_AREA)
         flat = thumb.ravel()
 
         profile = np.full(self.max_lag, np.nan, dtype=np.float32)
@@ -254,13 +262,17 @@ class SignalExtractor:
 
         if prev is not None:
             dark_jump = abs(dark - self._prev_dark) >= 0.2
-            self._pending.append((self.n, prev, thumb, profile, self._prev_profile, dark_jump))
+            assert self._prev_fine is not None
+            self._pending.append(
+                (self.n, prev, thumb, profile, self._prev_profile, self._prev_fine, fine, dark_jump)
+            )
         self._decide_events(final=False)
 
         self._ring[self._head] = flat
         self._head = (self._head + 1) % self.max_lag
         self._filled = min(self._filled + 1, self.max_lag)
         self._prev_thumb = thumb
+        self._prev_fine = fine
         self._prev_hist = hist
         self._prev_profile = profile
         self._prev_dark = dark
@@ -271,19 +283,20 @@ class SignalExtractor:
 
         A frame ``t`` is decided once frame ``t + half_window`` has arrived (or
         at the end): it is an event when its ``d1`` is at least ``event_abs``
-        and ``event_ratio`` times the 90th percentile of ``d1`` over
-        ``[t - half_window, t + half_window]`` plus ``event_floor``, or when
+        and ``event_ratio`` times (the median of the non-held ``d1`` over
+        ``[t - half_window, t + half_window]`` plus ``event_floor``), or when
         the black fraction jumped. This is a superset of the frames the
         structure analysis treats as discontinuities.
         """
         d1 = self._cols["d1"]
         k = self.half_window
         while self._pending and (final or self._pending[0][0] + k < len(d1)):
-            t, prev, thumb, profile, prev_profile, dark_jump = self._pending.popleft()
+            t, prev, thumb, profile, prev_profile, prev_fine, fine, dark_jump = self._pending.popleft()
             lo, hi = max(0, t - k), min(len(d1), t + k + 1)
-            base = float(np.percentile(d1[lo:hi], 90))
+            win = [x for x in d1[max(1, lo) : hi] if x >= 0.3]  # held frames ignored
+            base = float(np.median(win)) if win else 0.0
             if dark_jump or (d1[t] >= self.event_abs and d1[t] >= self.event_ratio * (base + self.event_floor)):
-                self.events.append(Event(t, prev, thumb, profile, prev_profile))
+                self.events.append(Event(t, prev, thumb, profile, prev_profile, prev_fine, fine))
 
     def finish(self) -> SignalTrace:
         """The trace of every frame pushed so far."""

@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import cv2
 import numpy as np
-from scipy.ndimage import percentile_filter
 
 from mmrobust.models.forensic.signals import Event, SignalTrace
 from mmrobust.models.forensic.thresholds import DEFAULT, Thresholds
@@ -63,17 +63,32 @@ def ramp(x: float, lo: float, hi: float) -> float:
     return float(np.clip((x - lo) / (hi - lo), 0.0, 1.0))
 
 
-def motion_baseline(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
-    """Running 90th percentile of ``d1`` over ``2 * baseline_half + 1`` frames: ``(n,) float32``.
+HOLD_EPS = 0.3
+"""``d1`` below this (luma units) is a held frame (animation on twos, a freeze)."""
 
-    The 90th percentile rather than the median keeps the baseline above zero
-    in held-frame animation (on twos or threes most ``d1`` are zero).
+
+def motion_baseline(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
+    """Local motion level: ``(n,) float32``, the median of ``d1`` over the
+    ``2 * baseline_half + 1`` frames around each frame, ignoring held frames
+    (``d1 < HOLD_EPS``) so held-frame animation keeps the level of its steps
+    (0 where every frame is held). The window is clipped at the clip ends.
     """
-    if trace.n == 0:
+    n = trace.n
+    if n == 0:
         return np.zeros(0, np.float32)
-    size = 2 * th.baseline_half + 1
-    base = percentile_filter(trace.d1, 90, size=size, mode="nearest")
-    return np.asarray(base, dtype=np.float32)
+    k = th.baseline_half
+    d = trace.d1.astype(np.float64).copy()
+    d[:1] = np.nan  # d1[0] is not a distance
+    d[d < HOLD_EPS] = np.nan
+    padded = np.concatenate([np.full(k, np.nan), d, np.full(k, np.nan)])
+    win = np.lib.stride_tricks.sliding_window_view(padded, 2 * k + 1)
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            base = np.nanmedian(win, axis=1)
+    return np.nan_to_num(base, nan=0.0).astype(np.float32)
 
 
 def spike_strength(trace: SignalTrace, base: np.ndarray, th: Thresholds = DEFAULT) -> np.ndarray:
@@ -86,31 +101,49 @@ def spike_strength(trace: SignalTrace, base: np.ndarray, th: Thresholds = DEFAUL
     return np.asarray(s, dtype=np.float32)
 
 
+_HANN: dict[tuple[int, int], np.ndarray] = {}
+
+
+def shift_match(a: np.ndarray, b: np.ndarray) -> float:
+    """Phase-correlation peak between two ``(H, W) float32`` frames, about 1 when
+    ``b`` is ``a`` shifted (one shot, camera moved) and under 0.3 for unrelated
+    pictures (a cut). ``cv2.phaseCorrelate`` with a Hanning window."""
+    key = (a.shape[1], a.shape[0])
+    if key not in _HANN:
+        _HANN[key] = cv2.createHanningWindow(key, cv2.CV_32F)
+    if float(a.std()) < 1.0 or float(b.std()) < 1.0:
+        return 0.0  # flat frames (black) carry no shift
+    _, response = cv2.phaseCorrelate(a, b, _HANN[key])
+    return float(response)
+
+
 def _continuity(
     trace: SignalTrace, cuts: np.ndarray, a: int, b: int, th: Thresholds
-) -> tuple[float, float]:
+) -> tuple[float, float, float]:
     """Do frames ``a - 1`` and ``b`` continue each other across the segment ``[a, b)``?
 
-    Returns ``(cross, ratio)``: ``cross`` is the distance between frames
+    Returns ``(cross, ratio, match)``: ``cross`` is the distance between frames
     ``a - 1`` and ``b``; ``ratio`` divides it by the distance frame ``a - 1``
     has to the frame the same span earlier *within its own shot* (the lag is
     shortened to stay after the previous discontinuity in ``cuts``). ``nan``
     where the ring did not reach that far or the shot before is too short.
+    ``match`` is ``shift_match`` of the two frames (0 when unknown).
     """
     ev_end, ev_start = trace.event_at(b), trace.event_at(a)
     if ev_end is None or ev_start is None:
-        return float("nan"), float("nan")
+        return float("nan"), float("nan"), 0.0
+    match = shift_match(ev_start.prev_fine, ev_end.fine)
     span = b - a + 1
     cross = ev_end.lag_distance(span)
     before = cuts[cuts <= a - 1]
     shot_start = int(before[-1]) if before.size else 0
     lag = min(span, a - 1 - shot_start)
     if lag < 2:
-        return cross, float("nan")
+        return cross, float("nan"), match
     ref = ev_start.prev_lag_distance(lag)
     if not np.isfinite(ref):
-        return cross, float("nan")
-    return cross, cross / (ref + th.floor)
+        return cross, float("nan"), match
+    return cross, cross / (ref + th.floor), match
 
 
 def masking_candidates(trace: SignalTrace, cuts: np.ndarray, th: Thresholds = DEFAULT) -> list[Candidate]:
@@ -134,11 +167,18 @@ def masking_candidates(trace: SignalTrace, cuts: np.ndarray, th: Thresholds = DE
             gain = inside - max(float(dark[a - 1]), float(dark[b]))
             if length < th.min_len or gain < th.dark_gain:
                 continue
-            cross, ratio = _continuity(trace, cuts, int(a), int(b), th)
+            cross, ratio, match = _continuity(trace, cuts, int(a), int(b), th)
             cont = 1.0 - ramp(ratio, th.cont_lo, th.cont_hi) if np.isfinite(ratio) else 0.5
+            cont = max(cont, ramp(match, th.match_lo, th.match_hi))
             score = min(ramp(gain, th.dark_gain, th.dark_gain + 0.25), cont)
             out.append(
-                Candidate("masking", int(a), int(b), score, {"gain": gain, "cross": cross, "cont_ratio": ratio})
+                Candidate(
+                    "masking",
+                    int(a),
+                    int(b),
+                    score,
+                    {"gain": gain, "cross": cross, "cont_ratio": ratio, "match": match},
+                )
             )
             break
     return out
@@ -195,7 +235,16 @@ def repetition_candidates(trace: SignalTrace, base: np.ndarray, th: Thresholds =
         s = min(ramp(cover, th.rep_cover_lo - 0.2, th.rep_cover_lo), 1.0 - ramp(cover, th.rep_cover_hi, th.rep_cover_hi + 0.3))
         if s > 0:
             med = float(np.median(trace.rep_d[t:e] / (base[t:e] + 1e-3)))
-            out.append(Candidate("repetition", t, min(n, t + L), s, {"lag": float(L), "run": float(e - t), "rep_ratio": med}))
+            # the run is the second copy; the window spans both copies (manifest convention)
+            out.append(
+                Candidate(
+                    "repetition",
+                    max(0, t - L),
+                    min(n, t + L),
+                    s,
+                    {"lag": float(L), "run": float(e - t), "rep_ratio": med},
+                )
+            )
         t = e
     return out
 
@@ -220,16 +269,17 @@ def substitution_candidates(
                 continue
             if trace.dark[a - 1] >= 0.6 or trace.dark[b] >= 0.6:
                 continue  # black on a side: a title or fade, not two sides of one shot
-            cross, ratio = _continuity(trace, cuts, a, b, th)
-            if not np.isfinite(ratio):
+            cross, ratio, match = _continuity(trace, cuts, a, b, th)
+            if not np.isfinite(cross):
                 continue
             edge = min(float(trace.d1[a]), float(trace.d1[b]))
             unlike = 1.0 - ramp(cross / max(edge, 1e-3), th.cross_cut_lo, th.cross_cut_hi)
-            cont = 1.0 - ramp(ratio, th.cont_lo, th.cont_hi)
+            cont = 1.0 - ramp(ratio, th.cont_lo, th.cont_hi) if np.isfinite(ratio) else 0.0
+            cont = max(cont, ramp(match, th.match_lo, th.match_hi))
             s = min(float(spikes[a]), float(spikes[b]), unlike, cont)
             if s > 0:
                 out.append(
-                    Candidate("substitution", a, b, s, {"cross": cross, "cont_ratio": ratio, "edge": edge})
+                    Candidate("substitution", a, b, s, {"cross": cross, "cont_ratio": ratio, "match": match, "edge": edge})
                 )
     return out
 
@@ -239,21 +289,33 @@ def dropping_candidates(
 ) -> list[Candidate]:
     """Lone discontinuities inside one shot: the frame after the seam recedes from the past."""
     out: list[Candidate] = []
-    for t in (int(x) for x in np.flatnonzero(spikes > 0)):
+    cuts = np.flatnonzero(spikes > 0)
+    for t in (int(x) for x in cuts):
         if t in exclude or _is_flip_edge(trace, t, th):
             continue
         ev = trace.event_at(t)
         if ev is None:
             continue
-        prof = ev.profile[np.isfinite(ev.profile)]
-        if prof.size < 8:
+        before = cuts[cuts < t]
+        in_shot = t - int(before[-1]) if before.size else t  # lags that stay in the shot before t
+        prof = ev.profile[: min(in_shot, ev.profile.shape[0])]
+        prof = prof[np.isfinite(prof)]
+        if prof.size < 2:
             continue
         far = float(np.median(prof[len(prof) // 2 :]))
         recede = far / max(float(trace.d1[t]), 1e-3)
+        match = shift_match(ev.prev_fine, ev.fine)
+        same_shot = max(
+            ramp(recede, th.drop_recede_lo, th.drop_recede_hi), ramp(match, th.match_lo, th.match_hi)
+        )
         hist_ok = 1.0 - ramp(float(trace.hist[t]), th.drop_hist, th.drop_hist + 0.15)
-        s = min(float(spikes[t]), ramp(recede, th.drop_recede_lo, th.drop_recede_hi), hist_ok)
+        s = min(float(spikes[t]), same_shot, hist_ok)
         if s > 0:
-            out.append(Candidate("dropping", t, t, s, {"recede": recede, "hist": float(trace.hist[t])}))
+            out.append(
+                Candidate(
+                    "dropping", t, t, s, {"recede": recede, "match": match, "hist": float(trace.hist[t])}
+                )
+            )
     return out
 
 
@@ -278,7 +340,7 @@ def analyse(trace: SignalTrace, th: Thresholds = DEFAULT) -> list[Candidate]:
         if c.score > 0 and c.kind != "repetition":
             explained.update((c.start, c.end))
         if c.kind == "repetition":
-            explained.add(c.start)
+            explained.add(c.start + (c.end - c.start) // 2)
     # black-run interiors and edges are never dropping seams
     explained.update(int(t) for t in np.flatnonzero(trace.dark >= 0.5))
     explained.update(int(t) + 1 for t in np.flatnonzero(trace.dark >= 0.5))

@@ -40,6 +40,8 @@ class Thresholds:
         drop_recede: ramp (lo, hi) on far-lag over near-lag distance of the frame
             after a seam: content that recedes continues the shot (dropping).
         drop_hist: largest histogram change at a dropping seam.
+        match_lo, match_hi: ramp on the phase-correlation peak between two
+            frames: at or above ``match_hi`` one is the other shifted (same shot).
         decision: score at or above which the answer is "Yes".
     """
 
@@ -48,7 +50,7 @@ class Thresholds:
     spike_lo: float = 2.5
     spike_hi: float = 4.0
     jump_abs: float = 5.0
-    min_len: int = 5
+    min_len: int = 8
     max_len: int = 64
     dark_jump: float = 0.2
     dark_gain: float = 0.25
@@ -65,6 +67,8 @@ class Thresholds:
     drop_recede_lo: float = 1.08
     drop_recede_hi: float = 1.25
     drop_hist: float = 0.3
+    match_lo: float = 0.3
+    match_hi: float = 0.45
     decision: float = 0.5
 
     def digest(self) -> str:

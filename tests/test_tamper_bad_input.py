@@ -1,0 +1,101 @@
+"""Bad input: every broken source gets a one-line reason; the build goes on (issue 2, "Bad input")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import av
+import numpy as np
+from typer.testing import CliRunner
+
+from mmrobust.cli import app
+from mmrobust.media import VideoWriter
+from mmrobust.tamper import read_manifest
+from tests.synth import make_synthetic_video
+
+
+def _audio_only(path: Path) -> None:
+    with av.open(str(path), "w") as c:
+        s = c.add_stream("aac", rate=16000)
+        for i in range(5):
+            f = av.AudioFrame.from_ndarray(
+                np.zeros((1, 1024), np.float32), format="fltp", layout="mono"
+            )
+            f.sample_rate, f.pts = 16000, i * 1024
+            for pkt in s.encode(f):
+                c.mux(pkt)
+        for pkt in s.encode(None):
+            c.mux(pkt)
+
+
+def _one_by_one(path: Path) -> None:
+    with VideoWriter(path, 25, 1, 1, codec="ffv1", crf=None, pix_fmt="yuv444p") as w:
+        for _ in range(40):
+            w.write(np.full((1, 1, 3), 200, np.uint8))
+
+
+def test_bad_sources_are_reported_and_good_ones_built(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    make_synthetic_video(src / "good1.mp4", 40, 25, (64, 48), seed=1)
+    make_synthetic_video(src / "good2.mp4", 40, 25, (64, 48), seed=2)
+    (src / "zero.mp4").write_bytes(b"")
+    (src / "text.mp4").write_text("this is not a video\n")
+    full = make_synthetic_video(tmp_path / "full.mp4", 40, 25, (64, 48))
+    (src / "truncated.mp4").write_bytes(full.read_bytes()[: full.stat().st_size // 2])
+    _audio_only(src / "audio.m4a")
+    _one_by_one(src / "tiny.mkv")
+    make_synthetic_video(src / "short.mp4", 20, 25, (64, 48))  # 0.8 s < 1 s window
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = CliRunner().invoke(
+        app,
+        [
+            "tamper",
+            str(src),
+            str(tmp_path / "missing.mp4"),
+            str(empty),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    errors = [json.loads(x) for x in (tmp_path / "o" / "errors.jsonl").read_text().splitlines()]
+    reasons = {Path(e["source"]).name: e["reason"] for e in errors}
+    assert reasons == {
+        "zero.mp4": "file is empty (0 bytes)",
+        "text.mp4": reasons["text.mp4"],
+        "truncated.mp4": reasons["truncated.mp4"],
+        "audio.m4a": "no video stream (streams: audio)",
+        "tiny.mkv": "frame size 1x1 is below the minimum 16x16",
+        "short.mp4": reasons["short.mp4"],
+        "missing.mp4": "path does not exist",
+        "empty": reasons["empty"],
+    }
+    assert reasons["text.mp4"].startswith("cannot open as a video container")
+    assert reasons["truncated.mp4"].startswith("cannot open as a video container")
+    assert reasons["short.mp4"].startswith("clip has 20 frames, not longer than the 25-frame")
+    assert reasons["empty"].startswith("folder holds no video files")
+    assert all("\n" not in r for r in reasons.values())
+    for name in reasons:  # one line each on the console too
+        assert name in result.output
+    built = read_manifest(tmp_path / "o")
+    assert len(built) == 12 and {Path(e.source).name for e in built} == {"good1.mp4", "good2.mp4"}
+
+
+def test_nothing_buildable_exits_non_zero(tmp_path: Path) -> None:
+    (tmp_path / "zero.mp4").write_bytes(b"")
+    result = CliRunner().invoke(
+        app, ["tamper", str(tmp_path / "zero.mp4"), "--out", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 1
+    assert "file is empty" in result.output
+    assert (tmp_path / "o" / "manifest.jsonl").read_text() == ""
+
+
+def test_bad_options_exit_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["tamper", str(tmp_path), "--out", str(tmp_path / "o"), "--effects", "droping"]
+    )
+    assert result.exit_code == 2 and "Did you mean: dropping" in result.output

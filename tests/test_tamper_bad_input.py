@@ -44,7 +44,7 @@ def test_bad_sources_are_reported_and_good_ones_built(tmp_path: Path) -> None:
     (src / "text.mp4").write_text("this is not a video\n")
     full = make_synthetic_video(tmp_path / "full.mp4", 40, 25, (64, 48))
     (src / "truncated.mp4").write_bytes(full.read_bytes()[: full.stat().st_size // 2])
-    _audio_only(src / "audio.m4a")
+    _audio_only(src / "audio.mp4")
     _one_by_one(src / "tiny.mkv")
     make_synthetic_video(src / "short.mp4", 20, 25, (64, 48))  # 0.8 s < 1 s window
     empty = tmp_path / "empty"
@@ -67,7 +67,7 @@ def test_bad_sources_are_reported_and_good_ones_built(tmp_path: Path) -> None:
         "zero.mp4": "file is empty (0 bytes)",
         "text.mp4": reasons["text.mp4"],
         "truncated.mp4": reasons["truncated.mp4"],
-        "audio.m4a": "no video stream (streams: audio)",
+        "audio.mp4": "no video stream (streams: audio)",
         "tiny.mkv": "frame size 1x1 is below the minimum 16x16",
         "short.mp4": reasons["short.mp4"],
         "missing.mp4": "path does not exist",

@@ -196,8 +196,23 @@ def test_parse_retry_after_seconds_and_http_date() -> None:
         (Reply.empty(), Status.API_ERROR, "api_error"),
         (Reply.ok(None), Status.API_ERROR, "api_error"),
         (Reply(body={"object": "chat.completion", "choices": []}), Status.API_ERROR, "api_error"),
+        (
+            Reply(body="not gzip", headers={"Content-Encoding": "gzip"}),
+            Status.API_ERROR,
+            "api_error",
+        ),
+        (Reply(body=["a", "list"]), Status.API_ERROR, "api_error"),
     ],
-    ids=["429", "500", "malformed-json", "empty-content", "null-content", "no-choices"],
+    ids=[
+        "429",
+        "500",
+        "malformed-json",
+        "empty-content",
+        "null-content",
+        "no-choices",
+        "undecodable-gzip",
+        "json-list",
+    ],
 )
 def test_persistent_failure_gives_typed_status_after_all_retries(
     server: FakeOpenAIServer, reply: Reply, status: Status, history: str
@@ -387,3 +402,17 @@ def test_options_defaults_match_the_docs() -> None:
         5,
     )
     assert (o.image_max_side, o.jpeg_quality, o.video, o.prefill) == (1024, 90, False, "continue")
+
+
+def test_unexpected_exception_becomes_a_typed_row(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _model(server)
+
+    def boom(_payload: object) -> None:
+        raise RuntimeError("bug\nsecond line")
+
+    monkeypatch.setattr(model, "_attempt", boom)
+    [resp] = model.generate([_request()])
+    assert resp.status == Status.API_ERROR
+    assert resp.error == "unexpected RuntimeError: bug"

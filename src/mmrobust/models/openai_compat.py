@@ -288,6 +288,15 @@ class OpenAICompatModel(Model):
                 latency_s=time.monotonic() - started,
                 extra={**extra, "attempts": len(history), "history": history},
             )
+        except Exception as exc:  # one bad item never ends a run; the reason is kept
+            reason = f"unexpected {type(exc).__name__}: {exc}".splitlines()[0]
+            return Response(
+                text="",
+                status=Status.API_ERROR,
+                error=self._redact(reason),
+                latency_s=time.monotonic() - started,
+                extra={**extra, "attempts": len(history), "history": history},
+            )
         text, usage, finish = body
         return Response(
             text=text,
@@ -312,6 +321,12 @@ class OpenAICompatModel(Model):
             raise AttemptError(
                 Status.API_ERROR,
                 f"connection error: {type(exc).__name__}: {exc}".splitlines()[0],
+                retryable=True,
+            ) from None
+        except httpx.HTTPError as exc:  # undecodable body, too many redirects, ...
+            raise AttemptError(
+                Status.API_ERROR,
+                f"HTTP client error: {type(exc).__name__}: {exc}".splitlines()[0],
                 retryable=True,
             ) from None
         code = reply.status_code

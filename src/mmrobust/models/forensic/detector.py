@@ -163,9 +163,9 @@ class ForensicDetector(Model):
                 iter_frames(path, size=size, gray=True), max_lag=self.thresholds.max_len
             )
         except ValueError as exc:
-            raise MediaError(f"{path.name}: {exc}") from exc
+            raise MediaError(path, str(exc)) from exc
         if trace.n < MIN_FRAMES:
-            raise MediaError(f"{path.name}: only {trace.n} decodable frames (need {MIN_FRAMES})")
+            raise MediaError(path, f"only {trace.n} decodable frames (need {MIN_FRAMES})")
         return decide(trace, self.thresholds, self.prior)
 
     def _answer(self, req: Request) -> Response:

@@ -1,0 +1,173 @@
+"""Forensic detector: each signal and each tamper structure on synthetic clips with known answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mmrobust.models.base import Request
+from mmrobust.models.forensic import ForensicDetector, decide, make
+from mmrobust.models.forensic.footage import Shot, apply_effect, render
+from mmrobust.models.forensic.signals import SignalExtractor, extract_signals
+from mmrobust.status import Status
+
+SIZE = (192, 108)
+S, L = 60, 25  # window start and length in frames
+
+
+@pytest.fixture(scope="module")
+def pan() -> np.ndarray:
+    """One continuous 140-frame pan over a photo: (140, 108, 192, 3) uint8 RGB."""
+    return render([Shot("astronaut", 140, "pan", speed=0.006, noise=1.0)], size=SIZE, seed=1)
+
+
+@pytest.fixture(scope="module")
+def donor() -> np.ndarray:
+    return render([Shot("coffee", 40, "pan", speed=0.006, noise=1.0)], size=SIZE, seed=2)
+
+
+def _verdict(frames: np.ndarray):  # type: ignore[no-untyped-def]
+    return decide(extract_signals(list(frames)))
+
+
+def test_identical_frames_have_zero_distance_and_rotation_is_exact() -> None:
+    rng = np.random.default_rng(0)
+    f = rng.integers(0, 256, (36, 64), dtype=np.uint8)
+    tr = extract_signals([f, f, np.ascontiguousarray(f[::-1, ::-1])])
+    assert tr.d1[1] == 0.0
+    assert tr.drot[2] == pytest.approx(0.0, abs=1e-4)  # frame 2 is frame 1 rotated 180 degrees
+    assert tr.d1[2] > 20.0
+    assert tr.dark[0] < 0.2
+
+
+def test_repetition_lag_is_found(pan: np.ndarray) -> None:
+    tr = extract_signals(list(apply_effect(pan, "repetition", S, L)))
+    seg = slice(S + L, S + 2 * L)
+    assert set(tr.rep_lag[seg].astype(int)) == {L}
+    assert float(tr.rep_d[seg].max()) < 0.1
+
+
+def test_black_run_measured(pan: np.ndarray) -> None:
+    tr = extract_signals(list(apply_effect(pan, "masking", S, L)))
+    assert np.all(tr.dark[S : S + L] == 1.0)
+    assert tr.dark[S - 1] < 0.5 and tr.dark[S + L] < 0.5
+
+
+def test_original_pan_is_not_tampered(pan: np.ndarray) -> None:
+    v = _verdict(pan)
+    assert not v.tampered and v.pred_type is None and v.start_frame is None
+
+
+@pytest.mark.parametrize(
+    ("effect", "window"),
+    [
+        ("masking", (S, S + L)),
+        ("rotation", (S, S + L)),
+        ("substitution", (S, S + L)),
+        ("repetition", (S, S + 2 * L)),
+        ("dropping", (S, S)),
+    ],
+)
+def test_each_paper_effect_is_found_with_its_exact_window(
+    pan: np.ndarray, donor: np.ndarray, effect: str, window: tuple[int, int]
+) -> None:
+    v = _verdict(apply_effect(pan, effect, S, L, donor))
+    assert v.tampered
+    assert v.pred_type == effect
+    assert (v.start_frame, v.end_frame) == window
+
+
+def test_natural_hard_cuts_are_not_tampering() -> None:
+    clip = render(
+        [
+            Shot("astronaut", 50, "pan", speed=0.006),
+            Shot("coffee", 40, "zoom", speed=0.003),
+            Shot("rocket", 50, "pan", speed=0.004),
+        ],
+        size=SIZE,
+        seed=3,
+    )
+    assert not _verdict(clip).tampered
+
+
+def test_fade_to_black_and_back_is_not_masking() -> None:
+    clip = render(
+        [Shot("chelsea", 60, "pan", speed=0.005, fade_out=12), Shot("rocket", 60, "pan", speed=0.005, fade_in=12)],
+        size=SIZE,
+        seed=4,
+    )
+    assert not _verdict(clip).tampered
+
+
+def test_held_frame_animation_is_not_repetition() -> None:
+    clip = render([Shot("coins", 120, "pan", speed=0.006, hold=2, noise=0.5)], size=SIZE, seed=5)
+    assert not _verdict(clip).tampered
+
+
+def test_extractor_rejects_bad_frames() -> None:
+    ex = SignalExtractor()
+    with pytest.raises(ValueError, match="uint8"):
+        ex.push(np.zeros((10, 10), np.float32))
+    ex.push(np.zeros((10, 10), np.uint8))
+    with pytest.raises(ValueError, match="size changed"):
+        ex.push(np.zeros((12, 10), np.uint8))
+
+
+def _write(path: Path, frames: np.ndarray, fps: int = 25) -> Path:
+    from mmrobust.media import VideoWriter
+
+    with VideoWriter(path, fps, frames.shape[2], frames.shape[1]) as w:
+        for f in frames:
+            w.write(f)
+    return path
+
+
+def _req(video: Path | None, options: dict[str, str] | None = None) -> Request:
+    return Request(
+        sample_id="s",
+        prompt="p",
+        question="q",
+        options=options or {"A": "Yes", "B": "No"},
+        video=video,
+    )
+
+
+def test_model_answers_by_option_text_and_reports_window(
+    tmp_path: Path, pan: np.ndarray
+) -> None:
+    path = _write(tmp_path / "rot.mp4", apply_effect(pan, "rotation", S, L))
+    det = ForensicDetector()
+    (r,) = det.generate([_req(path, {"A": "No", "B": "Yes"})])  # permuted options
+    assert r.status is Status.OK and r.text == "B"
+    assert r.extra["pred_type"] == "rotation"
+    w = r.extra["pred_window"]
+    assert (w["start_frame"], w["end_frame"]) == (S, S + L)
+    assert w["start_s"] == pytest.approx(S / 25) and w["end_s"] == pytest.approx((S + L) / 25)
+    assert 0.5 <= r.extra["score"] <= 1.0
+
+
+def test_unreadable_and_too_short_videos_are_media_errors(tmp_path: Path, pan: np.ndarray) -> None:
+    bad = tmp_path / "bad.mp4"
+    bad.write_bytes(b"not a video at all")
+    short = _write(tmp_path / "short.mp4", pan[:3])
+    det = ForensicDetector()
+    r_bad, r_short, r_missing = det.generate([_req(bad), _req(short), _req(tmp_path / "nope.mp4")])
+    for r in (r_bad, r_short, r_missing):
+        assert r.status is Status.MEDIA_ERROR and r.text == ""
+        assert r.error and "\n" not in r.error
+    assert "decodable frames" in (r_short.error or "")
+
+
+def test_factory_and_fingerprint() -> None:
+    m = make(None, {"prior": "middle"})
+    fp = m.fingerprint()
+    assert fp["prior"] == "middle" and len(fp["thresholds_sha"]) == 12
+    assert make(None, {}).fingerprint()["prior"] == "none"
+    with pytest.raises(ValueError, match="prior"):
+        make(None, {"prior": "left"})
+    with pytest.raises(ValueError, match="unknown"):
+        make(None, {"colour": "red"})
+    with pytest.raises(ValueError):
+        make("x", {})

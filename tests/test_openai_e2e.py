@@ -213,3 +213,38 @@ def test_rerun_resumes_and_retries_only_failures(
         assert len(up.chat_requests) == len(SIZES)
     assert second.exit_code == 0, second.output
     assert {r["status"] for r in _rows(out).values()} == {"ok"}
+
+
+def test_video_url_mode_sends_each_file_once(clip_set: Path, tmp_path: Path) -> None:
+    import base64
+
+    out = tmp_path / "run"
+    with FakeOpenAIServer(responder=lambda _r: Reply.ok("B")) as server:
+        cli = [
+            "eval",
+            "--data",
+            str(clip_set / "set.jsonl"),
+            "--model",
+            "openai:test",
+            "--model-arg",
+            f"base_url={server.base_url}",
+            "--model-arg",
+            "video=true",
+            "--out",
+            str(out),
+            "--bootstrap",
+            "0",
+            "-q",
+        ]
+        result = CliRunner().invoke(app, cli)
+        requests = server.chat_requests
+    assert result.exit_code == 0, result.output
+    assert len(requests) == len(SIZES)
+    sent = set()
+    for request in requests:
+        assert request.part_types == ["video_url", "text"]
+        head, _, payload = request.video_urls[0].partition(",")
+        assert head == "data:video/mp4;base64"
+        sent.add(base64.b64decode(payload))
+    assert sent == {(clip_set / f"{sid}.mp4").read_bytes() for sid in SIZES}
+    assert {r["status"] for r in _rows(out).values()} == {"ok"}

@@ -188,3 +188,17 @@ def test_mcnemar_exact() -> None:
 def test_unknown_benchmark() -> None:
     with pytest.raises(ValueError, match="unknown benchmark"):
         compute_metrics([], "nope")
+
+
+def test_scores_from_counts_match_sklearn() -> None:
+    import numpy as np
+    from sklearn.metrics import balanced_accuracy_score, f1_score, matthews_corrcoef
+
+    from mmrobust.metrics.tamper import binary_scores
+
+    rng = np.random.default_rng(0)
+    yt, yp = rng.random(200) < 0.5, rng.random(200) < 0.6
+    s = binary_scores(list(yt), list(yp))
+    assert s["f1"] == pytest.approx(f1_score(yt, yp))
+    assert s["mcc"] == pytest.approx(matthews_corrcoef(yt, yp))
+    assert s["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(yt, yp))

@@ -247,7 +247,14 @@ def _download_hub(repo_id: str, cache_root: Path) -> Path:  # pragma: no cover -
         raise FileNotFoundError(
             f"{repo_id!r} is not a local path and huggingface_hub is not installed"
         ) from exc
-    return Path(snapshot_download(repo_id, repo_type="dataset", cache_dir=str(cache_root / "hub")))
+    try:
+        folder = snapshot_download(repo_id, repo_type="dataset", cache_dir=str(cache_root / "hub"))
+    except Exception as exc:  # network, auth, unknown repo: one clear line
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise FileNotFoundError(
+            f"{repo_id!r} is not a local path, and downloading it from the hub failed: {first}"
+        ) from exc
+    return Path(folder)
 
 
 def default_cache_dir() -> Path:

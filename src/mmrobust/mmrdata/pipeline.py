@@ -85,7 +85,9 @@ class ItemResult:
         n_pairs: pairs asked for.
         extraction_prompt, extraction_reply: stage 1 text in and out.
         generation_prompt, generation_reply: stage 2 text in and out.
-        pairs: parsed pairs (JSON form).
+        pairs: the schema-valid pairs (JSON form), in reply order; pair indices in
+            ``dropped``, ``kept`` and output ids count these (a schema-invalid pair is
+            reported with its index in the reply and ``"pair": None``).
         dropped: ``{"pair": i, "side": "positive"|"negative"|"pair", "reasons": [...]}`` each.
         kept: per pair, ``{"positive": bool, "negative": bool}``.
     """

@@ -90,7 +90,9 @@ def test_official_tamper_empty_without_truth_is_parse_fail() -> None:
 MMR_TABLE: list[tuple[str, str | None, str | None]] = [
     ("C", "C", "C"),
     ("D. yellow", "D", "D"),
-    ("Based on the image, D", "B", "D"),  # fixed A>B>C>D priority: "Based" contains B
+    ("Based on the image, D", "D", "D"),  # whole words only: "Based" is not "B"
+    ("C or A", "A", "A"),  # official: fixed A>B>C>D priority; lenient: last letter named
+    ("(A)", None, "A"),  # "(A)" is not the word "A" in the reference
     ("A man holds a blue cup, so C", "A", "C"),
     ("The colour is D. Because of the light.", "D", "D"),  # only text before the first period
     ("the answer is c", None, "C"),  # case-sensitive in the reference

@@ -213,16 +213,20 @@ def extract_official_tamper(
 def extract_official_mmr(text: str, options: Mapping[str, str]) -> Extraction:
     """MMR's official extractor (arXiv:2406.10638 evaluation code), quirks included.
 
-    Keeps the reply up to its first ``"."``, then returns the first of
-    ``A``, ``B``, ``C``, ``D`` that occurs in it *in that fixed order*
-    (case-sensitive substring test), else no answer. Quirks: the priority is
-    alphabetical, not positional (``"Based on the image, D"`` gives ``B``,
-    from ``"Based"``), and any capital letter inside a word counts
-    (``"A man ... so B"`` gives ``A``).
+    The reference (``evaluation/calculation_mmr.py`` in the authors'
+    repository) keeps the reply up to its first ``"."``, replaces ``","``
+    with a space, splits on single spaces and returns the first of ``A``,
+    ``B``, ``C``, ``D`` that is one of the resulting *words*, in that fixed
+    order, else no answer ("E"). Quirks reproduced: the priority is
+    alphabetical, not positional (``"C or A"`` gives ``A``); only a bare
+    letter between spaces/commas counts, so ``"(A)"``, ``"Answer:B"`` and
+    ``"C\nbecause"`` give no answer, and an article ``"A"`` in a sentence
+    counts as option A (``"A man ... so B"`` gives ``A``).
     """
-    head = text.split(".")[0]
+    head = text.split(".")[0] if "." in text else text
+    words = head.replace(",", " ").split(" ")
     for letter in ("A", "B", "C", "D"):
-        if letter in head:
+        if letter in words:
             if letter in options:
                 return _ok(letter, "official:mmr-first-of-ABCD")
             return _fail("official:mmr-letter-not-an-option")

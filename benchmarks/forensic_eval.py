@@ -96,27 +96,43 @@ def report(name: str, res: dict[str, dict]) -> None:
         fn = len(by.get(t, [])) - tp
         f1s[t] = 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else 0.0
     print(f"== {name}: {len(res)} clips, {len(orig)} originals")
-    print("  per-type F1: " + ", ".join(f"{t} {f1s[t]:.3f} (recall {np.mean([p for _, p in by.get(t, [])] or [0]):.2f})" for t in TYPES))
+    print(
+        "  per-type F1: "
+        + ", ".join(
+            f"{t} {f1s[t]:.3f} (recall {np.mean([p for _, p in by.get(t, [])] or [0]):.2f})"
+            for t in TYPES
+        )
+    )
     print(f"  macro F1 {np.mean(list(f1s.values())):.3f}   FPR on originals {fp}/{len(orig)}")
     if type_hits:
-        print(f"  type accuracy {np.mean(type_hits):.3f} (n={len(type_hits)})   median IoU {statistics.median(ious) if ious else float('nan'):.3f} (n={len(ious)})")
+        print(
+            f"  type accuracy {np.mean(type_hits):.3f} (n={len(type_hits)})   median IoU {statistics.median(ious) if ious else float('nan'):.3f} (n={len(ious)})"
+        )
     for x in res.values():
         tt, v = x["row"]["tamper_type"], x["v"]
         if (tt == "original") == v.tampered or (v.tampered and v.pred_type != tt):
             top = [(c.kind, c.start, c.end, round(c.score, 2)) for c in v.candidates[:2]]
-            print(f"    miss {x['row']['id']}: truth {tt} {x['row']['window_output']and (x['row']['window_output']['start_frame'], x['row']['window_output']['end_frame'])} -> {top}")
+            print(
+                f"    miss {x['row']['id']}: truth {tt} {x['row']['window_output'] and (x['row']['window_output']['start_frame'], x['row']['window_output']['end_frame'])} -> {top}"
+            )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="/tmp/forensic_eval")
     ap.add_argument("--positions", default="0.5")
-    ap.add_argument("--calibration", type=int, default=0, help="N synthetic sources instead of real clips")
+    ap.add_argument(
+        "--calibration", type=int, default=0, help="N synthetic sources instead of real clips"
+    )
     ap.add_argument("--prior", default="none")
     a = ap.parse_args()
     out = Path(a.out)
     det = ForensicDetector(prior=a.prior)
-    sources = synth_sources(out / "synth", a.calibration) if a.calibration else list(sample_clips().values())
+    sources = (
+        synth_sources(out / "synth", a.calibration)
+        if a.calibration
+        else list(sample_clips().values())
+    )
     allres: dict[str, dict[str, dict]] = {}
     for style in ("mmrobust", "released"):
         merged: dict[str, dict] = {}
@@ -128,9 +144,15 @@ def main() -> None:
         allres[style] = merged
         report(f"{style} build (prior={a.prior})", merged)
     common = set(allres["mmrobust"]) & set(allres["released"])
-    diffs = [abs(allres["mmrobust"][k]["v"].score - allres["released"][k]["v"].score) for k in common]
-    agree = np.mean([allres["mmrobust"][k]["v"].tampered == allres["released"][k]["v"].tampered for k in common])
-    print(f"codec-controlled vs released-style: mean |score diff| {np.mean(diffs):.4f}, max {np.max(diffs):.4f}, decision agreement {agree:.3f} (n={len(common)})")
+    diffs = [
+        abs(allres["mmrobust"][k]["v"].score - allres["released"][k]["v"].score) for k in common
+    ]
+    agree = np.mean(
+        [allres["mmrobust"][k]["v"].tampered == allres["released"][k]["v"].tampered for k in common]
+    )
+    print(
+        f"codec-controlled vs released-style: mean |score diff| {np.mean(diffs):.4f}, max {np.max(diffs):.4f}, decision agreement {agree:.3f} (n={len(common)})"
+    )
 
 
 if __name__ == "__main__":

@@ -94,7 +94,10 @@ def test_natural_hard_cuts_are_not_tampering() -> None:
 
 def test_fade_to_black_and_back_is_not_masking() -> None:
     clip = render(
-        [Shot("chelsea", 60, "pan", speed=0.005, fade_out=12), Shot("rocket", 60, "pan", speed=0.005, fade_in=12)],
+        [
+            Shot("chelsea", 60, "pan", speed=0.005, fade_out=12),
+            Shot("rocket", 60, "pan", speed=0.005, fade_in=12),
+        ],
         size=SIZE,
         seed=4,
     )
@@ -134,9 +137,7 @@ def _req(video: Path | None, options: dict[str, str] | None = None) -> Request:
     )
 
 
-def test_model_answers_by_option_text_and_reports_window(
-    tmp_path: Path, pan: np.ndarray
-) -> None:
+def test_model_answers_by_option_text_and_reports_window(tmp_path: Path, pan: np.ndarray) -> None:
     path = _write(tmp_path / "rot.mp4", apply_effect(pan, "rotation", S, L))
     det = ForensicDetector()
     (r,) = det.generate([_req(path, {"A": "No", "B": "Yes"})])  # permuted options

@@ -182,7 +182,9 @@ class ForensicDetector(Model):
             v = self.analyse_video(Path(req.video))
         except MediaError as exc:
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            return Response(text="", status=Status.MEDIA_ERROR, error=msg, latency_s=time.perf_counter() - t0)
+            return Response(
+                text="", status=Status.MEDIA_ERROR, error=msg, latency_s=time.perf_counter() - t0
+            )
         window = None
         if v.start_frame is not None and v.end_frame is not None:
             # seconds only for reporting, read after deciding
@@ -218,4 +220,12 @@ class ForensicDetector(Model):
         return [self._answer(r) for r in requests]
 
 
-__all__ = ["KIND_TO_EFFECT", "MIN_FRAMES", "PRIORS", "ForensicDetector", "Verdict", "decide", "prior_weight"]
+__all__ = [
+    "KIND_TO_EFFECT",
+    "MIN_FRAMES",
+    "PRIORS",
+    "ForensicDetector",
+    "Verdict",
+    "decide",
+    "prior_weight",
+]

@@ -78,10 +78,7 @@ class Shot:
 def render_shot(shot: Shot, size: tuple[int, int], rng: np.random.Generator) -> list[np.ndarray]:
     """Frames of one shot at ``size=(W, H)``: ``shot.n`` frames ``(H, W, 3) uint8 RGB``."""
     w, h = size
-    if shot.photo == "black":
-        src = np.zeros((h * 2, w * 2, 3), np.uint8)
-    else:
-        src = photo(shot.photo)
+    src = np.zeros((h * 2, w * 2, 3), np.uint8) if shot.photo == "black" else photo(shot.photo)
     sh, sw = src.shape[:2]
     aspect = w / h
     cw = min(sw * 0.5, sh * 0.8 * aspect)
@@ -110,17 +107,30 @@ def render_shot(shot: Shot, size: tuple[int, int], rng: np.random.Generator) -> 
             x, y, s = x0, y0, 1.0
         cx, cy = x + cw / 2, y + ch / 2
         w2, h2 = cw * s / 2, ch * s / 2
-        m = np.array([[w / (2 * w2), 0, -(cx - w2) * w / (2 * w2)], [0, h / (2 * h2), -(cy - h2) * h / (2 * h2)]])
+        m = np.array(
+            [
+                [w / (2 * w2), 0, -(cx - w2) * w / (2 * w2)],
+                [0, h / (2 * h2), -(cy - h2) * h / (2 * h2)],
+            ]
+        )
         f = cv2.warpAffine(src, m, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
         if shot.title:
-            cv2.putText(f, shot.title, (w // 10, h // 2), cv2.FONT_HERSHEY_SIMPLEX, h / 200, (255, 255, 255), 2)
-        f32 = f.astype(np.float32)
+            cv2.putText(
+                f,
+                shot.title,
+                (w // 10, h // 2),
+                cv2.FONT_HERSHEY_SIMPLEX,
+                h / 200,
+                (255, 255, 255),
+                2,
+            )
+        f32: np.ndarray = np.asarray(f, dtype=np.float32)
         if shot.fade_in and i < shot.fade_in:
             f32 *= (i + 1) / (shot.fade_in + 1)
         if shot.fade_out and i >= shot.n - shot.fade_out:
             f32 *= (shot.n - i) / (shot.fade_out + 1)
         if shot.noise > 0:
-            f32 += rng.normal(0, shot.noise, f32.shape).astype(np.float32)
+            f32 = f32 + rng.normal(0.0, shot.noise, f32.shape).astype(np.float32)
         frames.append(np.clip(f32, 0, 255).astype(np.uint8))
     return frames
 
@@ -145,22 +155,28 @@ def random_programme(seed: int, n_frames: int = 240, fps: int = 25) -> list[Shot
     left = n_frames
     single = rng.random() < 0.4
     while left > 0:
-        n = left if single else int(min(left, rng.integers(int(0.6 * fps), 4 * fps)))
+        n = left if single else min(left, int(rng.integers(int(0.6 * fps), 4 * fps)))
         if left - n < fps // 2:
             n = left
         kind = rng.random()
         name = str(rng.choice(PHOTOS))
         move = str(rng.choice(["pan", "pan", "zoom", "hold", "shake"]))
-        speed = float(rng.uniform(0.001, 0.012)) if move == "pan" else float(rng.uniform(0.001, 0.006))
+        speed = (
+            float(rng.uniform(0.001, 0.012)) if move == "pan" else float(rng.uniform(0.001, 0.006))
+        )
         shot = Shot(name, n, move=move, speed=speed, noise=float(rng.uniform(0.5, 4.0)))
         if kind < 0.1 and not single:
             shot = Shot("black", n, move="hold", title="TITLE", noise=0.5)
         elif kind < 0.2:
             shot = Shot(name, n, move="pan", speed=speed, hold=int(rng.integers(2, 4)), noise=0.5)
         elif kind < 0.3 and n > 20:
-            shot = Shot(name, n, move=move, speed=speed, fade_out=int(rng.integers(5, 15)), noise=1.0)
+            shot = Shot(
+                name, n, move=move, speed=speed, fade_out=int(rng.integers(5, 15)), noise=1.0
+            )
         elif kind < 0.4 and n > 20:
-            shot = Shot(name, n, move=move, speed=speed, fade_in=int(rng.integers(5, 15)), noise=1.0)
+            shot = Shot(
+                name, n, move=move, speed=speed, fade_in=int(rng.integers(5, 15)), noise=1.0
+            )
         shots.append(shot)
         left -= n
     return shots

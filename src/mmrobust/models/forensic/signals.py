@@ -2,7 +2,7 @@
 
 Every signal is a scalar per frame, computed from the current frame and a ring
 buffer of tiny thumbnails of the previous ``max_lag`` frames, so memory is
-O(``max_lag``) in thumbnails plus O(n) scalars (about 60 bytes a frame). At
+O(``max_lag``) in thumbnails plus O(n) scalars (12 float32, 48 bytes a frame). At
 frames where the picture changes abruptly (an *event*: a cut, a seam, the edge
 of a black run) a small snapshot is kept: the two thumbnails around the event
 and the distance of the event frame to every frame in the ring (its *lag
@@ -16,6 +16,7 @@ thumbnails in luma units; frame indices count decoded frames from 0.
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -182,12 +183,14 @@ class SignalExtractor:
         self.event_floor = event_floor
         self.event_abs = event_abs
         # frames whose event decision waits for ``half_window`` later frames
-        self._pending: deque[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]] = deque()
+        self._pending: deque[
+            tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]
+        ] = deque()
         self._prev_fine: np.ndarray | None = None
         self._ring = np.zeros((max_lag, THUMB_SIZE[1] * THUMB_SIZE[0]), dtype=np.float32)
         self._filled = 0
         self._head = 0  # slot of the next write
-        self._cols: dict[str, list[float]] = {k: [] for k in _SIGNAL_NAMES}
+        self._cols: dict[str, array[float]] = {k: array("f") for k in _SIGNAL_NAMES}
         self._prev_thumb: np.ndarray | None = None
         self._prev_hist: np.ndarray | None = None
         self._prev_profile = np.full(max_lag, np.nan, dtype=np.float32)
@@ -205,7 +208,9 @@ class SignalExtractor:
             ValueError: a frame that is not 2-D/3-D uint8, or whose size changes mid-stream.
         """
         if frame.dtype != np.uint8 or frame.ndim not in (2, 3):
-            raise ValueError(f"expected a uint8 (H, W) or (H, W, 3) frame, got {frame.dtype} {frame.shape}")
+            raise ValueError(
+                f"expected a uint8 (H, W) or (H, W, 3) frame, got {frame.dtype} {frame.shape}"
+            )
         if frame.ndim == 3:
             frame = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
         h, w = frame.shape
@@ -214,7 +219,11 @@ class SignalExtractor:
         elif self._size != (w, h):
             raise ValueError(f"frame size changed from {self._size} to {(w, h)} at frame {self.n}")
         aw, ah = analysis_size(w, h)
-        g = frame if (aw, ah) == (w, h) else cv2.resize(frame, (aw, ah), interpolation=cv2.INTER_AREA)
+        g = (
+            frame
+            if (aw, ah) == (w, h)
+            else cv2.resize(frame, (aw, ah), interpolation=cv2.INTER_AREA)
+        )
         self._push_analysis(g)
 
     def _push_analysis(self, g: np.ndarray) -> None:
@@ -253,9 +262,9 @@ class SignalExtractor:
             cols["dvflip"].append(float(np.abs(thumb - prev[::-1, :]).mean()))
         if self._filled >= 2:
             tail = profile[1 : self._filled]
-            k = int(np.argmin(tail))
-            cols["rep_d"].append(float(tail[k]))
-            cols["rep_lag"].append(float(k + 2))
+            best = int(np.argmin(tail))
+            cols["rep_d"].append(float(tail[best]))
+            cols["rep_lag"].append(float(best + 2))
         else:
             cols["rep_d"].append(float("nan"))
             cols["rep_lag"].append(0.0)
@@ -291,21 +300,27 @@ class SignalExtractor:
         d1 = self._cols["d1"]
         k = self.half_window
         while self._pending and (final or self._pending[0][0] + k < len(d1)):
-            t, prev, thumb, profile, prev_profile, prev_fine, fine, dark_jump = self._pending.popleft()
+            t, prev, thumb, profile, prev_profile, prev_fine, fine, dark_jump = (
+                self._pending.popleft()
+            )
             lo, hi = max(0, t - k), min(len(d1), t + k + 1)
             win = [x for x in d1[max(1, lo) : hi] if x >= 0.3]  # held frames ignored
             base = float(np.median(win)) if win else 0.0
-            if dark_jump or (d1[t] >= self.event_abs and d1[t] >= self.event_ratio * (base + self.event_floor)):
+            if dark_jump or (
+                d1[t] >= self.event_abs and d1[t] >= self.event_ratio * (base + self.event_floor)
+            ):
                 self.events.append(Event(t, prev, thumb, profile, prev_profile, prev_fine, fine))
 
     def finish(self) -> SignalTrace:
         """The trace of every frame pushed so far."""
         self._decide_events(final=True)
-        arrays = {k: np.asarray(v, dtype=np.float32) for k, v in self._cols.items()}
+        arrays = {k: np.frombuffer(v, dtype=np.float32).copy() for k, v in self._cols.items()}
         return SignalTrace(n=self.n, events=list(self.events), max_lag=self.max_lag, **arrays)
 
 
-def extract_signals(frames: Iterable[np.ndarray], *, max_lag: int = 64, half_window: int = 12) -> SignalTrace:
+def extract_signals(
+    frames: Iterable[np.ndarray], *, max_lag: int = 64, half_window: int = 12
+) -> SignalTrace:
     """Run ``SignalExtractor`` over ``frames`` (each ``(H, W) uint8`` luma or ``(H, W, 3) uint8 RGB``).
 
     Raises:

@@ -27,7 +27,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from mmrobust.models.forensic.signals import Event, SignalTrace
+from mmrobust.models.forensic.signals import SignalTrace
 from mmrobust.models.forensic.thresholds import DEFAULT, Thresholds
 
 FLIPS = {"rotation": "drot", "hflip": "dhflip", "vflip": "dvflip"}
@@ -146,7 +146,9 @@ def _continuity(
     return cross, cross / (ref + th.floor), match
 
 
-def masking_candidates(trace: SignalTrace, cuts: np.ndarray, th: Thresholds = DEFAULT) -> list[Candidate]:
+def masking_candidates(
+    trace: SignalTrace, cuts: np.ndarray, th: Thresholds = DEFAULT
+) -> list[Candidate]:
     """Black runs with abrupt edges whose sides continue each other."""
     dark = trace.dark
     n = trace.n
@@ -192,7 +194,10 @@ def flip_candidates(
     n = trace.n
     for kind, col in FLIPS.items():
         dt = getattr(trace, col)
-        edge = np.minimum(spikes, np.clip((trace.d1 / (dt + th.floor) - th.flip_lo) / (th.flip_hi - th.flip_lo), 0, 1))
+        edge = np.minimum(
+            spikes,
+            np.clip((trace.d1 / (dt + th.floor) - th.flip_lo) / (th.flip_hi - th.flip_lo), 0, 1),
+        )
         idx = [int(t) for t in np.flatnonzero(edge > 0)]
         used: set[int] = set()
         for i, a in enumerate(idx):
@@ -201,7 +206,11 @@ def flip_candidates(
                     break
                 if b - a >= th.min_len:
                     s = float(min(edge[a], edge[b]))
-                    out.append(Candidate(kind, a, b, s, {"edge_a": float(edge[a]), "edge_b": float(edge[b])}))
+                    out.append(
+                        Candidate(
+                            kind, a, b, s, {"edge_a": float(edge[a]), "edge_b": float(edge[b])}
+                        )
+                    )
                     used.update((a, b))
                     break
         for t in idx:
@@ -209,13 +218,23 @@ def flip_candidates(
                 continue
             # one-sided: the window touches the clip start or end
             if t <= th.max_len and t >= th.min_len:
-                out.append(Candidate(kind, 0, t, 0.9 * float(edge[t]), {"edge": float(edge[t]), "one_sided": 1.0}))
+                out.append(
+                    Candidate(
+                        kind, 0, t, 0.9 * float(edge[t]), {"edge": float(edge[t]), "one_sided": 1.0}
+                    )
+                )
             elif n - t <= th.max_len and n - t >= th.min_len:
-                out.append(Candidate(kind, t, n, 0.9 * float(edge[t]), {"edge": float(edge[t]), "one_sided": 1.0}))
+                out.append(
+                    Candidate(
+                        kind, t, n, 0.9 * float(edge[t]), {"edge": float(edge[t]), "one_sided": 1.0}
+                    )
+                )
     return out
 
 
-def repetition_candidates(trace: SignalTrace, base: np.ndarray, th: Thresholds = DEFAULT) -> list[Candidate]:
+def repetition_candidates(
+    trace: SignalTrace, base: np.ndarray, th: Thresholds = DEFAULT
+) -> list[Candidate]:
     """Runs of frames duplicating the frames one constant lag ``L`` back, about ``L`` long."""
     n = trace.n
     rep = (trace.rep_d <= th.rep_ratio * np.maximum(base, 0.0) + 0.25) & (base >= th.rep_motion)
@@ -232,7 +251,10 @@ def repetition_candidates(trace: SignalTrace, base: np.ndarray, th: Thresholds =
         while e < n and rep[e] and abs(int(lag[e]) - L) <= 1:
             e += 1
         cover = (e - t) / L
-        s = min(ramp(cover, th.rep_cover_lo - 0.2, th.rep_cover_lo), 1.0 - ramp(cover, th.rep_cover_hi, th.rep_cover_hi + 0.3))
+        s = min(
+            ramp(cover, th.rep_cover_lo - 0.2, th.rep_cover_lo),
+            1.0 - ramp(cover, th.rep_cover_hi, th.rep_cover_hi + 0.3),
+        )
         if s > 0:
             med = float(np.median(trace.rep_d[t:e] / (base[t:e] + 1e-3)))
             # the run is the second copy; the window spans both copies (manifest convention)
@@ -250,7 +272,9 @@ def repetition_candidates(trace: SignalTrace, base: np.ndarray, th: Thresholds =
 
 
 def _is_flip_edge(trace: SignalTrace, t: int, th: Thresholds) -> bool:
-    return any(trace.d1[t] / (float(getattr(trace, c)[t]) + th.floor) >= th.flip_lo for c in FLIPS.values())
+    return any(
+        trace.d1[t] / (float(getattr(trace, c)[t]) + th.floor) >= th.flip_lo for c in FLIPS.values()
+    )
 
 
 def substitution_candidates(
@@ -279,7 +303,13 @@ def substitution_candidates(
             s = min(float(spikes[a]), float(spikes[b]), unlike, cont)
             if s > 0:
                 out.append(
-                    Candidate("substitution", a, b, s, {"cross": cross, "cont_ratio": ratio, "match": match, "edge": edge})
+                    Candidate(
+                        "substitution",
+                        a,
+                        b,
+                        s,
+                        {"cross": cross, "cont_ratio": ratio, "match": match, "edge": edge},
+                    )
                 )
     return out
 
@@ -306,14 +336,19 @@ def dropping_candidates(
         recede = far / max(float(trace.d1[t]), 1e-3)
         match = shift_match(ev.prev_fine, ev.fine)
         same_shot = max(
-            ramp(recede, th.drop_recede_lo, th.drop_recede_hi), ramp(match, th.match_lo, th.match_hi)
+            ramp(recede, th.drop_recede_lo, th.drop_recede_hi),
+            ramp(match, th.match_lo, th.match_hi),
         )
         hist_ok = 1.0 - ramp(float(trace.hist[t]), th.drop_hist, th.drop_hist + 0.15)
         s = min(float(spikes[t]), same_shot, hist_ok)
         if s > 0:
             out.append(
                 Candidate(
-                    "dropping", t, t, s, {"recede": recede, "match": match, "hist": float(trace.hist[t])}
+                    "dropping",
+                    t,
+                    t,
+                    s,
+                    {"recede": recede, "match": match, "hist": float(trace.hist[t])},
                 )
             )
     return out

@@ -117,26 +117,58 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 @app.command("eval")
 def eval_cmd(
-    data: str = typer.Option(..., "--data", help="Dataset: manifest dir/file, MVTamperBench folder, TSV, JSONL, MMR json, mmr-demo."),
-    model: str = typer.Option(..., "--model", help="Model SPEC: constant:A, random[:seed], forensic, openai:<m>, hf:<id>."),
-    out: str = typer.Option(..., "--out", help="Run folder (results.sqlite, run.json, metrics.json)."),
-    model_arg: list[str] = typer.Option([], "--model-arg", help="Backend setting KEY=VALUE (repeatable)."),
+    data: str = typer.Option(
+        ...,
+        "--data",
+        help="Dataset: manifest dir/file, MVTamperBench folder, TSV, JSONL, MMR json, mmr-demo.",
+    ),
+    model: str = typer.Option(
+        ..., "--model", help="Model SPEC: constant:A, random[:seed], forensic, openai:<m>, hf:<id>."
+    ),
+    out: str = typer.Option(
+        ..., "--out", help="Run folder (results.sqlite, run.json, metrics.json)."
+    ),
+    model_arg: list[str] = typer.Option(
+        [], "--model-arg", help="Backend setting KEY=VALUE (repeatable)."
+    ),
     format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
-    images: str | None = typer.Option(None, "--images", help="Media folder the dataset's paths are relative to."),
+    images: str | None = typer.Option(
+        None, "--images", help="Media folder the dataset's paths are relative to."
+    ),
     text_only: bool = typer.Option(False, "--text-only", help="Send no media (blind ablation)."),
-    prompt: str | None = typer.Option(None, "--prompt", help="structured | generic | cot | mmr | plain (default by benchmark)."),
-    option_style: str = typer.Option("paper", "--option-style", help="paper ('A. Yes') | vlmevalkit ('(A) Yes')."),
-    permute: int = typer.Option(0, "--permute", help="Circularly shift the option order by K (position-bias check)."),
+    prompt: str | None = typer.Option(
+        None, "--prompt", help="structured | generic | cot | mmr | plain (default by benchmark)."
+    ),
+    option_style: str = typer.Option(
+        "paper", "--option-style", help="paper ('A. Yes') | vlmevalkit ('(A) Yes')."
+    ),
+    permute: int = typer.Option(
+        0, "--permute", help="Circularly shift the option order by K (position-bias check)."
+    ),
     frames: int = typer.Option(8, "--frames", help="Segment-centre frames per video."),
-    fps: float | None = typer.Option(None, "--fps", help="Sample F frames per second instead of --frames."),
+    fps: float | None = typer.Option(
+        None, "--fps", help="Sample F frames per second instead of --frames."
+    ),
     max_frames: int | None = typer.Option(None, "--max-frames", help="Cap for --fps."),
-    extract: str = typer.Option("lenient", "--extract", help="Answer extraction: lenient | strict | official."),
-    official: bool = typer.Option(False, "--official", help="Reference protocol: VLMEvalKit prompt, 8 frames, official extraction, parse failures wrong."),
+    extract: str = typer.Option(
+        "lenient", "--extract", help="Answer extraction: lenient | strict | official."
+    ),
+    official: bool = typer.Option(
+        False,
+        "--official",
+        help="Reference protocol: VLMEvalKit prompt, 8 frames, official extraction, parse failures wrong.",
+    ),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N samples."),
-    workers: int | None = typer.Option(None, "--workers", help="Concurrent batches (default: the model's max_concurrency)."),
+    workers: int | None = typer.Option(
+        None, "--workers", help="Concurrent batches (default: the model's max_concurrency)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed (bootstrap; recorded in run.json)."),
-    cache_dir: str | None = typer.Option(None, "--cache-dir", help="Decoded-frame cache (default ~/.cache/mmrobust/frames)."),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0 = off)."),
+    cache_dir: str | None = typer.Option(
+        None, "--cache-dir", help="Decoded-frame cache (default ~/.cache/mmrobust/frames)."
+    ),
+    bootstrap: int = typer.Option(
+        1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0 = off)."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Run a model over a dataset; write RUN_DIR/{results.sqlite,run.json,metrics.json}. Re-running resumes."""
@@ -165,16 +197,24 @@ def eval_cmd(
     typer.echo(summary_text(result.metrics))
     typer.echo(f"{result.n_new} new rows, {result.n_skipped} resumed; wrote {result.run_dir}")
     if result.interrupted:
-        typer.echo("interrupted: finished rows are kept; re-run the same command to resume", err=True)
+        typer.echo(
+            "interrupted: finished rows are kept; re-run the same command to resume", err=True
+        )
         raise typer.Exit(130)
 
 
 @app.command("rescore")
 def rescore_cmd(
     run_dir: str = typer.Argument(..., help="A run folder written by mmrobust eval."),
-    extract: str | None = typer.Option(None, "--extract", help="lenient | strict | official (default: the run's)."),
-    failures: str | None = typer.Option(None, "--failures", help="exclude | wrong: how tamper F1 counts parse failures."),
-    bootstrap: int | None = typer.Option(None, "--bootstrap", help="Bootstrap resamples (default: the run's)."),
+    extract: str | None = typer.Option(
+        None, "--extract", help="lenient | strict | official (default: the run's)."
+    ),
+    failures: str | None = typer.Option(
+        None, "--failures", help="exclude | wrong: how tamper F1 counts parse failures."
+    ),
+    bootstrap: int | None = typer.Option(
+        None, "--bootstrap", help="Bootstrap resamples (default: the run's)."
+    ),
 ) -> None:
     """Recompute extraction and metrics from stored raw answers, without calling the model."""
     from mmrobust.extract import EXTRACT_MODES
@@ -195,17 +235,20 @@ def rescore_cmd(
 @app.command("report")
 def report_cmd(
     run_dirs: list[str] = typer.Argument(..., help="One or more run folders."),
-    out: str = typer.Option(..., "--out", help="Output folder (report.md, CSV tables, PNG plots)."),
+    out: str = typer.Option(
+        ..., "--out", help="Output folder (index.html, report.md, CSV tables, PNG plots)."
+    ),
+    title: str = typer.Option("mmrobust report", "--title", help="Title of index.html."),
 ) -> None:
-    """Tables (Markdown/CSV, MVTamperBench Table 7 layout), per-task tables, ablations and plots."""
-    from mmrobust.report import build_report
+    """index.html plus tables (Markdown/CSV, MVTamperBench Table 7 / MMR Table 2 layouts) and plots."""
+    from mmrobust.report.site import build_site
 
     try:
-        paths = build_report(run_dirs, out)
+        site = build_site(run_dirs, out, title=title)
     except (FileNotFoundError, ValueError) as exc:
         raise _fail(str(exc).splitlines()[0]) from None
-    typer.echo(paths.markdown.read_text(encoding="utf-8"))
-    typer.echo(f"wrote {paths.markdown.parent}")
+    typer.echo(site.tables.markdown.read_text(encoding="utf-8"))
+    typer.echo(f"wrote {site.tables.markdown.parent}; open {site.index_html}")
 
 
 @app.command("compare")
@@ -223,7 +266,6 @@ def compare_cmd(
     except (FileNotFoundError, ValueError) as exc:
         raise _fail(str(exc).splitlines()[0]) from None
     typer.echo(json.dumps(result.as_dict(), indent=2))
-
 
 
 # --- mmr-data (issue 6) -------------------------------------------------------------------
@@ -280,6 +322,65 @@ def mmr_data(
 
 
 # --- demo (issue 7) -----------------------------------------------------------------------
+
+
+@app.command("demo")
+def demo_cmd(
+    out: str = typer.Option(
+        "mmrobust-demo", "--out", help="Output folder (tamper-set/, runs/, report/)."
+    ),
+    model: list[str] = typer.Option(
+        [], "--model", help="Extra model SPEC to evaluate on both benchmarks (repeatable)."
+    ),
+    model_arg: list[str] = typer.Option(
+        [], "--model-arg", help="KEY=VALUE for the extra models (repeatable)."
+    ),
+    mmr_json: str | None = typer.Option(
+        None, "--mmr-json", help="Also run on the official MMR-benchmark.json."
+    ),
+    mmr_images: str | None = typer.Option(
+        None, "--mmr-images", help="Image folder for --mmr-json (else text-only)."
+    ),
+    jobs: int = typer.Option(2, "--jobs", help="Worker processes for the tamper build."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for 95% CIs."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+) -> None:
+    """The main job on built-in real data: build, evaluate, report (index.html)."""
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from mmrobust.demo import DemoConfig, run_demo
+    from mmrobust.models.spec import parse_model_args
+    from mmrobust.registry import UnknownNameError
+
+    console = Console(stderr=False, soft_wrap=True)
+    try:
+        result = run_demo(
+            DemoConfig(
+                out=Path(out), models=model, model_args=parse_model_args(model_arg),
+                mmr_json=Path(mmr_json) if mmr_json else None,
+                mmr_images=Path(mmr_images) if mmr_images else None,
+                jobs=jobs, progress=not quiet, n_resamples=bootstrap,
+            ),
+            log=lambda msg: console.print(msg, highlight=False),
+        )  # fmt: skip
+    except (FileNotFoundError, UnknownNameError, ValueError, RuntimeError) as exc:
+        raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    table = Table(title="mmrobust demo", expand=False)
+    for col in ("run", "benchmark", "n", "score", "parse-fail", "errors"):
+        table.add_column(
+            col, justify="left" if col in ("run", "benchmark", "score") else "right", no_wrap=True
+        )
+    for row in result.summary:
+        table.add_row(
+            row["run"], str(row["benchmark"]), str(row["n"]), str(row.get("score", "")),
+            f"{100 * float(row['parse_fail_rate'] or 0):.1f}%",
+            f"{100 * float(row['error_rate'] or 0):.1f}%",
+        )  # fmt: skip
+    console.print(table)
+    console.print(f"report: {result.index_html}")
 
 
 def main() -> None:

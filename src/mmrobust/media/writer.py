@@ -18,6 +18,7 @@ import av
 import av.error
 import cv2
 import numpy as np
+from av.video.frame import PictureType, VideoFrame
 from av.video.stream import VideoStream
 
 from mmrobust.media._open import describe_av_error
@@ -154,7 +155,9 @@ class VideoWriter:
         _check_frame(frame, self.width, self.height, self.path)
         if self.padded:
             frame = np.pad(frame, ((0, self._pad[1]), (0, self._pad[0]), (0, 0)), mode="edge")
-        vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")
+        self._encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24"))
+
+    def _encode(self, vf: VideoFrame) -> None:
         vf.pts = self.frames_written
         vf.time_base = self._stream.codec_context.time_base
         try:
@@ -163,6 +166,27 @@ class VideoWriter:
         except av.error.FFmpegError as exc:
             raise MediaError(self.path, f"encode failed: {describe_av_error(exc)}") from exc
         self.frames_written += 1
+
+    def write_frame(self, frame: VideoFrame) -> None:
+        """Encode a decoded PyAV frame as is, skipping the RGB round trip of ``write``.
+
+        The frame must already have the encoded size ``(enc_width, enc_height)``;
+        a different pixel format is converted by FFmpeg. Its timestamps and
+        picture type are replaced (a source keyframe does not force one here).
+
+        Raises:
+            ValueError: the frame size differs from the encoded size.
+            MediaError: the encoder fails.
+        """
+        if (frame.width, frame.height) != (self.enc_width, self.enc_height):
+            raise ValueError(
+                f"{self.path}: expected a {self.enc_width}x{self.enc_height} frame, "
+                f"got {frame.width}x{frame.height}"
+            )
+        if frame.format.name != self.pix_fmt:
+            frame = frame.reformat(format=self.pix_fmt)
+        frame.pict_type = PictureType.NONE
+        self._encode(frame)
 
     def close(self) -> None:
         """Flush the encoder, close the file and move it into place.

@@ -61,11 +61,12 @@ from mmrobust.tamper.manifest import (
     sha256_file,
     write_jsonl_atomic,
 )
+from mmrobust.tamper.segments import encode_segments, join
 from mmrobust.tamper.sources import discover_sources
 from mmrobust.tamper.window import Position, WindowError, make_window, source_window
 
 Style = Literal["mmrobust", "released"]
-KEY_VERSION = 1
+KEY_VERSION = 2
 MIN_SIDE = 16
 """Smallest accepted frame side in pixels: below it effects are meaningless (a 1x1 frame rotated is itself)."""
 
@@ -265,6 +266,10 @@ class _Variant:
     donor: Donor | None = None
     donor_frames: list[np.ndarray] | None = None
     out_len: int = 0
+    frames: int = 0
+    settings: dict[str, object] = field(default_factory=dict)
+    padded: bool = False
+    error: str | None = None
 
 
 def _open_writer(path: Path, fps: Fraction, info: VideoInfo, config: BuildConfig) -> FrameWriter:
@@ -312,6 +317,62 @@ def _stream_variants(
                         v.writer.write(f)
                 held = []
     return n
+
+
+def _segment_variants(
+    plan: SourcePlan,
+    window: Window,
+    variants: list[_Variant],
+    out_dir: Path,
+    out_fps: Fraction,
+    config: BuildConfig,
+) -> int:
+    """Encode shared prefix/suffix once and each window separately, then join per variant.
+
+    Returns the decoded frame count; outputs are written only when it matches
+    the planned count (else the caller re-plans). Per-variant join failures
+    are stored on the variant (``error``).
+    """
+    by_name = {v.name: v for v in variants}
+
+    def _apply(held: list[np.ndarray]) -> dict[str, list[np.ndarray]]:
+        out: dict[str, list[np.ndarray]] = {}
+        for v in variants:
+            if v.effect is not None:
+                ctx = EffectContext(
+                    rng=_rng(config.seed, plan.sha256, v.name), donor=v.donor_frames
+                )
+                out[v.name] = v.effect.apply(held, ctx)
+        return out
+
+    def _open(path: Path) -> VideoWriter:
+        return VideoWriter(
+            path,
+            out_fps,
+            plan.info.width,
+            plan.info.height,
+            codec=config.codec,
+            crf=config.crf,
+            preset=config.preset,
+        )
+
+    work = out_dir / "videos" / f".{plan.uid}.part{os.getpid()}.seg"
+    try:
+        res = encode_segments(
+            plan.path, window, list(by_name), _apply, work, _open, TAMPER_ORIGINAL
+        )
+        if res.decoded != plan.info.frame_count:
+            return res.decoded
+        for v in variants:
+            v.out_len = res.out_len[v.name]
+            v.settings, v.padded = {**res.settings, "segmented": True}, res.padded
+            try:
+                v.frames = join(res, v.name, out_dir / v.relpath, out_fps)
+            except MediaError as exc:
+                v.error = str(exc)
+        return res.decoded
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def build_source(
@@ -421,10 +482,14 @@ def build_source(
     if not variants:
         return res
 
+    segmented = config.style != "released"
     try:
         for _attempt in range(2):
             try:
-                n = _stream_variants(plan, window, variants, out_dir, out_fps, config)
+                if segmented:
+                    n = _segment_variants(plan, window, variants, out_dir, out_fps, config)
+                else:
+                    n = _stream_variants(plan, window, variants, out_dir, out_fps, config)
             except BaseException:
                 for v in variants:
                     if v.writer is not None:
@@ -451,23 +516,23 @@ def build_source(
         return res
 
     for v in variants:
-        assert v.writer is not None
-        try:
-            v.writer.close()
-        except MediaError as exc:
-            res.errors.append(BuildError(source=str(plan.path), reason=str(exc), variant=v.name))
+        if v.writer is not None:
+            try:
+                v.writer.close()
+            except MediaError as exc:
+                v.error = str(exc)
+            else:
+                v.frames, v.settings, v.padded = (
+                    v.writer.frames_written,
+                    v.writer.settings,
+                    v.writer.padded,
+                )
+        if v.error is not None:
+            res.errors.append(BuildError(source=str(plan.path), reason=v.error, variant=v.name))
             continue
         res.entries.append(
             _entry(
-                plan,
-                v,
-                window,
-                out_fps,
-                info.frame_count,
-                v.writer.settings,
-                v.writer.padded,
-                out_dir,
-                config,
+                plan, v, window, out_fps, info.frame_count, v.settings, v.padded, out_dir, config
             )
         )
         res.built += 1
@@ -504,7 +569,7 @@ def _entry(
     info = plan.info
     if v.effect is None or window is None:
         w_src = w_out = None
-        n_out = v.writer.frames_written if v.writer is not None else n_source
+        n_out = v.frames if v.frames else n_source
     else:
         w_src = window
         w_out = make_window(window.start_frame, window.start_frame + v.out_len, out_fps)
@@ -523,7 +588,7 @@ def _entry(
         duration_s=config.duration,
         window_source=w_src,
         window_output=w_out,
-        fps=_fraction_str(out_fps if v.writer is not None else info.fps),
+        fps=_fraction_str(out_fps if v.frames else info.fps),
         source_fps=_fraction_str(info.fps),
         frames_source=n_source,
         frames_output=n_out,
@@ -596,7 +661,10 @@ def plan_sources(
 def _remove_stale_temps(out_dir: Path) -> None:
     videos = out_dir / "videos"
     if videos.is_dir():
-        for tmp in videos.rglob(".*.part*"):
+        for tmp in list(videos.rglob(".*.part*")):
+            if tmp.is_dir():  # a segment work folder
+                shutil.rmtree(tmp, ignore_errors=True)
+                continue
             with contextlib.suppress(OSError):
                 tmp.unlink()
 

@@ -169,6 +169,12 @@ def eval_cmd(
     bootstrap: int = typer.Option(
         1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0 = off)."
     ),
+    judge: str | None = typer.Option(
+        None,
+        "--judge",
+        help="Model SPEC of an LLM judge for replies extraction cannot parse (off).",
+    ),
+    judge_arg: list[str] = typer.Option([], "--judge-arg", help="KEY=VALUE for the judge."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Run a model over a dataset; write RUN_DIR/{results.sqlite,run.json,metrics.json}. Re-running resumes."""
@@ -189,7 +195,7 @@ def eval_cmd(
             images=images, text_only=text_only, prompt=prompt, option_style=option_style,
             permute=permute, frames=frames, fps=fps, max_frames=max_frames, extract=extract,
             official=official, limit=limit, workers=workers, seed=seed, cache_dir=cache_dir,
-            n_resamples=bootstrap,
+            n_resamples=bootstrap, judge=judge, judge_args=parse_model_args(judge_arg),
         )  # fmt: skip
         result = run_eval(config, progress=not quiet)
     except (FileNotFoundError, DatasetError, UnknownNameError, ValueError) as exc:
@@ -215,9 +221,15 @@ def rescore_cmd(
     bootstrap: int | None = typer.Option(
         None, "--bootstrap", help="Bootstrap resamples (default: the run's)."
     ),
+    judge: str | None = typer.Option(
+        None, "--judge", help="Model SPEC of an LLM judge for replies extraction cannot parse."
+    ),
+    judge_arg: list[str] = typer.Option([], "--judge-arg", help="KEY=VALUE for the judge."),
 ) -> None:
     """Recompute extraction and metrics from stored raw answers, without calling the model."""
     from mmrobust.extract import EXTRACT_MODES
+    from mmrobust.models.spec import parse_model_args
+    from mmrobust.registry import UnknownNameError
     from mmrobust.report.tables import summary_text
     from mmrobust.runner import rescore
 
@@ -226,8 +238,11 @@ def rescore_cmd(
     if failures is not None and failures not in ("exclude", "wrong"):
         raise _fail(f"--failures must be exclude or wrong, not {failures!r}")
     try:
-        metrics = rescore(run_dir, extract_mode=extract, failures=failures, n_resamples=bootstrap)
-    except (FileNotFoundError, ValueError) as exc:
+        metrics = rescore(
+            run_dir, extract_mode=extract, failures=failures, n_resamples=bootstrap,
+            judge=judge, judge_args=parse_model_args(judge_arg),
+        )  # fmt: skip
+    except (FileNotFoundError, ValueError, UnknownNameError) as exc:
         raise _fail(str(exc).splitlines()[0]) from None
     typer.echo(summary_text(metrics))
 

@@ -25,7 +25,7 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -36,6 +36,7 @@ import numpy as np
 from mmrobust import __version__
 from mmrobust.datasets import Dataset, Sample, load_dataset
 from mmrobust.extract import extract
+from mmrobust.judge import Judge, load_judge
 from mmrobust.media.sampling import FramePolicy, frame_indices, window_coverage
 from mmrobust.metrics import compute_metrics
 from mmrobust.models.base import Model, Request, Response
@@ -76,6 +77,8 @@ class EvalConfig:
     seed: int = 0
     cache_dir: str | None = None
     n_resamples: int = 1000
+    judge: str | None = None
+    judge_args: dict[str, str] = field(default_factory=dict)
 
     def policy(self) -> FramePolicy:
         """The frame sampling policy these options describe."""
@@ -266,8 +269,10 @@ class SampleProcessor:
         extract_mode: str,
         text_only: bool,
         cache_dir: Path | None,
+        judge: Judge | None = None,
     ) -> None:
         self.model = model
+        self.judge = judge
         self.key = key
         self.prompt_config = prompt_config
         self.policy = policy
@@ -387,6 +392,8 @@ class SampleProcessor:
             benchmark=sample.benchmark,
             answer=meta["answer"],
         )
+        if ex.status is Status.PARSE_FAIL and self.judge is not None:
+            ex = self.judge(sample.id, sample.question, meta["options"], resp.text or "")
         return self._row(sample, ex.status, letter=ex.letter, rule=ex.rule, **common)
 
 
@@ -503,6 +510,7 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
     )
     samples = select_samples(dataset, config.limit)
     model = model or load_model(config.model, config.model_args)
+    judge = load_judge(config.judge, config.judge_args) if config.judge else None
     run_dir = Path(config.out)
     run_dir.mkdir(parents=True, exist_ok=True)
     key = run_key(model, pconf, policy, text_only=config.text_only)
@@ -520,7 +528,7 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
             "defects": dataset.defects,
         },
         "key": asdict(key),
-        "run": run_block(config, model),
+        "run": {**run_block(config, model), "judge": judge.describe() if judge else None},
         "policy": asdict(policy),
         "seeds": {"seed": config.seed, "bootstrap_seed": config.seed},
         "versions": _versions(),
@@ -543,6 +551,7 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
             extract_mode=config.extract_mode(),
             text_only=config.text_only,
             cache_dir=cache_dir,
+            judge=judge,
         )
         workers = config.workers or max(1, model.max_concurrency)
         executor: Executor = ThreadExecutor(workers) if workers > 1 else SerialExecutor()
@@ -636,8 +645,10 @@ def rescore(
     extract_mode: str | None = None,
     failures: str | None = None,
     n_resamples: int | None = None,
+    judge: str | None = None,
+    judge_args: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Recompute extraction and metrics from stored raw answers (no model call).
+    """Recompute extraction and metrics from stored raw answers (no call to the evaluated model).
 
     Rows that answered (``ok`` / ``parse_fail``) are re-extracted from their
     raw text with ``extract_mode`` and updated in the store; error rows stay.
@@ -648,6 +659,9 @@ def rescore(
         extract_mode: ``strict`` | ``lenient`` | ``official`` (default: the run's).
         failures: ``exclude`` | ``wrong`` (default: the run's).
         n_resamples: bootstrap draws (default: the run's).
+        judge: model spec of an LLM judge for replies extraction cannot parse
+            (off unless given; ``judge_error`` rows are re-judged).
+        judge_args: ``--judge-arg`` pairs for the judge.
 
     Raises:
         FileNotFoundError: not a run folder.
@@ -659,11 +673,12 @@ def rescore(
     mode = extract_mode or run.get("extraction") or cfg.get("extract", "lenient")
     fail = failures or run.get("failures", "exclude")
     key = RunKey(**info["key"])
+    judge_model = load_judge(judge, judge_args) if judge else None
     with ResultStore(run_dir) as store:
         rows = store.rows(key)
         updates = []
         for row in rows:
-            if row.status.is_error:
+            if row.status.is_error and row.status is not Status.JUDGE_ERROR:
                 continue
             ex = extract(
                 row.raw_text,
@@ -672,6 +687,8 @@ def rescore(
                 benchmark=row.sample.benchmark,
                 answer=row.answer,
             )
+            if ex.status is Status.PARSE_FAIL and judge_model is not None:
+                ex = judge_model(row.sample.id, row.sample.question, row.options, row.raw_text)
             updates.append((row, {"letter": ex.letter, "status": ex.status, "rule": ex.rule}))
             row.letter, row.status, row.rule = ex.letter, ex.status, ex.rule
         store.update_extractions(updates)
@@ -687,6 +704,7 @@ def rescore(
         defects=info.get("dataset", {}).get("defects", []),
     )
     run = {**run, "extraction": mode, "failures": fail}
+    run["judge"] = judge_model.describe() if judge_model is not None else None
     metrics["run"] = run
     metrics["complete"] = len(rows) == info.get("dataset", {}).get("n_selected", len(rows))
     info["run"] = run

@@ -18,7 +18,8 @@ from mmrobust.media import (
     read_frames,
     sample_clips,
 )
-from tests.synth import make_synthetic_video, read_frame_code, synthetic_frames
+from mmrobust.media.concat import Segment, concat_segments
+from tests.synth import make_synthetic_video, read_frame_code, synthetic_frame, synthetic_frames
 
 # x264 at crf 18 on the synthetic texture: mean absolute error per frame is ~2.5
 # (8-bit units); frames 1 apart differ by > 10. Tolerance used below: 6.
@@ -215,3 +216,61 @@ def test_truncated_mp4_with_index_at_end(tmp_path: Path) -> None:
     bad.write_bytes(src.read_bytes()[: src.stat().st_size // 2])
     with pytest.raises(MediaError, match="cannot open as a video container"):
         list(iter_frames(bad))
+
+
+# --- joining segments (media/concat.py) -------------------------------------------------
+
+
+def _segment(path: Path, first: int, n: int, size: tuple[int, int] = (96, 64)) -> Segment:
+    with VideoWriter(path, 25, *size) as w:
+        for i in range(first, first + n):
+            w.write(synthetic_frame(i, *size))
+    return Segment(path, n)
+
+
+def test_concat_plays_segments_in_order_with_repeats(tmp_path: Path) -> None:
+    a = _segment(tmp_path / "a.mp4", 0, 7)
+    b = _segment(tmp_path / "b.mp4", 7, 5)
+    c = _segment(tmp_path / "c.mp4", 12, 6)
+    out = tmp_path / "joined.mp4"
+    assert concat_segments([a, b, Segment(b.path, 0), b, c], out, Fraction(25)) == 23
+    frames = list(iter_frames(out))
+    expected = [*range(7), *range(7, 12), *range(7, 12), *range(12, 18)]
+    assert [read_frame_code(f) for f in frames] == expected
+    assert (
+        max(_mad(f, synthetic_frame(i, 96, 64)) for f, i in zip(frames, expected, strict=True))
+        < X264_TOL
+    )
+    info = probe(out)
+    assert info.frame_count == 23 and info.fps == 25 and info.codec == "h264"
+    with av.open(str(out)) as c_:
+        packets = [p for p in c_.demux(c_.streams.video[0]) if p.size]
+    dts = [p.dts for p in packets]
+    assert dts == sorted(dts) and len(set(dts)) == len(dts)
+    keyframes = [i for i, p in enumerate(packets) if p.is_keyframe]
+    assert keyframes[:4] == [0, 7, 12, 17]  # every segment starts with a keyframe
+    assert not list(tmp_path.glob(".*part*"))
+
+
+def test_concat_rejects_different_headers_and_wrong_counts(tmp_path: Path) -> None:
+    a = _segment(tmp_path / "a.mp4", 0, 4)
+    other = _segment(tmp_path / "big.mp4", 4, 4, size=(128, 64))
+    out = tmp_path / "joined.mp4"
+    with pytest.raises(MediaError, match="different codec header"):
+        concat_segments([a, other], out, Fraction(25))
+    with pytest.raises(MediaError, match="holds 4 frames, expected 5"):
+        concat_segments([Segment(a.path, 5)], out, Fraction(25))
+    with pytest.raises(MediaError, match="no frames"):
+        concat_segments([Segment(a.path, 0)], out, Fraction(25))
+    assert not out.exists() and not list(tmp_path.glob(".*part*"))
+
+
+def test_writer_write_frame_passes_decoded_frames(tmp_path: Path) -> None:
+    src = make_synthetic_video(tmp_path / "src.mp4", 6)
+    out = tmp_path / "out.mp4"
+    with av.open(str(src)) as c_, VideoWriter(out, 25, 160, 96) as w:
+        for frame in c_.decode(video=0):
+            w.write_frame(frame)
+        with pytest.raises(ValueError, match="expected a 160x96 frame"):
+            w.write_frame(av.VideoFrame(64, 64, "yuv420p"))
+    assert [read_frame_code(f) for f in iter_frames(out)] == list(range(6))

@@ -74,7 +74,7 @@ def tamper(
     donor: list[Path] = typer.Option([], "--donor", help="Substitution donor video (repeatable)."),
     codec: str = typer.Option("libx264", help="PyAV encoder."),
     crf: int = typer.Option(18, help="Constant rate factor (x264/x265/vpx)."),
-    preset: str = typer.Option("fast", help="x264/x265 preset."),
+    preset: str = typer.Option("veryfast", help="x264/x265 preset (fast: smaller files)."),
 ) -> None:
     """Build a tampered benchmark (MVTamperBench sections 3.2-3.3) from real videos."""
     from mmrobust.tamper.console import build_with_progress, config_from_options

@@ -13,7 +13,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from mmrobust.tamper.builder import BuildConfig, BuildReport, SourceResult, Style, build
+from mmrobust.tamper.builder import (
+    TAMPER_PRESET,
+    BuildConfig,
+    BuildReport,
+    SourceResult,
+    Style,
+    build,
+)
 from mmrobust.tamper.effects import make_effect, parse_param_specs
 from mmrobust.tamper.effects.base import EffectParamError
 from mmrobust.tamper.layout import Layout
@@ -32,7 +39,7 @@ def config_from_options(
     style: str = "mmrobust",
     codec: str = "libx264",
     crf: int = 18,
-    preset: str = "fast",
+    preset: str = TAMPER_PRESET,
     layout: str = "native",
     task: str | None = None,
     donors: Sequence[Path] = (),

@@ -15,14 +15,27 @@ seconds (``start_s = start_frame / fps``).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
+
 from mmrobust.models.base import MediaInput, Model, Request, Response
-from mmrobust.models.forensic.signals import SignalTrace, analysis_size, extract_signals
-from mmrobust.models.forensic.structure import Candidate, analyse, summary
+from mmrobust.models.forensic.signals import (
+    D1_HIST_BINS,
+    SignalExtractor,
+    SignalTrace,
+    analysis_size,
+)
+from mmrobust.models.forensic.structure import (
+    Candidate,
+    analyse,
+    motion_baseline,
+    spike_strength,
+    summary,
+)
 from mmrobust.models.forensic.thresholds import DEFAULT, THRESHOLDS_VERSION, Thresholds
 from mmrobust.status import Status
 
@@ -79,17 +92,99 @@ def prior_weight(c: Candidate, n: int, prior: str) -> float:
 
 
 def decide(trace: SignalTrace, th: Thresholds = DEFAULT, prior: str = "none") -> Verdict:
-    """Decide from a clip's signals (pure).
+    """Decide from a whole clip's signals (pure).
 
     Raises:
         ValueError: unknown ``prior``.
     """
+    return _verdict(analyse(trace, th), trace.n, summary(trace, th), th, prior)
+
+
+DEFAULT_CHUNK = 512
+"""Frames a streaming analysis step owns (memory is O(chunk + 2 * margin))."""
+
+
+def chunk_margin(th: Thresholds = DEFAULT) -> int:
+    """Context in frames analysed on each side of a chunk: every candidate
+    (at most ``2 * max_len`` frames long, plus the motion baseline and the
+    displacement sides) that starts inside a chunk lies inside its context."""
+    return 2 * th.max_len + 2 * th.baseline_half + 2 * th.jump_side + 8
+
+
+def scan(
+    frames: Iterable[np.ndarray],
+    th: Thresholds = DEFAULT,
+    *,
+    chunk: int = DEFAULT_CHUNK,
+    max_lag: int | None = None,
+) -> tuple[list[Candidate], dict[str, Any], int]:
+    """Stream ``frames`` (``(H, W) uint8`` luma or ``(H, W, 3) uint8 RGB``) in
+    bounded memory and return ``(candidates, summary, n_frames)``.
+
+    The clip is analysed in steps of ``chunk`` frames, each with
+    ``chunk_margin(th)`` frames of context on both sides; a step keeps the
+    candidates that start inside its own chunk (frame indices are clip
+    indices) and the extractor then forgets the frames no later step needs.
+    Only the candidates, a histogram of ``d1`` and a few counters outlive a
+    step, so peak memory does not grow with the clip's length. On a clip no
+    longer than ``chunk + 2 * margin`` the result equals ``analyse`` on the
+    whole trace.
+
+    Raises:
+        ValueError: a malformed frame (see ``SignalExtractor.push``) or ``chunk < 1``.
+    """
+    if chunk < 1:
+        raise ValueError("chunk must be >= 1")
+    margin = chunk_margin(th)
+    ex = SignalExtractor(max_lag=max_lag or th.max_len, half_window=th.baseline_half)
+    cands: list[Candidate] = []
+    counts = {"discontinuities": 0, "dark_frames": 0}
+    own_lo = 0
+
+    def step(lo: int, hi: int, *, final: bool) -> None:
+        tr = ex.view(lo - margin, hi + margin, final=final)
+        base = motion_baseline(tr, th)
+        spikes = spike_strength(tr, base, th)
+        a, b = lo - tr.offset, min(hi, tr.offset + tr.n) - tr.offset
+        counts["discontinuities"] += int(np.count_nonzero(spikes[a:b] > 0))
+        counts["dark_frames"] += int(np.count_nonzero(tr.dark[a:b] >= 0.5))
+        for c in analyse(tr, th):
+            s0 = c.start + tr.offset
+            if lo <= s0 < hi:
+                cands.append(replace(c, start=s0, end=c.end + tr.offset))
+
+    for f in frames:
+        ex.push(f)
+        if ex.decided > own_lo + chunk + margin:
+            step(own_lo, own_lo + chunk, final=False)
+            own_lo += chunk
+            ex.trim(own_lo - margin)
+    ex.finish()
+    if ex.n > own_lo or own_lo == 0:
+        step(own_lo, ex.n, final=True)
+    cands.sort(key=lambda c: -c.score)
+    hist = ex.d1_hist
+    total = int(hist.sum())
+    median = 0.0
+    if total:
+        median = float(np.searchsorted(np.cumsum(hist), (total + 1) / 2)) / 10.0
+        median = min(median, (D1_HIST_BINS - 1) / 10.0)
+    info = {
+        "frames": ex.n,
+        "median_motion": round(median, 3),
+        **counts,
+    }
+    return cands, info, ex.n
+
+
+def _verdict(
+    cands: list[Candidate], n: int, signals: dict[str, Any], th: Thresholds, prior: str
+) -> Verdict:
     if prior not in PRIORS:
         raise ValueError(f"unknown prior {prior!r}; expected one of {PRIORS}")
-    cands = analyse(trace, th)
     weighted = sorted(
         (
-            Candidate(c.kind, c.start, c.end, c.score * prior_weight(c, trace.n, prior), c.evidence)
+            Candidate(c.kind, c.start, c.end, c.score * prior_weight(c, n, prior), c.evidence)
             for c in cands
         ),
         key=lambda c: -c.score,
@@ -104,9 +199,27 @@ def decide(trace: SignalTrace, th: Thresholds = DEFAULT, prior: str = "none") ->
         start_frame=best.start if tampered and best else None,
         end_frame=best.end if tampered and best else None,
         candidates=tuple(weighted[:5]),
-        frames=trace.n,
-        signals=summary(trace, th),
+        frames=n,
+        signals=signals,
     )
+
+
+def decide_stream(
+    frames: Iterable[np.ndarray],
+    th: Thresholds = DEFAULT,
+    prior: str = "none",
+    *,
+    chunk: int = DEFAULT_CHUNK,
+) -> Verdict:
+    """Decide on a stream of frames in bounded memory (see ``scan``).
+
+    Raises:
+        ValueError: unknown ``prior`` or a malformed frame.
+    """
+    if prior not in PRIORS:
+        raise ValueError(f"unknown prior {prior!r}; expected one of {PRIORS}")
+    cands, info, n = scan(frames, th, chunk=chunk)
+    return _verdict(cands, n, info, th, prior)
 
 
 def _yes_no_letters(options: Mapping[str, str]) -> tuple[str, str]:
@@ -159,14 +272,12 @@ class ForensicDetector(Model):
         info = probe(path, count_frames=False)
         size = analysis_size(info.width, info.height)
         try:
-            trace = extract_signals(
-                iter_frames(path, size=size, gray=True), max_lag=self.thresholds.max_len
-            )
+            cands, signals, n = scan(iter_frames(path, size=size, gray=True), self.thresholds)
         except ValueError as exc:
             raise MediaError(path, str(exc)) from exc
-        if trace.n < MIN_FRAMES:
-            raise MediaError(path, f"only {trace.n} decodable frames (need {MIN_FRAMES})")
-        return decide(trace, self.thresholds, self.prior)
+        if n < MIN_FRAMES:
+            raise MediaError(path, f"only {n} decodable frames (need {MIN_FRAMES})")
+        return _verdict(cands, n, signals, self.thresholds, self.prior)
 
     def _answer(self, req: Request) -> Response:
         from mmrobust.media import MediaError, probe
@@ -226,6 +337,9 @@ __all__ = [
     "PRIORS",
     "ForensicDetector",
     "Verdict",
+    "chunk_margin",
     "decide",
+    "decide_stream",
     "prior_weight",
+    "scan",
 ]

@@ -1,8 +1,11 @@
 """Per-frame forensic signals, extracted from a downscaled luma stream in one pass.
 
 Every signal is a scalar per frame, computed from the current frame and a ring
-buffer of tiny thumbnails of the previous ``max_lag`` frames, so memory is
-O(``max_lag``) in thumbnails plus O(n) scalars (12 float32, 48 bytes a frame). At
+buffer of tiny thumbnails of the previous ``max_lag`` frames. The extractor
+keeps the per-frame scalars (15 float32, 60 bytes a frame) only until the
+caller ``trim``s them: the streaming detector analyses the clip in bounded,
+overlapping chunks and keeps only candidate events, so its memory is
+O(``max_lag`` + chunk) whatever the clip length. At
 frames where the picture changes abruptly (an *event*: a cut, a seam, the edge
 of a black run) a small snapshot is kept: the two thumbnails around the event
 and the distance of the event frame to every frame in the ring (its *lag
@@ -37,6 +40,9 @@ DARK_LEVEL = 24
 """Luma at or below which a pixel counts as black (masking)."""
 
 HIST_BINS = 16
+
+D1_HIST_BINS = 1000
+"""Bins (0.1 luma units wide) of the running histogram of ``d1``."""
 
 _NOISE_KERNEL = np.array([[1, -2, 1], [-2, 4, -2], [1, -2, 1]], dtype=np.float32)
 
@@ -94,8 +100,17 @@ class SignalTrace:
         noise: Immerkaer's noise sigma estimate (luma units).
         sharp: mean absolute Laplacian (sharpness; blur lowers it).
         tilt: mean luma of the top half minus the bottom half (uprightness).
+        dx, dy: global displacement of the frame from the previous one, in
+            ``FINE_SIZE`` pixels (phase correlation; camera motion); 0 at frame 0.
+        resp: phase-correlation peak of that displacement (about 1 when the
+            frame is the previous one shifted, under 0.3 across a cut); 0 at frame 0
+            and for flat frames.
         events: snapshots at abrupt changes, in frame order.
         max_lag: ring-buffer length in frames.
+        offset: frame index (in the clip) of element 0 of the arrays; event
+            frames are clip indices.
+        clip_start, clip_end: whether the arrays reach the clip's first / last frame
+            (a chunk of a longer clip has one or both false).
     """
 
     n: int
@@ -111,11 +126,18 @@ class SignalTrace:
     noise: np.ndarray
     sharp: np.ndarray
     tilt: np.ndarray
+    dx: np.ndarray
+    dy: np.ndarray
+    resp: np.ndarray
     events: list[Event] = field(default_factory=list)
     max_lag: int = 64
+    offset: int = 0
+    clip_start: bool = True
+    clip_end: bool = True
 
-    def event_at(self, frame: int) -> Event | None:
-        """The event snapshot at ``frame``, if one was kept."""
+    def event_at(self, t: int) -> Event | None:
+        """The event snapshot at local index ``t`` (clip frame ``offset + t``), if one was kept."""
+        frame = self.offset + t
         for ev in self.events:
             if ev.frame == frame:
                 return ev
@@ -148,7 +170,25 @@ _SIGNAL_NAMES = (
     "noise",
     "sharp",
     "tilt",
+    "dx",
+    "dy",
+    "resp",
 )
+
+_HANN_FINE = cv2.createHanningWindow(FINE_SIZE, cv2.CV_32F)
+
+
+def frame_shift(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """Global displacement of ``b`` relative to ``a`` (both ``FINE_SIZE`` ``(36, 64) float32``).
+
+    Returns ``(dx, dy, peak)``: the shift in pixels (``cv2.phaseCorrelate``
+    with a Hanning window) and the correlation peak (about 1 for a pure shift,
+    under 0.3 between unrelated pictures); ``(0, 0, 0)`` when either frame is flat.
+    """
+    if float(a.std()) < 1.0 or float(b.std()) < 1.0:
+        return 0.0, 0.0, 0.0
+    (dx, dy), peak = cv2.phaseCorrelate(a, b, _HANN_FINE)
+    return float(dx), float(dy), float(peak)
 
 
 class SignalExtractor:
@@ -162,7 +202,8 @@ class SignalExtractor:
         event_ratio, event_floor, event_abs: when a frame's snapshot is kept
             (see ``_decide_events``; liberal on purpose: the structure
             analysis decides).
-        max_events: at most this many snapshots are kept (the oldest are dropped).
+        max_events: at most this many snapshots are kept (the oldest are
+            dropped); ``trim`` also drops the snapshots before its frame.
     """
 
     def __init__(
@@ -173,7 +214,7 @@ class SignalExtractor:
         event_ratio: float = 2.0,
         event_floor: float = 1.5,
         event_abs: float = 4.0,
-        max_events: int = 256,
+        max_events: int = 1024,
     ) -> None:
         if max_lag < 2:
             raise ValueError("max_lag must be >= 2")
@@ -197,6 +238,10 @@ class SignalExtractor:
         self._prev_dark = 0.0
         self.events: deque[Event] = deque(maxlen=max_events)
         self._size: tuple[int, int] | None = None
+        self._offset = 0  # clip index of element 0 of the columns
+        self.d1_hist = np.zeros(D1_HIST_BINS, dtype=np.int64)
+        """Counts of ``d1`` in bins of 0.1 luma units (last bin open): the clip's motion
+        distribution in O(1) memory."""
         self.n = 0
 
     def push(self, frame: np.ndarray) -> None:
@@ -250,11 +295,17 @@ class SignalExtractor:
             profile[: self._filled] = np.abs(self._ring[slots] - flat).mean(axis=1)
         prev = self._prev_thumb
         if prev is None:
-            for k in ("d1", "hist", "drot", "dhflip", "dvflip"):
+            for k in ("d1", "hist", "drot", "dhflip", "dvflip", "dx", "dy", "resp"):
                 cols[k].append(0.0)
         else:
             d1 = float(profile[0])
             cols["d1"].append(d1)
+            self.d1_hist[min(int(d1 * 10), D1_HIST_BINS - 1)] += 1
+            assert self._prev_fine is not None
+            dx, dy, peak = frame_shift(self._prev_fine, fine)
+            cols["dx"].append(dx)
+            cols["dy"].append(dy)
+            cols["resp"].append(peak)
             assert self._prev_hist is not None
             cols["hist"].append(float(np.abs(hist - self._prev_hist).sum()) / 2.0)
             cols["drot"].append(float(np.abs(thumb - prev[::-1, ::-1]).mean()))
@@ -299,23 +350,70 @@ class SignalExtractor:
         """
         d1 = self._cols["d1"]
         k = self.half_window
-        while self._pending and (final or self._pending[0][0] + k < len(d1)):
+        off = self._offset
+        while self._pending and (final or self._pending[0][0] + k < off + len(d1)):
             t, prev, thumb, profile, prev_profile, prev_fine, fine, dark_jump = (
                 self._pending.popleft()
             )
-            lo, hi = max(0, t - k), min(len(d1), t + k + 1)
-            win = [x for x in d1[max(1, lo) : hi] if x >= 0.3]  # held frames ignored
+            lo, hi = max(1, t - k), min(off + len(d1), t + k + 1)
+            win = [x for x in d1[lo - off : hi - off] if x >= 0.3]  # held frames ignored
             base = float(np.median(win)) if win else 0.0
+            dt = d1[t - off]
             if dark_jump or (
-                d1[t] >= self.event_abs and d1[t] >= self.event_ratio * (base + self.event_floor)
+                dt >= self.event_abs and dt >= self.event_ratio * (base + self.event_floor)
             ):
                 self.events.append(Event(t, prev, thumb, profile, prev_profile, prev_fine, fine))
 
+    @property
+    def offset(self) -> int:
+        """Clip index of the oldest frame whose scalars are still kept."""
+        return self._offset
+
+    @property
+    def decided(self) -> int:
+        """Frames ``[0, decided)`` have had their event decision made."""
+        return self._pending[0][0] if self._pending else self.n
+
+    def trim(self, keep_from: int) -> None:
+        """Forget the scalars and snapshots of frames before clip index ``keep_from``.
+
+        Frames still waiting for their event decision (the last
+        ``half_window``) and their baseline window are always kept.
+        """
+        keep_from = min(keep_from, self.decided - self.half_window - 1)
+        drop = keep_from - self._offset
+        if drop <= 0:
+            return
+        for col in self._cols.values():
+            del col[:drop]
+        self._offset = keep_from
+        while self.events and self.events[0].frame < keep_from:
+            self.events.popleft()
+
+    def view(self, lo: int, hi: int, *, final: bool = False) -> SignalTrace:
+        """The trace of clip frames ``[lo, hi)`` (clipped to what is kept).
+
+        ``final`` marks that ``hi`` is the clip's end (call ``finish`` first).
+        """
+        lo = max(lo, self._offset)
+        hi = min(hi, self.n)
+        a, b = lo - self._offset, max(lo, hi) - self._offset
+        arrays = {k: np.frombuffer(v, dtype=np.float32)[a:b].copy() for k, v in self._cols.items()}
+        events = [ev for ev in self.events if lo <= ev.frame < hi]
+        return SignalTrace(
+            n=b - a,
+            events=events,
+            max_lag=self.max_lag,
+            offset=lo,
+            clip_start=lo == 0,
+            clip_end=final and hi == self.n,
+            **arrays,
+        )
+
     def finish(self) -> SignalTrace:
-        """The trace of every frame pushed so far."""
+        """Decide the pending frames; the trace of every frame still kept."""
         self._decide_events(final=True)
-        arrays = {k: np.frombuffer(v, dtype=np.float32).copy() for k, v in self._cols.items()}
-        return SignalTrace(n=self.n, events=list(self.events), max_lag=self.max_lag, **arrays)
+        return self.view(self._offset, self.n, final=True)
 
 
 def extract_signals(
@@ -341,4 +439,5 @@ __all__ = [
     "SignalTrace",
     "analysis_size",
     "extract_signals",
+    "frame_shift",
 ]

@@ -217,13 +217,13 @@ def flip_candidates(
             if t in used:
                 continue
             # one-sided: the window touches the clip start or end
-            if t <= th.max_len and t >= th.min_len:
+            if trace.clip_start and th.min_len <= t <= th.max_len:
                 out.append(
                     Candidate(
                         kind, 0, t, 0.9 * float(edge[t]), {"edge": float(edge[t]), "one_sided": 1.0}
                     )
                 )
-            elif n - t <= th.max_len and n - t >= th.min_len:
+            elif trace.clip_end and th.min_len <= n - t <= th.max_len:
                 out.append(
                     Candidate(
                         kind, t, n, 0.9 * float(edge[t]), {"edge": float(edge[t]), "one_sided": 1.0}
@@ -271,6 +271,115 @@ def repetition_candidates(
     return out
 
 
+def seam_repetition_candidates(
+    trace: SignalTrace, base: np.ndarray, spikes: np.ndarray, th: Thresholds = DEFAULT
+) -> list[Candidate]:
+    """A lone backward jump: the frame after a seam equals the frame ``L`` earlier.
+
+    Repetition (MVTamperBench section 3.2) plays ``[a, a + L)`` twice, so the
+    clip has exactly one seam, at ``t = a + L``, where frame ``t`` is a copy
+    of frame ``t - L`` (its lag profile has a deep minimum at ``L``) and the
+    jump ``d1[t]`` is the shot's own change over ``L - 1`` frames. This holds
+    in slow scenes where the run test of ``repetition_candidates`` fails. A
+    return to a shot after a cutaway (A-B-A editing) has a second seam at
+    ``t - L + 1``; a repetition does not.
+    """
+    out: list[Candidate] = []
+    cuts = np.flatnonzero(spikes > 0)
+    for ev in trace.events:
+        t = ev.frame - trace.offset
+        if t < 1 or t >= trace.n:
+            continue
+        # a weaker edge than a cut suffices: the copy test below is strict
+        edge = max(float(spikes[t]), ramp(float(trace.d1[t]) / (base[t] + th.floor), 2.0, 2.5))
+        if edge <= 0 or trace.dark[t] >= 0.5 or trace.dark[t - 1] >= 0.5:
+            continue
+        prof = ev.profile
+        lags = np.arange(1, prof.shape[0] + 1)
+        ok = (lags >= th.min_len) & np.isfinite(prof)
+        if not ok.any():
+            continue
+        cand = np.where(ok, prof, np.inf)
+        L = int(lags[int(np.argmin(cand))])
+        dmin = float(prof[L - 1])
+        ratio = dmin / (float(trace.d1[t]) + 1e-3)
+        if np.any((cuts >= t - L) & (cuts < t)) or _is_flip_edge(trace, t, th):
+            continue  # a cut inside the copied run: A-B-A editing or a flipped segment
+        same = ev.prev_lag_distance(L - 1)
+        shot = float(trace.d1[t]) / (same + th.floor) if np.isfinite(same) else float("nan")
+        s = min(
+            edge,
+            1.0 - ramp(ratio, th.seam_rep_lo, th.seam_rep_hi),
+            1.0 - ramp(shot, th.cont_lo, th.cont_hi) if np.isfinite(shot) else 0.5,
+        )
+        if s > 0:
+            out.append(
+                Candidate(
+                    "repetition",
+                    max(0, t - L),
+                    min(trace.n, t + L),
+                    s,
+                    {"lag": float(L), "seam_ratio": ratio, "shot_ratio": shot},
+                )
+            )
+    return out
+
+
+def displacement_jumps(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
+    """Per-frame evidence in [0, 1] that the camera jumped forward at frame ``t``.
+
+    The global displacement ``(dx, dy)`` from frame ``t - 1`` to ``t`` is
+    compared with the motion extrapolated from both sides (the mean of the
+    median displacement over the ``jump_side`` frames before and after). A
+    dropped window of ``F`` frames in a moving shot makes the seam's
+    displacement about ``F + 1`` times the per-frame motion while the
+    phase-correlation peak stays high (one shot, shifted). Returns ``(n,) float32``.
+    """
+    n = trace.n
+    out = np.zeros(n, np.float32)
+    k = th.jump_side
+    if n < 2 * k + 3:
+        return out
+    dx = trace.dx.astype(np.float64)
+    dy = trace.dy.astype(np.float64)
+    good = trace.resp >= th.match_lo
+    vx = np.where(good, dx, np.nan)
+    vy = np.where(good, dy, np.nan)
+    mag = np.hypot(vx, vy)
+    pad = np.full(k, np.nan)
+
+    def side_median(v: np.ndarray, before: bool) -> np.ndarray:
+        p = np.concatenate([pad, v, pad])
+        w = np.lib.stride_tricks.sliding_window_view(p, k)  # w[i] = p[i : i + k]
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            med = np.nanmedian(w, axis=1)
+        # before: frames [t - k, t - 1] = p[t : t + k]; after: [t + 1, t + k] = p[t + k + 1 : ...]
+        return med[:n] if before else med[k + 1 : k + 1 + n]
+
+    valid = np.isfinite(mag).astype(np.float64)
+    enough = np.fmin(side_median(valid, True), side_median(valid, False)) >= 0.5
+    bx, by, bm = side_median(vx, True), side_median(vy, True), side_median(mag, True)
+    ax, ay, am = side_median(vx, False), side_median(vy, False), side_median(mag, False)
+    px, py = (bx + ax) / 2, (by + ay) / 2
+    jump = np.hypot(dx - px, dy - py)
+    typical = np.fmax(bm, am)
+    ratio = jump / (np.nan_to_num(typical, nan=0.0) + th.shift_floor)
+    agree = np.hypot(bx - ax, by - ay) / (jump + 1e-3)
+    r = np.clip((ratio - th.jump_lo) / (th.jump_hi - th.jump_lo), 0, 1)
+    a = np.clip((np.abs(jump) - th.jump_px) / th.jump_px, 0, 1)
+    m = np.clip((trace.resp - th.match_lo) / (th.match_hi - th.match_lo), 0, 1)
+    c = 1.0 - np.clip((agree - 0.3) / 0.3, 0, 1)
+    s = np.fmin(np.fmin(r, a), np.fmin(m, c))
+    s = np.where(enough, np.nan_to_num(s, nan=0.0), 0.0)
+    s[:k] = 0.0
+    s[n - k :] = 0.0
+    out[:] = s
+    return out
+
+
 def _is_flip_edge(trace: SignalTrace, t: int, th: Thresholds) -> bool:
     return any(
         trace.d1[t] / (float(getattr(trace, c)[t]) + th.floor) >= th.flip_lo for c in FLIPS.values()
@@ -315,11 +424,37 @@ def substitution_candidates(
 
 
 def dropping_candidates(
-    trace: SignalTrace, spikes: np.ndarray, exclude: set[int], th: Thresholds = DEFAULT
+    trace: SignalTrace,
+    spikes: np.ndarray,
+    exclude: set[int],
+    th: Thresholds = DEFAULT,
+    jumps: np.ndarray | None = None,
 ) -> list[Candidate]:
-    """Lone discontinuities inside one shot: the frame after the seam recedes from the past."""
+    """Lone discontinuities inside one shot.
+
+    Two kinds of evidence, the larger wins: a thumbnail discontinuity whose
+    after-frame recedes from the past or is the before-frame shifted, and a
+    camera displacement jump against the motion extrapolated from both sides
+    (``displacement_jumps``), which also fires in slow pans where the
+    thumbnail change stays small.
+    """
     out: list[Candidate] = []
     cuts = np.flatnonzero(spikes > 0)
+    if jumps is not None:
+        for t in (int(x) for x in np.flatnonzero(jumps > 0)):
+            if t in exclude or t in set(cuts.tolist()) or _is_flip_edge(trace, t, th):
+                continue
+            if trace.dark[t] >= 0.5 or trace.dark[t - 1] >= 0.5:
+                continue
+            out.append(
+                Candidate(
+                    "dropping",
+                    t,
+                    t,
+                    float(jumps[t]),
+                    {"jump": float(jumps[t]), "resp": float(trace.resp[t])},
+                )
+            )
     for t in (int(x) for x in cuts):
         if t in exclude or _is_flip_edge(trace, t, th):
             continue
@@ -341,6 +476,8 @@ def dropping_candidates(
         )
         hist_ok = 1.0 - ramp(float(trace.hist[t]), th.drop_hist, th.drop_hist + 0.15)
         s = min(float(spikes[t]), same_shot, hist_ok)
+        if jumps is not None:
+            s = max(s, float(jumps[t]))
         if s > 0:
             out.append(
                 Candidate(
@@ -351,6 +488,43 @@ def dropping_candidates(
                     {"recede": recede, "match": match, "hist": float(trace.hist[t])},
                 )
             )
+    return out
+
+
+def paired_seam_candidates(
+    trace: SignalTrace, cuts: np.ndarray, drops: list[Candidate], th: Thresholds = DEFAULT
+) -> list[Candidate]:
+    """Two in-shot seams ``min_len..max_len`` apart whose outer sides continue each other.
+
+    A substitution whose insert comes from similar footage (the same scene
+    at another time) looks like two dropping seams; the frames before the
+    first and after the second still continue each other, which two
+    independent seams would not (MVTamperBench section 3.2, substitution).
+    """
+    seams = sorted((c for c in drops if c.score > 0), key=lambda c: c.start)
+    out: list[Candidate] = []
+    for i, x in enumerate(seams):
+        for y in seams[i + 1 :]:
+            length = y.start - x.start
+            if length > th.max_len:
+                break
+            if length < th.min_len:
+                continue
+            cross, ratio, match = _continuity(trace, cuts, x.start, y.start, th)
+            cont = 1.0 - ramp(ratio, th.cont_lo, th.cont_hi) if np.isfinite(ratio) else 0.0
+            cont = max(cont, ramp(match, th.match_lo, th.match_hi))
+            # the weaker seam only has to exist; the pair is scored by the stronger
+            s = min(max(x.score, y.score), cont) if min(x.score, y.score) >= 0.1 else 0.0
+            if s > 0:
+                out.append(
+                    Candidate(
+                        "substitution",
+                        x.start,
+                        y.start,
+                        s,
+                        {"cross": cross, "cont_ratio": ratio, "match": match, "paired": 1.0},
+                    )
+                )
     return out
 
 
@@ -369,6 +543,7 @@ def analyse(trace: SignalTrace, th: Thresholds = DEFAULT) -> list[Candidate]:
     cands += masking_candidates(trace, cuts, th)
     cands += flip_candidates(trace, base, spikes, th)
     cands += repetition_candidates(trace, base, th)
+    cands += seam_repetition_candidates(trace, base, spikes, th)
     cands += substitution_candidates(trace, spikes, th)
     explained: set[int] = set()
     for c in cands:
@@ -379,7 +554,8 @@ def analyse(trace: SignalTrace, th: Thresholds = DEFAULT) -> list[Candidate]:
     # black-run interiors and edges are never dropping seams
     explained.update(int(t) for t in np.flatnonzero(trace.dark >= 0.5))
     explained.update(int(t) + 1 for t in np.flatnonzero(trace.dark >= 0.5))
-    cands += dropping_candidates(trace, spikes, explained, th)
+    drops = dropping_candidates(trace, spikes, explained, th, displacement_jumps(trace, th))
+    cands += paired_seam_candidates(trace, cuts, drops, th) + drops  # pairs win ties
     cands.sort(key=lambda c: -c.score)
     return cands
 
@@ -401,12 +577,15 @@ __all__ = [
     "FLIPS",
     "Candidate",
     "analyse",
+    "displacement_jumps",
     "dropping_candidates",
     "flip_candidates",
     "masking_candidates",
     "motion_baseline",
+    "paired_seam_candidates",
     "ramp",
     "repetition_candidates",
+    "seam_repetition_candidates",
     "spike_strength",
     "substitution_candidates",
     "summary",

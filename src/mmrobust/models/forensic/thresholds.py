@@ -42,6 +42,15 @@ class Thresholds:
         drop_hist: largest histogram change at a dropping seam.
         match_lo, match_hi: ramp on the phase-correlation peak between two
             frames: at or above ``match_hi`` one is the other shifted (same shot).
+        seam_rep_lo, seam_rep_hi: ramp on the after-seam frame's best lag distance
+            (lag >= ``min_len``) over the seam's ``d1``: at or below ``lo`` the
+            frame is a copy of an earlier one (repetition seam).
+        jump_side: frames each side of a seam whose median displacement
+            predicts the seam's displacement (dropping).
+        jump_lo, jump_hi: ramp on the seam's displacement error over the
+            typical per-frame displacement (+ ``shift_floor``), in ``FINE_SIZE`` pixels.
+        jump_px: smallest displacement error (pixels at 64 px wide) that counts.
+        shift_floor: pixels added to the typical displacement (phase-correlation jitter).
         decision: score at or above which the answer is "Yes".
     """
 
@@ -69,6 +78,13 @@ class Thresholds:
     drop_hist: float = 0.3
     match_lo: float = 0.3
     match_hi: float = 0.45
+    seam_rep_lo: float = 0.1
+    seam_rep_hi: float = 0.25
+    jump_side: int = 6
+    jump_lo: float = 4.0
+    jump_hi: float = 8.0
+    jump_px: float = 1.0
+    shift_floor: float = 0.3
     decision: float = 0.5
 
     def digest(self) -> str:
@@ -77,7 +93,7 @@ class Thresholds:
         return hashlib.sha256(blob).hexdigest()[:12]
 
 
-THRESHOLDS_VERSION = "2"
+THRESHOLDS_VERSION = "3"
 """Bumped whenever a default changes."""
 
 DEFAULT = Thresholds()

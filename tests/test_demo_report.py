@@ -26,10 +26,18 @@ MMR_RUNS = ("constant-A", "random-0", "blind-overlap")
 INJECTED = '<script>document.title="PWNED"</script><img src=x onerror="document.title=\'PWNED\'">'
 
 
+MMR_JSON = (
+    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mmr" / "MMR-benchmark.json"
+)
+
+
 @pytest.fixture(scope="session")
 def demo_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("demo") / "demo"
-    result = CliRunner().invoke(app, ["demo", "--out", str(out), "--bootstrap", "200", "-q"])
+    extra = ["--mmr-json", str(MMR_JSON)] if MMR_JSON.is_file() else []
+    result = CliRunner().invoke(
+        app, ["demo", "--out", str(out), "--bootstrap", "200", "-q", *extra]
+    )
     assert result.exit_code == 0, result.output
     assert "report:" in result.output
     return out
@@ -59,6 +67,19 @@ def test_demo_writes_every_run_and_the_report(demo_out: Path) -> None:
     assert _metrics(runs / "tamper__constant-B")["f1"]["overall"] == 0.0
 
 
+def test_demo_on_the_official_mmr_file_reproduces_its_facts(demo_out: Path) -> None:
+    if not MMR_JSON.is_file():
+        pytest.skip(f"shared MMR data not found at {MMR_JSON}")
+    runs = demo_out / "runs"
+    a, c = _metrics(runs / "mmr__constant-A"), _metrics(runs / "mmr__constant-C")
+    assert (a["UR"], a["UF"], a["NR"], a["NF"]) == (20, 56, 54, 170)
+    assert (a["RA"], a["MR"]) == (6.67, 73.68)
+    assert (c["RA"], c["MR"]) == (10.00, 60.00)
+    assert a["defects"] and "attribute/number/04" in a["defects"][0]
+    page = (demo_out / "report" / "index.html").read_text()
+    assert "Leading questions on MMR-benchmark" in page
+
+
 def test_report_numbers_match_metrics_json(demo_out: Path) -> None:
     page = (demo_out / "report" / "index.html").read_text()
     runs = demo_out / "runs"
@@ -78,7 +99,8 @@ def test_report_numbers_match_metrics_json(demo_out: Path) -> None:
     assert ra_row is not None
     assert re.findall(r"<td>([^<]*)</td>", ra_row.group(1))[-1] == f"{blind['RA']:.2f}"
     # the sample browser shows every clip once, with its thumbnails written beside the page
-    assert page.count('class="card"') == 24 + 48
+    n_official = 600 if MMR_JSON.is_file() else 0
+    assert page.count('class="card"') == 24 + 48 + n_official
     thumbs = re.findall(r'src="(thumbs/[0-9a-f]+\.jpg)"', page)
     assert thumbs and all((demo_out / "report" / t).is_file() for t in thumbs)
 

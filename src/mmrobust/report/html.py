@@ -109,14 +109,15 @@ def _timeline(
 
 
 def _sample_cards(runs: Sequence[HtmlRun], out_dir: Path, max_cards: int) -> list[dict[str, Any]]:
-    """One card per sample: its media strip and every run's answer to it."""
-    by_sample: dict[str, list[tuple[HtmlRun, StoredRow]]] = {}
+    """One card per sample (per dataset: equal ids in two datasets stay apart), with every answer."""
+    by_sample: dict[tuple[str, str], list[tuple[HtmlRun, StoredRow]]] = {}
     for run in runs:
+        data_hash = str(run.run.get("dataset", {}).get("data_hash", ""))
         for row in run.rows:
-            by_sample.setdefault(row.sample.id, []).append((run, row))
+            by_sample.setdefault((data_hash, row.sample.id), []).append((run, row))
     cards: list[dict[str, Any]] = []
-    for sample_id in sorted(by_sample)[:max_cards]:
-        pairs = by_sample[sample_id]
+    for key in sorted(by_sample, key=lambda k: (k[1], k[0]))[:max_cards]:
+        pairs = by_sample[key]
         sample = pairs[0][1].sample
         window = sample.window.model_dump() if sample.window is not None else None
         strip: Strip | None = None
@@ -183,7 +184,7 @@ def write_html(
     tables: Sequence[Table] = (),
     figures: Mapping[str, str] | None = None,
     title: str = "mmrobust report",
-    max_cards: int = 500,
+    max_cards: int = 2000,
 ) -> Path:
     """Write ``out_dir/index.html`` (and ``out_dir/thumbs/``) for ``runs``.
 
@@ -234,7 +235,13 @@ def write_html(
             cards=cards,
             types=types,
             models=models,
-            n_total=len({r.sample.id for run in runs for r in run.rows}),
+            n_total=len(
+                {
+                    (str(run.run.get("dataset", {}).get("data_hash")), r.sample.id)
+                    for run in runs
+                    for r in run.rows
+                }
+            ),
         )
     )
     path = out / INDEX_FILE

@@ -4,7 +4,8 @@
   decoded (luma, downscaled by the decoder's scaler) and analysed with one
   thread (``cv2.setNumThreads(1)``, PyAV single-threaded decode);
 * peak Python-heap memory (``tracemalloc``) for clips of 1x and 4x the length:
-  it must not grow with length beyond the per-frame scalars (~60 B a frame).
+  the detector analyses the stream in bounded chunks and keeps only candidate
+  events, so the peak must not grow with length.
 
 Usage::
 

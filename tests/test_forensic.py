@@ -9,8 +9,15 @@ import pytest
 
 from mmrobust.models.base import Request
 from mmrobust.models.forensic import ForensicDetector, decide, make
+from mmrobust.models.forensic.detector import scan
 from mmrobust.models.forensic.footage import Shot, apply_effect, render
 from mmrobust.models.forensic.signals import SignalExtractor, extract_signals
+from mmrobust.models.forensic.structure import (
+    displacement_jumps,
+    motion_baseline,
+    seam_repetition_candidates,
+    spike_strength,
+)
 from mmrobust.status import Status
 
 SIZE = (192, 108)
@@ -107,6 +114,63 @@ def test_fade_to_black_and_back_is_not_masking() -> None:
 def test_held_frame_animation_is_not_repetition() -> None:
     clip = render([Shot("coins", 120, "pan", speed=0.006, hold=2, noise=0.5)], size=SIZE, seed=5)
     assert not _verdict(clip).tampered
+
+
+def test_displacement_is_the_pan_step_and_jumps_at_a_dropping_seam(pan: np.ndarray) -> None:
+    tr = extract_signals(list(pan))
+    # the pan moves 0.006 of the crop width a frame: a steady, same-sign shift
+    steady = tr.dx[5:-5]
+    assert np.all(tr.resp[5:-5] > 0.5)
+    assert float(np.ptp(steady)) < 0.5 and abs(float(np.median(steady))) > 0.1
+    dropped = extract_signals(list(apply_effect(pan, "dropping", S, L)))
+    jumps = displacement_jumps(dropped)
+    assert int(np.argmax(jumps)) == S and jumps[S] == 1.0
+    # the seam moved the camera about L + 1 frames' worth of motion
+    assert abs(dropped.dx[S]) == pytest.approx((L + 1) * abs(float(np.median(steady))), rel=0.2)
+    assert float(np.delete(jumps, S).max()) == 0.0
+
+
+def test_repetition_seam_is_a_copy_at_its_own_lag(pan: np.ndarray) -> None:
+    tr = extract_signals(list(apply_effect(pan, "repetition", S, L)))
+    base = motion_baseline(tr)
+    (c,) = seam_repetition_candidates(tr, base, spike_strength(tr, base))
+    assert (c.kind, c.start, c.end, c.evidence["lag"]) == ("repetition", S, S + 2 * L, L)
+    assert c.score == 1.0
+
+
+def test_substitution_from_the_same_scene_pairs_its_two_seams(pan: np.ndarray) -> None:
+    # the insert is the same pan 50 frames later (forward then backward jump):
+    # both edges look like in-shot seams, the outer sides continue each other
+    v = _verdict(apply_effect(pan, "substitution", S, L, pan[S + 50 :]))
+    assert v.tampered and v.pred_type == "substitution"
+    assert (v.start_frame, v.end_frame) == (S, S + L)
+
+
+@pytest.mark.parametrize("effect", ["dropping", "masking", "repetition", "rotation"])
+def test_chunked_stream_equals_whole_clip_analysis(pan: np.ndarray, effect: str) -> None:
+    long = np.concatenate([pan, pan[::-1], pan])  # 420 frames, ping-pong pan
+    clip = apply_effect(long, effect, 300, L)
+    whole = decide(extract_signals(list(clip)))
+    cands, info, n = scan(list(clip), chunk=40)  # many chunks, each with its margin
+    assert n == clip.shape[0] == info["frames"]
+    assert whole.tampered and cands[0].score == pytest.approx(whole.score)
+    assert (cands[0].kind, cands[0].start, cands[0].end) == (
+        whole.candidates[0].kind,
+        whole.start_frame,
+        whole.end_frame,
+    )
+
+
+def test_extractor_trim_keeps_memory_bounded() -> None:
+    rng = np.random.default_rng(0)
+    ex = SignalExtractor(max_lag=16, half_window=4)
+    for _ in range(300):
+        ex.push(rng.integers(0, 256, (18, 32), dtype=np.uint8))
+        ex.trim(ex.n - 50)
+    tr = ex.finish()
+    assert ex.offset == 250 and tr.offset == 250 and tr.n == 50
+    assert all(ev.frame >= 250 for ev in tr.events)
+    assert not tr.clip_start and tr.clip_end
 
 
 def test_extractor_rejects_bad_frames() -> None:

@@ -62,6 +62,9 @@ class Shot:
         hold: each rendered frame is repeated this many times (animation on twos = 2).
         fade_in, fade_out: frames of fade from/to black at the shot's ends.
         title: text drawn over the shot (a title card if ``photo`` is "black").
+        dissolve: frames of cross-dissolve from the previous shot (the two
+            overlap; the programme is that many frames shorter).
+        freeze: the shot's last this-many frames are a freeze frame.
     """
 
     photo: str
@@ -73,6 +76,8 @@ class Shot:
     fade_in: int = 0
     fade_out: int = 0
     title: str | None = None
+    dissolve: int = 0
+    freeze: int = 0
 
 
 def render_shot(shot: Shot, size: tuple[int, int], rng: np.random.Generator) -> list[np.ndarray]:
@@ -93,7 +98,7 @@ def render_shot(shot: Shot, size: tuple[int, int], rng: np.random.Generator) -> 
     frames: list[np.ndarray] = []
     walk = np.zeros(2)
     for i in range(shot.n):
-        k = (i // shot.hold) * shot.hold
+        k = (min(i, shot.n - 1 - shot.freeze) // shot.hold) * shot.hold
         if shot.move == "pan":
             x = float(np.clip(x0 + direction * step * k, 0, sw - cw))
             y, s = y0, 1.0
@@ -140,45 +145,67 @@ def render(shots: list[Shot], size: tuple[int, int] = (320, 180), seed: int = 0)
     rng = np.random.default_rng(seed)
     out: list[np.ndarray] = []
     for s in shots:
-        out.extend(render_shot(s, size, rng))
+        frames = render_shot(s, size, rng)
+        k = min(s.dissolve, len(out), len(frames))
+        for j in range(k):  # cross-dissolve: blend the previous shot's tail into this head
+            a = (j + 1) / (k + 1)
+            prev = out[len(out) - k + j].astype(np.float32)
+            out[len(out) - k + j] = np.clip(
+                (1 - a) * prev + a * frames[j].astype(np.float32), 0, 255
+            ).astype(np.uint8)
+        out.extend(frames[k:])
     return np.stack(out)
 
 
 def random_programme(seed: int, n_frames: int = 240, fps: int = 25) -> list[Shot]:
     """A random edited programme of about ``n_frames`` frames (seeded).
 
-    Mixes single long shots (half the clips) with cut-heavy edits: shots of
-    0.6-4 s, fades, held-frame animation, title cards, still scenes.
+    Modelled on film, TV and phone footage: the camera moves in almost every
+    shot (pans, zooms, hand-held shake; 8 % are locked-off), shots last
+    1-5 s (a third of the clips are a single shot), joined by hard cuts
+    with occasional cross-dissolves, fades to and from black, freeze frames,
+    held-frame animation and title cards.
     """
     rng = np.random.default_rng(seed)
     shots: list[Shot] = []
     left = n_frames
-    single = rng.random() < 0.4
+    single = rng.random() < 0.33
     while left > 0:
-        n = left if single else min(left, int(rng.integers(int(0.6 * fps), 4 * fps)))
+        n = left if single else min(left, int(rng.integers(fps, 5 * fps)))
         if left - n < fps // 2:
             n = left
         kind = rng.random()
         name = str(rng.choice(PHOTOS))
-        move = str(rng.choice(["pan", "pan", "zoom", "hold", "shake"]))
+        move = str(rng.choice(["pan"] * 5 + ["zoom"] * 2 + ["shake"] * 2 + ["hold"] * 1))
+        if move == "hold" and rng.random() < 0.2:
+            move = "pan"
         speed = (
-            float(rng.uniform(0.001, 0.012)) if move == "pan" else float(rng.uniform(0.001, 0.006))
+            float(rng.uniform(0.002, 0.015)) if move == "pan" else float(rng.uniform(0.001, 0.006))
         )
         shot = Shot(name, n, move=move, speed=speed, noise=float(rng.uniform(0.5, 4.0)))
-        if kind < 0.1 and not single:
+        extra: dict[str, object] = {}
+        if shots and rng.random() < 0.2 and n > 30:
+            extra["dissolve"] = int(rng.integers(6, 16))
+        if rng.random() < 0.1 and n > 40:
+            extra["freeze"] = int(rng.integers(8, 25))
+        if kind < 0.07 and not single:
             shot = Shot("black", n, move="hold", title="TITLE", noise=0.5)
-        elif kind < 0.2:
+        elif kind < 0.17:
             shot = Shot(name, n, move="pan", speed=speed, hold=int(rng.integers(2, 4)), noise=0.5)
-        elif kind < 0.3 and n > 20:
+        elif kind < 0.27 and n > 20:
             shot = Shot(
                 name, n, move=move, speed=speed, fade_out=int(rng.integers(5, 15)), noise=1.0
             )
-        elif kind < 0.4 and n > 20:
+        elif kind < 0.37 and n > 20:
             shot = Shot(
                 name, n, move=move, speed=speed, fade_in=int(rng.integers(5, 15)), noise=1.0
             )
+        if extra and shot.photo != "black":
+            from dataclasses import replace
+
+            shot = replace(shot, **extra)  # type: ignore[arg-type]
         shots.append(shot)
-        left -= n
+        left -= n - shot.dissolve
     return shots
 
 

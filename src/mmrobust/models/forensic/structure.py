@@ -113,7 +113,8 @@ def shift_match(a: np.ndarray, b: np.ndarray) -> float:
         _HANN[key] = cv2.createHanningWindow(key, cv2.CV_32F)
     if float(a.std()) < 1.0 or float(b.std()) < 1.0:
         return 0.0  # flat frames (black) carry no shift
-    _, response = cv2.phaseCorrelate(a, b, _HANN[key])
+    w = _HANN[key]
+    _, response = cv2.phaseCorrelate(a * w, b * w)  # window applied here (deterministic)
     return float(response)
 
 
@@ -281,8 +282,9 @@ def seam_repetition_candidates(
     of frame ``t - L`` (its lag profile has a deep minimum at ``L``) and the
     jump ``d1[t]`` is the shot's own change over ``L - 1`` frames. This holds
     in slow scenes where the run test of ``repetition_candidates`` fails. A
-    return to a shot after a cutaway (A-B-A editing) has a second seam at
-    ``t - L + 1``; a repetition does not.
+    return to a shot after a cutaway (A-B-A editing) has another seam inside
+    ``[t - L, t)``, an insert of earlier footage (substitution) one inside
+    ``(t, t + L]``; a repetition has neither.
     """
     out: list[Candidate] = []
     cuts = np.flatnonzero(spikes > 0)
@@ -305,6 +307,8 @@ def seam_repetition_candidates(
         ratio = dmin / (float(trace.d1[t]) + 1e-3)
         if np.any((cuts >= t - L) & (cuts < t)) or _is_flip_edge(trace, t, th):
             continue  # a cut inside the copied run: A-B-A editing or a flipped segment
+        if np.any((cuts > t) & (cuts <= t + L + 1)):
+            continue  # the copy ends in a second seam: an insert (substitution), not a replay
         same = ev.prev_lag_distance(L - 1)
         shot = float(trace.d1[t]) / (same + th.floor) if np.isfinite(same) else float("nan")
         s = min(

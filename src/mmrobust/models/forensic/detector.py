@@ -104,6 +104,10 @@ DEFAULT_CHUNK = 512
 """Frames a streaming analysis step owns (memory is O(chunk + 2 * margin))."""
 
 
+KEEP_CANDIDATES = 16
+"""Candidates kept across streaming steps (the best by score)."""
+
+
 def chunk_margin(th: Thresholds = DEFAULT) -> int:
     """Context in frames analysed on each side of a chunk: every candidate
     (at most ``2 * max_len`` frames long, plus the motion baseline and the
@@ -152,6 +156,8 @@ def scan(
             s0 = c.start + tr.offset
             if lo <= s0 < hi:
                 cands.append(replace(c, start=s0, end=c.end + tr.offset))
+        cands.sort(key=lambda c: -c.score)
+        del cands[KEEP_CANDIDATES:]  # bounded: only the best explanations outlive a step
 
     for f in frames:
         ex.push(f)

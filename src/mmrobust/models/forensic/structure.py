@@ -346,7 +346,9 @@ def displacement_jumps(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarr
         return out
     dx = trace.dx.astype(np.float64)
     dy = trace.dy.astype(np.float64)
-    good = trace.resp >= th.match_lo
+    # held frames (animation on twos/threes, freezes) are left out of the side
+    # medians, as in ``motion_baseline``: the steps between them are the motion
+    good = (trace.resp >= th.match_lo) & (trace.d1 >= HOLD_EPS)
     vx = np.where(good, dx, np.nan)
     vy = np.where(good, dy, np.nan)
     mag = np.hypot(vx, vy)

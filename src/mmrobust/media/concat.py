@@ -24,6 +24,7 @@ from pathlib import Path
 
 import av
 import av.error
+from av.video.stream import VideoStream
 
 from mmrobust.media._open import describe_av_error
 from mmrobust.media.errors import MediaError
@@ -43,13 +44,12 @@ class Segment:
     frames: int
 
 
-def _extradata(path: Path) -> tuple[bytes, Fraction]:
-    with av.open(str(path)) as c:
-        s = c.streams.video[0]
-        data = s.codec_context.extradata or b""
-        tb = s.time_base
-        assert tb is not None
-        return bytes(data), Fraction(tb)
+def _header(stream: VideoStream) -> tuple[bytes, Fraction]:
+    """What must match for two segments to be joined: codec header bytes and time base."""
+    tb = stream.time_base
+    if tb is None:  # pragma: no cover - demuxers always set it
+        raise ValueError("stream without a time base")
+    return bytes(stream.codec_context.extradata or b""), Fraction(tb)
 
 
 def concat_segments(segments: Sequence[Segment], out: str | Path, fps: Fraction) -> int:
@@ -76,29 +76,31 @@ def concat_segments(segments: Sequence[Segment], out: str | Path, fps: Fraction)
     parts = [s for s in segments if s.frames > 0]
     if not parts:
         raise MediaError(out, "no frames to write")
-    headers = {s.path: _extradata(s.path) for s in parts}
-    first_header = headers[parts[0].path]
-    for p, h in headers.items():
-        if h != first_header:
-            raise MediaError(
-                out, f"segment {p.name} has a different codec header or time base; cannot join"
-            )
-    tb = first_header[1]
-    step = Fraction(1, 1) / (Fraction(fps) * tb)
-    if step.denominator != 1:
-        raise MediaError(out, f"frame duration 1/{fps} s is not a whole number of ticks of {tb}")
     tmp = temp_path_for(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     written = 0
     try:
         with av.open(str(parts[0].path)) as first, av.open(str(tmp), mode="w") as dst:
-            ost = dst.add_stream_from_template(first.streams.video[0])
+            template = first.streams.video[0]
+            header = _header(template)
+            step = 1 / (Fraction(fps) * header[1])
+            if step.denominator != 1:
+                raise MediaError(
+                    out, f"frame duration 1/{fps} s is not a whole number of ticks of {header[1]}"
+                )
+            ost = dst.add_stream_from_template(template)
             offset = 0
             for seg in parts:
                 shift = offset * int(step)
-                n = 0
                 with av.open(str(seg.path)) as src:
                     ist = src.streams.video[0]
+                    if _header(ist) != header:
+                        raise MediaError(
+                            out,
+                            f"segment {seg.path.name} has a different codec header or time base; "
+                            "cannot join",
+                        )
+                    n = 0
                     for packet in src.demux(ist):
                         if packet.size == 0 and packet.pts is None:
                             continue  # demuxer's end-of-stream marker

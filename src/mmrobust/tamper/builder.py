@@ -1,13 +1,17 @@
 """The tamper builder: sources in, tampered clips + ``manifest.jsonl`` out (MVTamperBench sections 3.2-3.3).
 
-Per source, in one streaming decode:
+Per source, in one streaming decode (default ``mmrobust`` style, ``tamper/segments.py``):
 
-* frames before the window go to every writer (original and each effect);
-* the window's ``F`` frames go to the original writer and are held in memory
-  (the only frames held, so memory does not grow with clip length);
-* when the window is complete, each effect turns the held frames into its
-  replacement frames and writes them;
-* frames after the window go to every writer.
+* frames before the window ``[0, s)`` are encoded once, as a shared prefix segment;
+* the window's ``F`` frames are held in memory (the only frames held, so memory
+  does not grow with clip length); when complete, each effect turns them into its
+  replacement frames, and each distinct window is encoded as its own segment
+  (the original's; repetition reuses it, dropping has none);
+* frames after the window are encoded once, as a shared suffix segment;
+* each output is joined from its segments by packet copy (``media/concat.py``).
+
+``style="released"`` writes every variant with its own OpenCV writer instead
+(frames before/after the window go to every writer), as the released generator.
 
 Substitution's donor frames come from a second streaming decode of the donor,
 only of the ``F`` frames it needs. The frame count that places the window is
@@ -68,8 +72,10 @@ Style = Literal["mmrobust", "released"]
 KEY_VERSION = 2
 MIN_SIDE = 16
 TAMPER_PRESET = "veryfast"
-"""Default x264 preset of tamper builds: at crf 18 the same PSNR as ``fast`` (within 0.3 dB on
-the sample clips, benchmarks/tamper_throughput.py), about twice the speed, larger files."""
+"""Default x264 preset of tamper builds. At crf 18 on the sample clips
+(benchmarks/tamper_throughput.py): 1.2-1.5 dB lower PSNR than ``fast`` (35.7-41.8 dB),
+files no larger, encoding about 1.6-2x faster. ``ultrafast`` is about 2x faster again
+with 2-3.5x larger files."""
 """Smallest accepted frame side in pixels: below it effects are meaningless (a 1x1 frame rotated is itself)."""
 
 

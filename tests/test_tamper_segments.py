@@ -112,3 +112,20 @@ def test_rotated_source_goes_through_rgb_upright(tmp_path: Path) -> None:
         float(np.abs(a.astype(int) - b).mean()) for a, b in zip(frames, upright, strict=True)
     )
     assert diff < 6.0
+
+
+def test_no_segments_full_encodes_same_frames(tmp_path: Path) -> None:
+    make_synthetic_video(tmp_path / "src" / "a.mp4", N, 25, (96, 64))
+    effects = (make_effect("dropping"), make_effect("repetition"))
+    out = tmp_path / "out"
+    report = build([tmp_path / "src"], out, BuildConfig(effects=effects, segments=False))
+    assert report.errors == [] and report.built == 3
+    entries = {e.tamper_type: e for e in read_manifest(out)}
+    s, e = N // 2 - 12, N // 2 + 13
+    assert _codes(out / entries["original"].video) == list(range(N))
+    assert _codes(out / entries["dropping"].video) == [*range(s), *range(e, N)]
+    assert _codes(out / entries["repetition"].video) == [*range(e), *range(s, N)]
+    assert all("segmented" not in x.encoder for x in entries.values())
+    # switching segments on is a different build: every clip is rebuilt, none skipped
+    again = build([tmp_path / "src"], out, BuildConfig(effects=effects))
+    assert (again.built, again.skipped) == (3, 0)

@@ -75,6 +75,11 @@ def tamper(
     codec: str = typer.Option("libx264", help="PyAV encoder."),
     crf: int = typer.Option(18, help="Constant rate factor (x264/x265/vpx)."),
     preset: str = typer.Option("veryfast", help="x264/x265 preset (fast: smaller files)."),
+    segments: bool = typer.Option(
+        True,
+        "--segments/--no-segments",
+        help="Encode shared frames once and join (fast); --no-segments: one full encode per clip.",
+    ),
 ) -> None:
     """Build a tampered benchmark (MVTamperBench sections 3.2-3.3) from real videos."""
     from mmrobust.tamper.console import build_with_progress, config_from_options
@@ -94,6 +99,7 @@ def tamper(
             codec=codec,
             crf=crf,
             preset=preset,
+            segments=segments,
             layout=layout,
             task=task,
             donors=donor,

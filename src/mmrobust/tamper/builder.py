@@ -95,6 +95,9 @@ class BuildConfig:
         style: ``mmrobust`` (PyAV, exact fps) or ``released`` (OpenCV ``mp4v`` at
             ``int(fps)``, originals copied as-is -- reproduces the released dataset's leak).
         codec, crf, preset: PyAV encoder settings (``mmrobust`` style).
+        segments: encode the frames all variants share once and join each output
+            from segments (``mmrobust`` style; default). ``False``: one full encode
+            per output (about 5x slower; keyframes only where the encoder puts them).
         layout: file naming; ``mvtamperbench`` also writes ``json/<task>.json``.
         task: task name recorded in the manifest (and the json file name).
         donors: explicit substitution donor pool; empty = the other sources of the build.
@@ -113,6 +116,7 @@ class BuildConfig:
     codec: str = DEFAULT_CODEC
     crf: int = DEFAULT_CRF
     preset: str = TAMPER_PRESET
+    segments: bool = True
     layout: Layout = "native"
     task: str | None = None
     donors: tuple[Path, ...] = ()
@@ -221,7 +225,7 @@ def _variant_key(
         "truncate_fps": config.truncate_fps,
         "style": config.style,
         "copy": config.copy_originals if variant == TAMPER_ORIGINAL else False,
-        "encoder": [config.codec, config.crf, config.preset],
+        "encoder": [config.codec, config.crf, config.preset, config.segments],
         "seed": config.seed,
         "path": relpath,
         "pool": sorted(p.sha256 for p in pool) if effect is not None and effect.needs_donor else [],
@@ -490,7 +494,7 @@ def build_source(
     if not variants:
         return res
 
-    segmented = config.style != "released"
+    segmented = config.style != "released" and config.segments
     try:
         for _attempt in range(2):
             try:

@@ -129,3 +129,20 @@ def test_no_segments_full_encodes_same_frames(tmp_path: Path) -> None:
     # switching segments on is a different build: every clip is rebuilt, none skipped
     again = build([tmp_path / "src"], out, BuildConfig(effects=effects))
     assert (again.built, again.skipped) == (3, 0)
+
+
+def test_other_pixel_format_and_stale_work_folder(tmp_path: Path) -> None:
+    # yuv444p source: prefix/suffix frames cannot go to the yuv420p encoder directly (RGB path)
+    make_synthetic_video(tmp_path / "src" / "a.mp4", N, 25, (96, 64), pix_fmt="yuv444p")
+    stale = tmp_path / "out" / "videos" / ".a.part999.seg"
+    stale.mkdir(parents=True)
+    (stale / "prefix.mp4").write_bytes(b"left by a killed build")
+    cfg = BuildConfig(effects=(make_effect("dropping"),))
+    report = build([tmp_path / "src"], tmp_path / "out", cfg)
+    assert report.errors == [] and not stale.exists()
+    entries = {e.tamper_type: e for e in read_manifest(tmp_path / "out")}
+    orig = tmp_path / "out" / entries["original"].video
+    assert probe(orig).pix_fmt == "yuv420p"
+    assert _codes(orig) == list(range(N))
+    s, e = N // 2 - 12, N // 2 + 13
+    assert _codes(tmp_path / "out" / entries["dropping"].video) == [*range(s), *range(e, N)]

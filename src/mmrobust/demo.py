@@ -160,7 +160,8 @@ def _summary_row(name: str, result: RunResult) -> dict[str, Any]:
     n = m.get("n_samples") if m.get("benchmark") != "mmr" else f"{m.get('pairs')} pairs"
     row: dict[str, Any] = {"run": name, "benchmark": m.get("benchmark"), "n": n}
     if m.get("benchmark") == "tamper":
-        row["score"] = f"F1 {m['f1']['overall']:.3f}"
+        overall = m["f1"].get("overall")
+        row["score"] = "F1 –" if overall is None else f"F1 {overall:.3f}"
     elif m.get("benchmark") == "mmr":
         row["score"] = f"RA {m['RA']:.2f}  MR {m['MR']:.2f}"
     row["parse_fail_rate"] = m.get("parse_fail_rate")

@@ -42,7 +42,7 @@ from mmrobust.metrics import compute_metrics
 from mmrobust.models.base import Model, Request, Response
 from mmrobust.prompts import PromptConfig, build_prompt
 from mmrobust.status import Status
-from mmrobust.store import ResultStore, RunKey, StoredRow
+from mmrobust.store import TRANSIENT, ResultStore, RunKey, StoredRow
 
 RUN_FILE = "run.json"
 METRICS_FILE = "metrics.json"
@@ -480,6 +480,65 @@ def score_rows(
     return metrics
 
 
+class RunConflictError(ValueError):
+    """The run folder already holds a run of another model, configuration or dataset."""
+
+
+def check_same_run(run_dir: Path, key: RunKey, dataset: Dataset) -> None:
+    """Refuse to mix runs in one folder: same model/prompt/frames key and same dataset only.
+
+    Raises:
+        RunConflictError: ``run_dir/run.json`` describes a different run.
+    """
+    path = run_dir / RUN_FILE
+    if not path.is_file():
+        return
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+        old_key = RunKey(**old["key"])
+        old_data = old.get("dataset", {})
+    except (ValueError, KeyError, TypeError):
+        raise RunConflictError(
+            f"{path} is not a readable run.json; use a new --out or remove the folder"
+        ) from None
+    what = []
+    if old_key != key:
+        what.append(f"model/prompt/frames (was {old.get('config', {}).get('model')!r})")
+    if old_data.get("source") != dataset.source:
+        what.append(f"dataset (was {old_data.get('source')!r})")
+    if what:
+        raise RunConflictError(
+            f"{run_dir} already holds a run with a different {' and '.join(what)}; "
+            "use a new --out (re-running the same command resumes)"
+        )
+
+
+def check_usable(samples: Sequence[Sample], config: EvalConfig) -> None:
+    """Fail fast when no selected sample can be asked (e.g. MMR without its images).
+
+    Raises:
+        DatasetError: every selected sample carries a loader error.
+    """
+    from mmrobust.datasets import DatasetError
+
+    if samples and all(s.error for s in samples):
+        hint = "" if config.images else " (pass --images DIR, or --text-only for a text-only run)"
+        raise DatasetError(
+            f"none of the {len(samples)} samples can be evaluated: {samples[0].error}{hint}"
+        )
+
+
+def unfinished(store: ResultStore, key: RunKey, samples: Sequence[Sample]) -> list[Sample]:
+    """Samples without a finished row under ``key``.
+
+    A row counts as finished only if its status is not transient and the stored
+    sample equals the current one (same media path, window, options, meta such
+    as the clip's sha256), so a rebuilt or edited dataset is asked again.
+    """
+    stored = {r.sample.id: r for r in store.rows(key) if r.status not in TRANSIENT}
+    return [s for s in samples if s.id not in stored or stored[s.id].sample != s]
+
+
 def select_samples(dataset: Dataset, limit: int | None) -> list[Sample]:
     """The first ``limit`` samples (all when ``None``)."""
     return dataset.samples if limit is None else dataset.samples[: max(0, limit)]
@@ -509,11 +568,13 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
         config.data, config.format, images=config.images, text_only=config.text_only
     )
     samples = select_samples(dataset, config.limit)
+    check_usable(samples, config)
     model = model or load_model(config.model, config.model_args)
     judge = load_judge(config.judge, config.judge_args) if config.judge else None
     run_dir = Path(config.out)
-    run_dir.mkdir(parents=True, exist_ok=True)
     key = run_key(model, pconf, policy, text_only=config.text_only)
+    check_same_run(run_dir, key, dataset)
+    run_dir.mkdir(parents=True, exist_ok=True)
     cache_dir = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
     run_info: dict[str, Any] = {
         "mmrobust_version": __version__,
@@ -541,8 +602,7 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
     interrupted = False
     n_new = 0
     try:
-        done = store.finished_ids(key)
-        todo = [s for s in samples if s.id not in done]
+        todo = unfinished(store, key, samples)
         processor = SampleProcessor(
             model,
             key,

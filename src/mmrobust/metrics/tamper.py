@@ -140,8 +140,12 @@ def _f1_from_counts(counts: np.ndarray) -> np.ndarray:
     return np.concatenate([f1, f1.mean(axis=-1, keepdims=True)], axis=-1)
 
 
+DEGENERATE_MIN_N = 10
+"""Fewer scored answers than this never get a degenerate-predictor flag."""
+
+
 def _degenerate(yes_rate: float, n: int) -> str | None:
-    if n == 0:
+    if n < DEGENERATE_MIN_N:
         return None
     if yes_rate >= DEGENERATE_THRESHOLD:
         return "always_yes"
@@ -218,15 +222,25 @@ def _coverage(rows: Sequence[ScoredRecord]) -> float | None:
 
 def _per_type_f1(
     records: Sequence[ScoredRecord], types: list[str], failures: FailurePolicy
-) -> dict[str, float]:
+) -> dict[str, float | None]:
+    """F1 per type and ``overall`` (their mean).
+
+    A type none of whose tampered clips was scored (all failed or unparsed)
+    has F1 ``None``, not 0.0, so a broken run never looks like ``constant:B``;
+    ``overall`` is then ``None`` too (a mean over fewer types is not comparable).
+    """
     originals = [r for r in records if normalise_type(r.tamper_type) == TAMPER_ORIGINAL]
-    f1: dict[str, float] = {}
+    f1: dict[str, float | None] = {}
     for t in types:
         rows = [r for r in records if normalise_type(r.tamper_type) == t] + originals
         pairs = [p for p in (_scored(r, failures) for r in rows) if p is not None]
+        if not any(truth for truth, _ in pairs):
+            f1[t] = None
+            continue
         f1[t] = binary_scores([p[0] for p in pairs], [p[1] for p in pairs])["f1"]
     if types:
-        f1["overall"] = float(np.mean([f1[t] for t in types]))
+        values = [v for t in types if (v := f1[t]) is not None]
+        f1["overall"] = float(np.mean(values)) if len(values) == len(types) else None
     return f1
 
 
@@ -271,6 +285,8 @@ def tamper_metrics(
         pairs = [p for p in (_scored(r, failures) for r in [*own, *originals]) if p is not None]
         scores = binary_scores([p[0] for p in pairs], [p[1] for p in pairs])
         pf, err = _rates(own)
+        if f1[t] is None:
+            scores["f1"] = None
         scores.update(
             n_tampered=len(own),
             n_original=len(originals),
@@ -311,7 +327,7 @@ def tamper_metrics(
         for t in types:
             per_type[t]["ci95"] = f1_ci[t]
 
-    per_task: dict[str, dict[str, float]] = {}
+    per_task: dict[str, dict[str, float | None]] = {}
     by_task: dict[str, list[ScoredRecord]] = defaultdict(list)
     for r in records:
         if r.task:

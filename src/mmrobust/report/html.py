@@ -213,7 +213,10 @@ def write_html(
             "data": run.run.get("dataset", {}),
             "versions": run.run.get("versions", {}),
             "git": run.run.get("git_sha"),
-            "n": run.metrics.get("n_samples"),
+            "n": run.metrics.get("n_samples")
+            if run.benchmark != "mmr"
+            else f"{run.metrics.get('pairs')} pairs ({2 * int(run.metrics.get('pairs') or 0)} questions)",
+            "complete": run.metrics.get("complete", True),
             "parse_fail_rate": run.metrics.get("parse_fail_rate"),
             "error_rate": run.metrics.get("error_rate"),
             "defects": run.metrics.get("defects", []),

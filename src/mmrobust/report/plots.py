@@ -30,17 +30,18 @@ def plot_f1_per_type(runs: Mapping[str, Mapping[str, Any]], path: str | Path) ->
     types.append(("overall", "Overall"))
     x = np.arange(len(types))
     width = 0.8 / max(1, len(runs))
-    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(types)), 4), dpi=100)
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(types)) + 3, 4), dpi=100)
     try:
         for i, (label, m) in enumerate(runs.items()):
-            vals = [m.get("f1", {}).get(k, np.nan) for k, _ in types]
+            raw = [m.get("f1", {}).get(k) for k, _ in types]
+            vals = [np.nan if v is None else float(v) for v in raw]  # unscored type: no bar
             ax.bar(x + i * width - 0.4 + width / 2, vals, width, label=label)
         ax.axhline(2 / 3, color="grey", linestyle="--", linewidth=1, label='always "Yes" (2/3)')
         ax.set_xticks(x, [h for _, h in types])
         ax.set_ylim(0, 1)
         ax.set_ylabel("F1 (positive = tampered)")
         ax.set_title("MVTamperBench F1 per tamper type")
-        ax.legend(fontsize=8, loc="upper right")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
         fig.tight_layout()
         out = Path(path)
         fig.savefig(out, format="png")

@@ -127,7 +127,12 @@ def to_markdown(
 def summary_text(metrics: Mapping[str, Any]) -> str:
     """A few human-readable lines summarising a ``metrics.json``."""
     bench = metrics.get("benchmark")
-    lines = [f"benchmark: {bench}   samples: {metrics.get('n_samples', metrics.get('pairs'))}"]
+    size = (
+        f"pairs: {metrics.get('pairs')}"
+        if bench == "mmr"
+        else f"samples: {metrics.get('n_samples')}"
+    )
+    lines = [f"benchmark: {bench}   {size}"]
     if bench == "tamper":
         f1 = metrics.get("f1", {})
         parts = [f"{head} {_f(f1.get(key))}" for key, head in TABLE7_COLUMNS if key in f1]
@@ -137,10 +142,12 @@ def summary_text(metrics: Mapping[str, Any]) -> str:
             if t != "overall" and t not in dict(TABLE7_COLUMNS)
         ]
         lines.append("F1: " + "  ".join(parts) + f"  | Overall {_f(f1.get('overall'))}")
+        if f1 and f1.get("overall") is None:
+            lines.append("warning: no tampered clip of some type was scored (F1 shown as –)")
         if metrics.get("degenerate"):
             lines.append(f"warning: degenerate predictor ({metrics['degenerate']})")
     elif bench == "mmr":
-        lines.append(f"RA {metrics.get('RA')}%  MR {metrics.get('MR')}%")
+        lines.append(f"RA {_f(metrics.get('RA'), 2)}%  MR {_f(metrics.get('MR'), 2)}%")
     else:
         lines.append(f"accuracy {_f(metrics.get('accuracy'))}")
     lines.append(

@@ -1,0 +1,84 @@
+"""Run-folder safety: resume never reuses answers to changed samples, runs never mix,
+unscorable types are null (not 0), and a dataset nobody can answer fails fast."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mmrobust.datasets import DatasetError
+from mmrobust.metrics.tamper import tamper_metrics
+from mmrobust.records import ScoredRecord
+from mmrobust.runner import EvalConfig, RunConflictError, run_eval
+from mmrobust.status import Status
+
+YN = {"A": "Yes", "B": "No"}
+
+
+def _write(path: Path, questions: list[str]) -> Path:
+    rows = [
+        {"id": f"s{i}", "question": q, "options": YN, "answer": "A"}
+        for i, q in enumerate(questions)
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+def _run(data: Path, out: Path, model: str = "constant:A") -> tuple[int, int]:
+    res = run_eval(
+        EvalConfig(data=str(data), model=model, out=str(out), n_resamples=0), progress=False
+    )
+    return res.n_new, res.n_skipped
+
+
+def test_resume_asks_again_only_the_samples_that_changed(tmp_path: Path) -> None:
+    data = _write(tmp_path / "d.jsonl", ["q0", "q1", "q2"])
+    assert _run(data, tmp_path / "run") == (3, 0)
+    assert _run(data, tmp_path / "run") == (0, 3)
+    _write(data, ["q0", "q1 edited", "q2"])  # same ids, one sample changed
+    assert _run(data, tmp_path / "run") == (1, 2)
+
+
+def test_a_run_folder_holds_one_model_and_one_dataset(tmp_path: Path) -> None:
+    data = _write(tmp_path / "d.jsonl", ["q0"])
+    other = _write(tmp_path / "e.jsonl", ["q0"])
+    _run(data, tmp_path / "run")
+    with pytest.raises(RunConflictError, match="different model"):
+        _run(data, tmp_path / "run", model="constant:B")
+    with pytest.raises(RunConflictError, match="different dataset"):
+        _run(other, tmp_path / "run")
+
+
+def test_dataset_that_no_sample_can_use_fails_fast(tmp_path: Path) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text(
+        json.dumps(
+            {"id": "s0", "question": "q", "options": YN, "answer": "A", "image": "missing.jpg"}
+        )
+        + "\n"
+    )
+    with pytest.raises(DatasetError, match="none of the 1 samples"):
+        _run(data, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def _rec(i: int, ttype: str, status: Status, predicted: str | None) -> ScoredRecord:
+    answer = "B" if ttype == "original" else "A"
+    return ScoredRecord(
+        f"{ttype}{i}", "tamper", f"g{i}", answer, YN, predicted, status, tamper_type=ttype
+    )
+
+
+def test_type_without_scored_clips_has_null_f1_not_zero() -> None:
+    recs = [_rec(i, "original", Status.OK, "B") for i in range(2)]
+    recs += [_rec(i, "masking", Status.OK, "A") for i in range(2)]
+    recs += [_rec(i, "dropping", Status.PARSE_FAIL, None) for i in range(2)]
+    m = tamper_metrics(recs, n_resamples=0)
+    assert m["f1"]["masking"] == 1.0
+    assert m["f1"]["dropping"] is None and m["per_type"]["dropping"]["f1"] is None
+    assert m["f1"]["overall"] is None
+    # counted as wrong (reference scoring), the same answers do score: F1 = 0 for dropping
+    wrong = tamper_metrics(recs, n_resamples=0, failures="wrong")
+    assert wrong["f1"]["dropping"] == 0.0 and wrong["f1"]["overall"] == 0.5

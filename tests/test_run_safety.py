@@ -4,14 +4,16 @@ unscorable types are null (not 0), and a dataset nobody can answer fails fast.""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from mmrobust.datasets import DatasetError
 from mmrobust.metrics.tamper import tamper_metrics
+from mmrobust.models.base import Model, Request, Response
 from mmrobust.records import ScoredRecord
-from mmrobust.runner import EvalConfig, RunConflictError, run_eval
+from mmrobust.runner import ABORT_AFTER, EvalConfig, RunConflictError, run_eval
 from mmrobust.status import Status
 
 YN = {"A": "Yes", "B": "No"}
@@ -82,3 +84,31 @@ def test_type_without_scored_clips_has_null_f1_not_zero() -> None:
     # counted as wrong (reference scoring), the same answers do score: F1 = 0 for dropping
     wrong = tamper_metrics(recs, n_resamples=0, failures="wrong")
     assert wrong["f1"]["dropping"] == 0.0 and wrong["f1"]["overall"] == 0.5
+
+
+class _Down(Model):
+    """A backend whose server is unreachable: every request is an api_error."""
+
+    media_input = "none"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        self.calls += len(requests)
+        return [
+            Response(text="", status=Status.API_ERROR, error="connection refused") for _ in requests
+        ]
+
+
+def test_unreachable_backend_stops_the_run_and_keeps_rows(tmp_path: Path) -> None:
+    data = _write(tmp_path / "d.jsonl", [f"q{i}" for i in range(30)])
+    down = _Down()
+    cfg = EvalConfig(data=str(data), model="down", out=str(tmp_path / "run"), n_resamples=0)
+    res = run_eval(cfg, progress=False, model=down)
+    assert res.aborted is not None and "8 consecutive failed samples" in res.aborted
+    assert "api_error: connection refused" in res.aborted
+    assert down.calls == ABORT_AFTER == res.n_new
+    assert res.first_error == "api_error: connection refused"
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert info["aborted"] == res.aborted and info["n_rows"] == ABORT_AFTER

@@ -208,6 +208,11 @@ def eval_cmd(
         raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     typer.echo(summary_text(result.metrics))
     typer.echo(f"{result.n_new} new rows, {result.n_skipped} resumed; wrote {result.run_dir}")
+    if result.first_error and not result.aborted:
+        typer.echo(f"first failure: {result.first_error}", err=True)
+    if result.aborted:
+        typer.echo(f"error: {result.aborted}", err=True)
+        raise typer.Exit(3)
     if result.interrupted:
         typer.echo(
             "interrupted: finished rows are kept; re-run the same command to resume", err=True

@@ -190,7 +190,9 @@ class RunResult:
         n_total: samples selected.
         n_skipped: samples already finished (resumed).
         n_new: rows written by this call.
-        interrupted: Ctrl-C stopped the run early.
+        interrupted: the run stopped early (Ctrl-C, or aborted).
+        aborted: why the runner stopped by itself (consecutive transient failures), else ``None``.
+        first_error: ``status: error`` of the first failed row, if any (for the console).
     """
 
     run_dir: Path
@@ -199,6 +201,8 @@ class RunResult:
     n_skipped: int
     n_new: int
     interrupted: bool = False
+    aborted: str | None = None
+    first_error: str | None = None
 
 
 def _hash(obj: Any) -> str:
@@ -480,6 +484,22 @@ def score_rows(
     return metrics
 
 
+ABORT_AFTER = 8
+"""A run stops after this many consecutive transient failures (unreachable server, dead model)."""
+
+
+class RunAborted(RuntimeError):
+    """Raised by the driver when every recent sample failed the same transient way.
+
+    Attributes:
+        written: rows stored before stopping.
+    """
+
+    def __init__(self, message: str, written: int) -> None:
+        super().__init__(message)
+        self.written = written
+
+
 class RunConflictError(ValueError):
     """The run folder already holds a run of another model, configuration or dataset."""
 
@@ -600,6 +620,7 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
 
     store = ResultStore(run_dir)
     interrupted = False
+    aborted: str | None = None
     n_new = 0
     try:
         todo = unfinished(store, key, samples)
@@ -616,11 +637,17 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
         workers = config.workers or max(1, model.max_concurrency)
         executor: Executor = ThreadExecutor(workers) if workers > 1 else SerialExecutor()
         items = batches(todo, model.batch_size)
+        written: list[int] = [0]
         try:
-            n_new = _drive(executor, processor, items, store, len(todo), progress)
+            _drive(executor, processor, items, store, len(todo), progress, written)
         except KeyboardInterrupt:
             executor.cancel()
             interrupted = True
+        except RunAborted as exc:
+            executor.cancel()
+            interrupted = True
+            aborted = str(exc)
+        n_new = written[0]
         rows = store.rows(key, sample_ids=[s.id for s in samples])
         metrics = score_rows(
             rows,
@@ -636,14 +663,26 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
         run_info.update(
             finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             interrupted=interrupted,
+            aborted=aborted,
             n_rows=len(rows),
-            n_new=n_new if not interrupted else None,
+            n_new=n_new,
         )
         _atomic_write_json(run_dir / RUN_FILE, run_info)
     finally:
         store.close()
         model.close()
-    return RunResult(run_dir, metrics, len(samples), len(samples) - len(todo), n_new, interrupted)
+    failed = next((r for r in rows if r.status.is_error), None)
+    first_error = f"{failed.status.value}: {failed.error}" if failed is not None else None
+    return RunResult(
+        run_dir,
+        metrics,
+        len(samples),
+        len(samples) - len(todo),
+        n_new,
+        interrupted,
+        aborted,
+        first_error,
+    )
 
 
 def _drive(
@@ -653,7 +692,13 @@ def _drive(
     store: ResultStore,
     total: int,
     progress: bool,
-) -> int:
+    written: list[int],
+) -> None:
+    """Run items through the executor and store each row at once; ``written[0]`` counts rows.
+
+    Raises:
+        RunAborted: ``ABORT_AFTER`` (or twice the workers) consecutive transient failures.
+    """
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -663,7 +708,8 @@ def _drive(
         TimeRemainingColumn,
     )
 
-    written = 0
+    streak: list[StoredRow] = []  # consecutive rows with a transient failure
+    limit = max(ABORT_AFTER, 2 * getattr(executor, "workers", 1))
     with Progress(
         TextColumn("[bold]eval[/]"),
         BarColumn(),
@@ -680,10 +726,18 @@ def _drive(
         for rows in executor.run(processor, items):
             for row in rows:
                 store.put(row)
-                written += 1
+                written[0] += 1
                 failed += row.status is not Status.OK
+                streak = [*streak, row] if row.status in TRANSIENT else []
             bar.update(task, advance=len(rows), errors=failed)
-    return written
+            if len(streak) >= limit:
+                first = streak[0]
+                raise RunAborted(
+                    f"stopped after {len(streak)} consecutive failed samples "
+                    f"({first.status.value}: {first.error or 'no detail'}); "
+                    "finished rows are kept, fix the cause and re-run the same command to resume",
+                    written[0],
+                )
 
 
 def load_run_config(run_dir: str | Path) -> dict[str, Any]:

@@ -112,3 +112,35 @@ def test_unreachable_backend_stops_the_run_and_keeps_rows(tmp_path: Path) -> Non
     assert res.first_error == "api_error: connection refused"
     info = json.loads((tmp_path / "run" / "run.json").read_text())
     assert info["aborted"] == res.aborted and info["n_rows"] == ABORT_AFTER
+
+
+def test_broken_run_folders_give_one_line_errors(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from mmrobust.cli import app
+
+    data = _write(tmp_path / "d.jsonl", ["q0"])
+    _run(data, tmp_path / "run")
+    (tmp_path / "run" / "results.sqlite").write_text("garbage")
+    for f in ("results.sqlite-wal", "results.sqlite-shm"):
+        (tmp_path / "run" / f).unlink(missing_ok=True)
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "run.json").write_text("{}")
+    bad_json = tmp_path / "badjson"
+    bad_json.mkdir()
+    (bad_json / "run.json").write_text("{nope")
+    runner = CliRunner()
+    cases = [
+        (
+            ["report", str(tmp_path / "run"), "--out", str(tmp_path / "rep")],
+            "not a readable results database",
+        ),
+        (["rescore", str(tmp_path / "run")], "not a readable results database"),
+        (["rescore", str(fake)], "missing config, key"),
+        (["report", str(bad_json), "--out", str(tmp_path / "rep2")], "run.json: not valid JSON"),
+    ]
+    for args, message in cases:
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert message in res.output and "Traceback" not in res.output

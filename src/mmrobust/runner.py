@@ -745,12 +745,19 @@ def load_run_config(run_dir: str | Path) -> dict[str, Any]:
 
     Raises:
         FileNotFoundError: no ``run.json``.
+        ValueError: ``run.json`` is not valid JSON or lacks ``config``/``key``.
     """
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
         raise FileNotFoundError(f"not a run folder (no {RUN_FILE}): {run_dir}")
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    missing = [k for k in ("config", "key") if not isinstance(data, dict) or k not in data]
+    if missing:
+        raise ValueError(f"{path}: not written by mmrobust eval (missing {', '.join(missing)})")
+    return dict(data)
 
 
 def rescore(

@@ -194,6 +194,10 @@ def _from_db(r: sqlite3.Row) -> StoredRow:
     )
 
 
+class StoreError(ValueError):
+    """The results database cannot be opened or read (corrupt, not SQLite)."""
+
+
 class ResultStore:
     """The SQLite results store of one run folder (see module docstring).
 
@@ -205,15 +209,23 @@ class ResultStore:
 
     Raises:
         FileNotFoundError: ``readonly`` and no database there.
+        StoreError: the file is not a readable SQLite results database.
     """
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         p = Path(path)
         self.path = p / STORE_FILE if p.is_dir() or p.suffix == "" else p
+        try:
+            self._open(readonly)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not a readable results database ({exc})") from None
+
+    def _open(self, readonly: bool) -> None:
         if readonly:
             if not self.path.is_file():
                 raise FileNotFoundError(f"no results store at {self.path}")
             self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            self._db.execute("SELECT 1 FROM results LIMIT 1")  # garbage or foreign file -> error
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=30.0)

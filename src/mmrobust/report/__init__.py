@@ -79,12 +79,12 @@ def load_run(run_dir: str | Path) -> RunData:
 
     Raises:
         FileNotFoundError: no ``run.json`` or no ``results.sqlite``.
+        ValueError: unreadable ``run.json`` or results database.
     """
+    from mmrobust.runner import load_run_config
+
     d = Path(run_dir)
-    info_path = d / "run.json"
-    if not info_path.is_file():
-        raise FileNotFoundError(f"not a run folder (no run.json): {d}")
-    info = json.loads(info_path.read_text(encoding="utf-8"))
+    info = load_run_config(d)
     mpath = d / "metrics.json"
     metrics = json.loads(mpath.read_text(encoding="utf-8")) if mpath.is_file() else {}
     with ResultStore(d, readonly=True) as store:

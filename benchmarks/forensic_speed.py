@@ -3,7 +3,7 @@
 * frames per second per core: a 640x360 libx264 clip is written once, then
   decoded (luma, downscaled by the decoder's scaler) and analysed with one
   thread (``cv2.setNumThreads(1)``, PyAV single-threaded decode);
-* peak Python-heap memory (``tracemalloc``) for clips of 1x and 4x the length:
+* peak Python-heap memory (``tracemalloc``) for clips of 1x, 4x and 8x the length:
   the detector analyses the stream in bounded chunks and keeps only candidate
   events, so the peak must not grow with length.
 
@@ -58,7 +58,8 @@ def main() -> None:
         f"640x360, {v.frames} frames: {v.frames / wall:.0f} fps wall, {v.frames / cpu:.0f} fps per CPU-second (cpu {cpu:.2f}s, wall {wall:.2f}s)"
     )
     long = make_clip(out / f"pan_{4 * a.frames}.mp4", 4 * a.frames)
-    for p in (short, long):
+    longer = make_clip(out / f"pan_{8 * a.frames}.mp4", 8 * a.frames)
+    for p in (short, long, longer):
         tracemalloc.start()
         v = det.analyse_video(p)
         _, peak = tracemalloc.get_traced_memory()

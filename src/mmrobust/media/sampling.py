@@ -120,26 +120,37 @@ def frame_indices(n_frames: int, fps: Fraction | float, policy: FramePolicy) -> 
     return idx
 
 
-def window_coverage(indices: Sequence[int], window: Window | None) -> bool | None:
-    """Whether any sampled frame falls inside the tamper window.
+def window_coverage(
+    indices: Sequence[int], window: Window | None, *, dropped: int | None = None
+) -> bool | None:
+    """Whether the sampled frames let a model see the tampering at all.
 
     Args:
         indices: sampled frame indices (output timeline of the clip).
         window: the tamper window in the same timeline, frames ``[start, end)``.
+        dropped: for an empty window (a ``dropping`` seam), how many source
+            frames were removed there (F), when known.
 
     Returns:
         ``None`` when there is no window (originals). For a non-empty window,
-        whether some index lies in ``[start_frame, end_frame)``. For an empty
-        window (a ``dropping`` seam at ``s``: frames ``s - 1`` and ``s`` were
-        not adjacent in the source), whether both ``s - 1`` and ``s`` are
-        sampled, i.e. whether the model could see the cut itself.
+        whether some index lies in ``[start_frame, end_frame)``. For a seam at
+        ``s`` (frames ``s - 1`` and ``s`` were not adjacent in the source): the
+        sampled frames nearest the seam on each side, ``a < s <= b``, must exist
+        and be at most ``dropped`` frames apart, so the removed stretch at least
+        doubles the apparent motion between them (the same density rule as for
+        other windows: with 8 frames, clips shorter than about 8 windows).
+        Without ``dropped``, both ``s - 1`` and ``s`` must be sampled.
     """
     if window is None:
         return None
     chosen = set(indices)
     if window.end_frame == window.start_frame:
         s = window.start_frame
-        return (s - 1) in chosen and s in chosen
+        if dropped is None:
+            return (s - 1) in chosen and s in chosen
+        before = [i for i in chosen if i < s]
+        after = [i for i in chosen if i >= s]
+        return bool(before and after) and min(after) - max(before) <= dropped
     return any(window.start_frame <= i < window.end_frame for i in chosen)
 
 

@@ -92,6 +92,11 @@ def load_run(run_dir: str | Path) -> RunData:
     return RunData(d, info, metrics, rows)
 
 
+def _data_label(run: RunData) -> str:
+    ds = run.info.get("dataset", {})
+    return f"{ds.get('name', '?')} [{str(ds.get('data_hash', ''))[:12]}]"
+
+
 def _labels(runs: Sequence[RunData]) -> list[str]:
     labels = [r.model for r in runs]
     if len(set(labels)) < len(labels):
@@ -171,6 +176,10 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> ReportP
     tamper = {lab: r for lab, r in zip(labels, runs, strict=True) if r.benchmark == "tamper"}
     if tamper:
         t7 = table7({lab: r.metrics for lab, r in tamper.items()})
+        data = [_data_label(r) for r in tamper.values()]
+        if len(set(data)) > 1:  # never rank runs on different data without saying so
+            t7.insert(1, "Data", data)
+            t7 = t7.sort_values(["Data", "Model"], kind="stable").reset_index(drop=True)
         paths.table_csv = out / "table7.csv"
         t7.to_csv(paths.table_csv, index=False)
         md += ["## Tamper detection F1 (MVTamperBench Table 7 layout)", "", to_markdown(t7)]
@@ -252,11 +261,18 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
 
     Raises:
         FileNotFoundError: not a run folder.
-        ValueError: the runs share no sample.
+        ValueError: the runs were made on different data, or share no sample.
     """
     a, b = load_run(run_a), load_run(run_b)
     ra: Mapping[str, ScoredRecord] = {r.sample_id: r for r in a.records}
     rb: Mapping[str, ScoredRecord] = {r.sample_id: r for r in b.records}
+    ha = a.info.get("dataset", {}).get("data_hash")
+    hb = b.info.get("dataset", {}).get("data_hash")
+    if ha != hb:
+        raise ValueError(
+            f"the runs were made on different data (sha256 {str(ha)[:12]} vs {str(hb)[:12]}); "
+            "compare two runs of the same dataset"
+        )
     common = sorted(set(ra) & set(rb))
     if not common:
         raise ValueError("the two runs share no sample id")

@@ -62,6 +62,10 @@ def test_demo_writes_every_run_and_the_report(demo_out: Path) -> None:
     report = demo_out / "report"
     for name in ("index.html", "report.md", "table7.csv", "f1_per_type.png"):
         assert (report / name).is_file(), name
+    # random:0 is shown 8 segment-centre frames: the 1-second window of the 10 s bikes clip is
+    # never among them, the windows of the three clips shorter than 8 s always are
+    coverage = _metrics(runs / "tamper__random-0")["window_coverage"]
+    assert coverage["masking"] == 0.75 and coverage["dropping"] == 0.75
     # the degenerate baselines land exactly where the paper's facts say
     assert _metrics(runs / "tamper__constant-A")["f1"]["overall"] == pytest.approx(2 / 3)
     assert _metrics(runs / "tamper__constant-B")["f1"]["overall"] == 0.0
@@ -101,6 +105,7 @@ def test_report_numbers_match_metrics_json(demo_out: Path) -> None:
     # the sample browser shows every clip once, with its thumbnails written beside the page
     n_official = 600 if MMR_JSON.is_file() else 0
     assert page.count('class="card"') == 24 + 48 + n_official
+    assert "random:0: frame " in page  # the timeline marks the frames random:0 was shown
     thumbs = re.findall(r'src="(thumbs/[0-9a-f]+\.jpg)"', page)
     assert thumbs and all((demo_out / "report" / t).is_file() for t in thumbs)
 

@@ -382,6 +382,8 @@ def demo_cmd(
     from mmrobust.registry import UnknownNameError
 
     console = Console(stderr=False, soft_wrap=True)
+    if not console.is_terminal:  # a log file: never truncate the summary table
+        console = Console(stderr=False, soft_wrap=True, width=160)
     try:
         result = run_demo(
             DemoConfig(

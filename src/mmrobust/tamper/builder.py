@@ -69,7 +69,8 @@ from mmrobust.tamper.sources import discover_sources
 from mmrobust.tamper.window import Position, WindowError, make_window, source_window
 
 Style = Literal["mmrobust", "released"]
-KEY_VERSION = 2
+KEY_VERSION = 3
+"""Resume-key schema; 3: fixed-GOP keyframes and one SEI per output (older outputs are rebuilt)."""
 MIN_SIDE = 16
 TAMPER_PRESET = "veryfast"
 """Default x264 preset of tamper builds. At crf 18 on the sample clips
@@ -284,11 +285,21 @@ class _Variant:
     error: str | None = None
 
 
-def _open_writer(path: Path, fps: Fraction, info: VideoInfo, config: BuildConfig) -> FrameWriter:
+def _open_writer(
+    path: Path, fps: Fraction, info: VideoInfo, config: BuildConfig, gop: int
+) -> FrameWriter:
+    """The writer of one output or segment; ``gop``: fixed keyframe interval (the window's F)."""
     if config.style == "released":
         return OpenCVWriter(path, fps, info.width, info.height)
     return VideoWriter(
-        path, fps, info.width, info.height, codec=config.codec, crf=config.crf, preset=config.preset
+        path,
+        fps,
+        info.width,
+        info.height,
+        codec=config.codec,
+        crf=config.crf,
+        preset=config.preset,
+        gop=gop,
     )
 
 
@@ -300,15 +311,24 @@ def _stream_variants(
     out_fps: Fraction,
     config: BuildConfig,
 ) -> int:
-    """One decode of the source into every variant's writer. Returns the decoded frame count."""
+    """One decode of the source into every variant's writer. Returns the decoded frame count.
+
+    Keyframes (``mmrobust`` style): every ``F`` frames from 0, and again every
+    ``F`` frames from output frame ``s`` (forced there), the same pattern as
+    the joined segments.
+    """
     for v in variants:
-        v.writer = _open_writer(out_dir / v.relpath, out_fps, plan.info, config)
+        v.writer = _open_writer(out_dir / v.relpath, out_fps, plan.info, config, window.n_frames)
     s, e = window.start_frame, window.end_frame
     held: list[np.ndarray] = []
     n = 0
     for i, frame in enumerate(iter_frames(plan.path)):
         n = i + 1
         in_window = s <= i < e
+        if i == s:
+            for v in variants:
+                if isinstance(v.writer, VideoWriter):
+                    v.writer.force_keyframe()
         for v in variants:
             if v.effect is None or not in_window:
                 assert v.writer is not None
@@ -366,6 +386,7 @@ def _segment_variants(
             codec=config.codec,
             crf=config.crf,
             preset=config.preset,
+            gop=window.n_frames,
         )
 
     work = out_dir / "videos" / f".{plan.uid}.part{os.getpid()}.seg"

@@ -219,3 +219,29 @@ def test_demo_set(tmp_path: Path) -> None:
     # Loading by name works through load_dataset and the cache.
     data = load_dataset("mmr-demo", cache_dir=tmp_path / "cache")
     assert data.name == "mmr-demo" and len(data.samples) == 48
+
+
+def test_one_invalid_label_is_decided_by_the_valid_one() -> None:
+    from mmrobust.datasets.mmr import mmr_samples
+
+    q = "What is it?\nA. a\nB. b\nC. c\nD. d"
+    records = [
+        {
+            "id": "a/b/01",
+            "image": "x.jpg",
+            "question": q,
+            "ground_truth": "A",
+            "question_type": "WEIRD",
+        },
+        {
+            "id": "a/b/01",
+            "image": "x.jpg",
+            "question": q,
+            "ground_truth": "B",
+            "question_type": "POS",
+        },
+    ]
+    samples, defects = mmr_samples(records, text_only=True)
+    by_polarity = {s.polarity: s.meta["record_index"] for s in samples}
+    assert by_polarity == {"positive": 1, "negative": 0}
+    assert defects[0].startswith("a/b/01: labels WEIRD/POS; the valid label POS decides")

@@ -303,6 +303,18 @@ def _assign_polarity(
             for (i, r), t in zip(rows, types, strict=True)
         ]
     (i0, r0), (i1, r1) = rows
+    valid = [t in ("POS", "NEG") for t in types]
+    if valid.count(True) == 1 and types[0] != types[1]:
+        # one label is valid: trust it and give the other record the opposite role
+        t = types[0] if valid[0] else types[1]
+        first_positive = (t == "POS") == valid[0]
+        defects.append(
+            f"{pair_id}: labels {types[0]}/{types[1]}; the valid label {t} decides the pair "
+            f"(record {i0 if first_positive else i1} is the positive question)"
+        )
+        log.warning("MMR data defect: %s", defects[-1])
+        pos, neg = ((i0, r0), (i1, r1)) if first_positive else ((i1, r1), (i0, r0))
+        return [_Row(*pos, "positive"), _Row(*neg, "negative")]
     defects.append(
         f"{pair_id}: both records labelled {types[0]}/{types[1]}; the first (record {i0}) is "
         f"taken as the positive question and the second (record {i1}) as the leading one"

@@ -67,6 +67,23 @@ FORMATS.register("jsonl", "mmrobust.datasets.jsonl:load_jsonl")
 FORMATS.register("mmr", "mmrobust.datasets.mmr:load_mmr")
 
 
+def skip_reason(exc: BaseException) -> str:
+    """One line saying why a record was skipped; pydantic errors name the field.
+
+    ``ValidationError`` -> ``"answer: Field required; options: ..."``; anything
+    else -> ``"<ExceptionType>: <first line of its message>"``.
+    """
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        parts = [
+            f"{'.'.join(str(x) for x in e['loc']) or 'record'}: {e['msg']}" for e in exc.errors()
+        ]
+        return "; ".join(parts)
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"
+
+
 def sha256_files(paths: Iterable[Path]) -> str:
     """sha256 over the bytes of several files, in the order given."""
     h = hashlib.sha256()
@@ -180,4 +197,5 @@ __all__ = [
     "detect_format",
     "load_dataset",
     "sha256_files",
+    "skip_reason",
 ]

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mmrobust.datasets.base import Dataset, DatasetError, dedupe_ids, sha256_files
+from mmrobust.datasets.base import Dataset, DatasetError, dedupe_ids, sha256_files, skip_reason
 from mmrobust.datasets.schema import Sample
 
 _FIELDS = set(Sample.model_fields)
@@ -101,8 +101,7 @@ def load_jsonl(
                 raise ValueError("not a JSON object")
             samples.append(record_to_sample(rec, n, root, text_only=text_only))
         except (ValueError, TypeError, ValidationError) as exc:
-            reason = str(exc).splitlines()[0]
-            defects.append(f"{file.name}:{n}: skipped ({type(exc).__name__}: {reason})")
+            defects.append(f"{file.name}:{n}: skipped ({skip_reason(exc)})")
     samples = dedupe_ids(samples, defects)
     defects += [f"{s.id}: {s.error}" for s in samples if s.error]
     benchmarks = {s.benchmark for s in samples}

@@ -23,6 +23,7 @@ from mmrobust.datasets.base import (
     Dataset,
     DatasetError,
     dedupe_ids,
+    skip_reason,
 )
 from mmrobust.datasets.schema import TAMPER_ORIGINAL, Sample, Window
 
@@ -109,8 +110,7 @@ def load_manifest(
                 raise ValueError("not a JSON object")
             samples.append(manifest_record_to_sample(rec, root, text_only=text_only))
         except (KeyError, ValueError, TypeError, ValidationError) as exc:
-            reason = str(exc).splitlines()[0]
-            defects.append(f"{file.name}:{n}: skipped ({type(exc).__name__}: {reason})")
+            defects.append(f"{file.name}:{n}: skipped ({skip_reason(exc)})")
     errors = file.parent / "errors.jsonl"
     if errors.is_file():
         for line in errors.read_text(encoding="utf-8", errors="replace").splitlines():

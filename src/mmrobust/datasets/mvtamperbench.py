@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mmrobust.datasets.base import Dataset, DatasetError, dedupe_ids, sha256_files
+from mmrobust.datasets.base import Dataset, DatasetError, dedupe_ids, sha256_files, skip_reason
 from mmrobust.datasets.schema import Sample
 
 TYPE_NAMES: Mapping[str, str] = {"rotate": "rotation"}
@@ -168,8 +168,7 @@ def load_mvtamperbench(
                 rid = f"{task}/{row['video']}"
                 samples.append(row_to_sample(row, task=task, row_id=rid, index=index))
             except (KeyError, ValueError, TypeError, SyntaxError, ValidationError) as exc:
-                reason = str(exc).splitlines()[0]
-                defects.append(f"{f.name}[{i}]: skipped ({type(exc).__name__}: {reason})")
+                defects.append(f"{f.name}[{i}]: skipped ({skip_reason(exc)})")
     samples = dedupe_ids(samples, defects)
     defects += [f"{s.id}: {s.error}" for s in samples if s.error]
     return Dataset(

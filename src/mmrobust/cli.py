@@ -129,7 +129,9 @@ def eval_cmd(
         help="Dataset: manifest dir/file, MVTamperBench folder, TSV, JSONL, MMR json, mmr-demo.",
     ),
     model: str = typer.Option(
-        ..., "--model", help="Model SPEC: constant:A, random[:seed], forensic, openai:<m>, hf:<id>."
+        ...,
+        "--model",
+        help="Model SPEC: constant:A, random[:seed], forensic, blind-overlap, blind-embed, openai:<m>, hf:<id>.",
     ),
     out: str = typer.Option(
         ..., "--out", help="Run folder (results.sqlite, run.json, metrics.json)."

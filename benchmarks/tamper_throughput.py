@@ -14,7 +14,8 @@ one process on the same machine and clips:
 * ``ours x264 PRESET``: our builder, default settings except the preset (one decode;
   original + the five paper effects, x264 crf 18): the frames before and after the
   window are encoded once and shared, each distinct window once (repetition reuses
-  the original's), outputs joined by packet copy. The default preset comes first.
+  the original's), in pieces of one fixed GOP of F frames each (same keyframe pattern
+  in every output), outputs joined by packet copy. The default preset comes first.
 
 Speed-up = released approach / ours (issue 2 target: >= 3x). For each preset it also
 prints the mean PSNR of the built original against the decoded source and the total

@@ -98,7 +98,7 @@ class BuildConfig:
         codec, crf, preset: PyAV encoder settings (``mmrobust`` style).
         segments: encode the frames all variants share once and join each output
             from segments (``mmrobust`` style; default). ``False``: one full encode
-            per output (about 5x slower; keyframes only where the encoder puts them).
+            per output (about 5x slower; same keyframe set, forced).
         layout: file naming; ``mvtamperbench`` also writes ``json/<task>.json``.
         task: task name recorded in the manifest (and the json file name).
         donors: explicit substitution donor pool; empty = the other sources of the build.

@@ -116,7 +116,12 @@ def _sample_cards(runs: Sequence[HtmlRun], out_dir: Path, max_cards: int) -> lis
         for row in run.rows:
             by_sample.setdefault((data_hash, row.sample.id), []).append((run, row))
     cards: list[dict[str, Any]] = []
-    for key in sorted(by_sample, key=lambda k: (k[1], k[0]))[:max_cards]:
+    rank = {"tamper": 0, "mmr": 1}
+
+    def order(k: tuple[str, str]) -> tuple[int, str, str]:
+        return (rank.get(by_sample[k][0][1].sample.benchmark, 2), k[1], k[0])
+
+    for key in sorted(by_sample, key=order)[:max_cards]:
         pairs = by_sample[key]
         sample = pairs[0][1].sample
         window = sample.window.model_dump() if sample.window is not None else None
@@ -194,7 +199,7 @@ def write_html(
         tables: leaderboards and per-task tables, in display order.
         figures: caption -> PNG path relative to ``out_dir``.
         title: page title.
-        max_cards: at most this many samples in the browser (sorted by id).
+        max_cards: at most this many samples in the browser (tamper clips first, then by id).
 
     Returns:
         The path of ``index.html``.

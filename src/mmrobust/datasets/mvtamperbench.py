@@ -219,8 +219,7 @@ def load_vlmevalkit_tsv(
             task = row.get(task_col) if task_col else None
             samples.append(row_to_sample(row, task=task or None, row_id=rid, index=index))
         except (KeyError, ValueError, TypeError, SyntaxError, ValidationError) as exc:
-            reason = str(exc).splitlines()[0]
-            defects.append(f"{file.name} row {i}: skipped ({type(exc).__name__}: {reason})")
+            defects.append(f"{file.name} row {i}: skipped ({skip_reason(exc)})")
     samples = dedupe_ids(samples, defects)
     defects += [f"{s.id}: {s.error}" for s in samples if s.error]
     return Dataset(

@@ -20,6 +20,17 @@ def _pyplot() -> Any:
     return plt
 
 
+def _save(plt: Any, fig: Any, path: str | Path) -> Path:
+    """Lay out, write ``path`` as PNG and close the figure."""
+    try:
+        fig.tight_layout()
+        out = Path(path)
+        fig.savefig(out, format="png")
+    finally:
+        plt.close(fig)
+    return out
+
+
 def plot_f1_per_type(runs: Mapping[str, Mapping[str, Any]], path: str | Path) -> Path:
     """Grouped bars: F1 per tamper type (Table 7 order, then Overall) for each run.
 
@@ -42,12 +53,10 @@ def plot_f1_per_type(runs: Mapping[str, Mapping[str, Any]], path: str | Path) ->
         ax.set_ylabel("F1 (positive = tampered)")
         ax.set_title("MVTamperBench F1 per tamper type")
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-        fig.tight_layout()
-        out = Path(path)
-        fig.savefig(out, format="png")
-    finally:
+    except BaseException:
         plt.close(fig)
-    return out
+        raise
+    return _save(plt, fig, path)
 
 
 def plot_task_heatmap(metrics: Mapping[str, Any], path: str | Path, *, title: str = "") -> Path:
@@ -70,12 +79,10 @@ def plot_task_heatmap(metrics: Mapping[str, Any], path: str | Path, *, title: st
                 ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white")
         fig.colorbar(im, ax=ax, label="F1")
         ax.set_title(title or "F1 per task x tamper type")
-        fig.tight_layout()
-        out = Path(path)
-        fig.savefig(out, format="png")
-    finally:
+    except BaseException:
         plt.close(fig)
-    return out
+        raise
+    return _save(plt, fig, path)
 
 
 __all__ = ["plot_f1_per_type", "plot_task_heatmap"]

@@ -160,3 +160,14 @@ def test_bad_args(args: dict[str, str], message: str) -> None:
 def test_model_id_required() -> None:
     with pytest.raises(ValueError, match="hf:<id-or-path>"):
         make(None, {})
+
+
+def test_unknown_hub_id_fails_in_seconds_with_a_clear_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A typo or a missing network gives one ValueError, never minutes of download retries."""
+    from mmrobust.models.spec import load_model
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with pytest.raises(ValueError, match=r"hf: .*'nonexistent-org/no-such-model'"):
+        load_model("hf:nonexistent-org/no-such-model")

@@ -21,6 +21,7 @@ never touches the network.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 import time
@@ -35,6 +36,8 @@ from mmrobust.models._encode import cap_size
 from mmrobust.models._options import parse_options
 from mmrobust.models.base import MediaInput, Model, Request, Response
 from mmrobust.status import Status
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -176,7 +179,7 @@ class HFModel(Model):
         common: dict[str, Any] = {"trust_remote_code": options.trust_remote_code}
         if options.revision:
             common["revision"] = options.revision
-        if _offline():
+        if _offline() or _hub_unreachable_but_cached(model_id, options.revision):
             common["local_files_only"] = True
         model_kwargs: dict[str, Any] = {**common, "dtype": options.dtype}
         if options.device_map:
@@ -367,6 +370,43 @@ class HFModel(Model):
             if tok in self._eos_ids:
                 return pos + 1
         return len(ids)
+
+
+def _hub_unreachable_but_cached(model_id: str, revision: str | None) -> bool:
+    """Check a hub id before loading, so a typo or a missing network fails in seconds.
+
+    Returns ``True`` when the hub cannot be reached but the model is in the local
+    cache (load it from there), ``False`` when loading may go ahead normally (a
+    local folder, offline mode, or the hub answered).
+
+    Raises:
+        ValueError: no such model on the hub, or the hub is unreachable and the
+            model is not cached (instead of minutes of download retries).
+    """
+    if Path(model_id).exists() or _offline():
+        return False
+    from huggingface_hub import model_info, try_to_load_from_cache
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    try:
+        model_info(model_id, revision=revision, timeout=10)
+        return False
+    except GatedRepoError:
+        return False  # needs a token; from_pretrained reports that itself
+    except RepositoryNotFoundError:
+        raise ValueError(
+            f"hf: {model_id!r} is neither a local folder nor a model on the Hugging Face hub"
+        ) from None
+    except Exception as exc:  # network failure: fall back to the local cache
+        cached = try_to_load_from_cache(model_id, "config.json", revision=revision)
+        if isinstance(cached, str):
+            log.warning("hf: hub unreachable (%s); loading %s from the local cache", exc, model_id)
+            return True
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(
+            f"hf: cannot reach the Hugging Face hub for {model_id!r} ({reason}) and it is not "
+            "in the local cache; pass a local folder, or download it first"
+        ) from None
 
 
 def make(arg: str | None, args: Mapping[str, str]) -> Model:

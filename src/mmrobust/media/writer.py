@@ -34,6 +34,31 @@ _PRESET_CODECS = {"libx264", "libx265"}
 _SUBSAMPLED = {"yuv420p", "yuvj420p", "yuv422p", "nv12"}
 
 
+X264_REPRODUCIBLE = "mbtree=0"
+"""x264 options added to every libx264 encode so that it is bit-reproducible.
+
+With macroblock-tree rate control (x264's default from ``veryfast`` up),
+identical frames and settings gave different files from run to run: 4 of 18
+builds of the same two sources (6 running at once) differed in one GOP, and
+12 encodes of the same 30 frames in one process gave 2 distinct files, in the
+same order in 4 concurrent processes (so dependent on the process's memory
+history, not on a race). Valgrind reports x264 using uninitialised stack
+memory as a table index (a log2 lookup) in its macroblock-tree pass; with
+``mbtree=0`` it reports nothing and all repeats were identical. For a given
+thread count, x264's frame threading is deterministic; filling the input
+frames' row padding with random bytes did not change the output. The cost
+is measured in ``docs/tamper.md``.
+"""
+
+
+def _x264_params(gop: int | None, mbtree: bool) -> str:
+    """``x264-params`` for a fixed keyframe interval ``gop`` (or none) and the mbtree switch."""
+    parts = [] if mbtree else [X264_REPRODUCIBLE]
+    if gop is not None:
+        parts.append(f"keyint={gop}:min-keyint={gop}:scenecut=0")
+    return ":".join(parts)
+
+
 def temp_path_for(path: Path) -> Path:
     """The hidden temporary name a writer uses before renaming to ``path`` (same suffix)."""
     return path.with_name(f".{path.stem}.part{os.getpid()}{path.suffix}")
@@ -83,6 +108,10 @@ class VideoWriter:
             other keyframe (x264: ``keyint=gop:min-keyint=gop:scenecut=0``,
             other encoders: ``gop_size=gop``). The tamper builder uses it so
             all variants of a source share one keyframe pattern.
+        mbtree: keep x264's macroblock-tree rate control (libx264 only).
+            Off by default because it makes the output depend on memory
+            contents: the same frames, settings and thread count give a
+            different file from run to run (see ``X264_REPRODUCIBLE``).
 
     Raises:
         MediaError: the encoder or container cannot be opened or fails.
@@ -105,6 +134,7 @@ class VideoWriter:
         preset: str | None = DEFAULT_PRESET,
         threads: int = 0,
         gop: int | None = None,
+        mbtree: bool = False,
     ) -> None:
         if width < 1 or height < 1:
             raise ValueError(f"invalid frame size {width}x{height}")
@@ -130,8 +160,10 @@ class VideoWriter:
                 options["b"] = "0"
         if preset and codec in _PRESET_CODECS:
             options["preset"] = preset
+        self.x264_params = (_x264_params(gop, mbtree) or None) if codec == "libx264" else None
+        if self.x264_params:
+            options["x264-params"] = self.x264_params
         if gop is not None and codec == "libx264":
-            options["x264-params"] = f"keyint={gop}:min-keyint={gop}:scenecut=0"
             options["forced-idr"] = "1"
         try:
             self._container = av.open(str(self._tmp), mode="w")
@@ -165,6 +197,7 @@ class VideoWriter:
             "fps": str(self.fps),
             "container": self.path.suffix.lstrip("."),
             **({"gop": self.gop} if self.gop is not None else {}),
+            **({"x264_params": self.x264_params} if self.x264_params is not None else {}),
         }
 
     def force_keyframe(self) -> None:
@@ -343,6 +376,7 @@ __all__ = [
     "DEFAULT_CODEC",
     "DEFAULT_CRF",
     "DEFAULT_PRESET",
+    "X264_REPRODUCIBLE",
     "FrameWriter",
     "OpenCVWriter",
     "VideoWriter",

@@ -69,8 +69,9 @@ from mmrobust.tamper.sources import discover_sources
 from mmrobust.tamper.window import Position, WindowError, make_window, source_window
 
 Style = Literal["mmrobust", "released"]
-KEY_VERSION = 3
-"""Resume-key schema; 3: fixed-GOP keyframes and one SEI per output (older outputs are rebuilt)."""
+KEY_VERSION = 4
+"""Resume-key schema (older outputs are rebuilt); 3: fixed-GOP keyframes and one SEI per
+output; 4: x264 without macroblock-tree rate control (bit-reproducible builds)."""
 MIN_SIDE = 16
 TAMPER_PRESET = "veryfast"
 """Default x264 preset of tamper builds. At crf 18 on the sample clips

@@ -1,0 +1,87 @@
+"""What a tamper build makes: ``BuildConfig`` and its defaults (MVTamperBench sections 3.2-3.3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from mmrobust.datasets.schema import TAMPER_ORIGINAL
+from mmrobust.media.writer import DEFAULT_CODEC, DEFAULT_CRF
+from mmrobust.tamper.effects import PAPER_EFFECTS, Effect, make_effect
+from mmrobust.tamper.layout import Layout
+from mmrobust.tamper.window import Position
+
+Style = Literal["mmrobust", "released"]
+MIN_SIDE = 16
+"""Smallest accepted frame side in pixels: below it effects are meaningless (a 1x1 frame rotated is itself)."""
+TAMPER_PRESET = "veryfast"
+"""Default x264 preset of tamper builds. At crf 18 on the sample clips
+(benchmarks/tamper_throughput.py): 1.2-1.5 dB lower PSNR than ``fast`` (35.7-41.8 dB),
+files no larger, encoding about 1.6-2x faster. ``ultrafast`` is about 2x faster again
+with 2-3.5x larger files."""
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """Everything that determines the outputs of a build.
+
+    Attributes:
+        effects: effect instances, names unique (default: the paper's five).
+        duration: window length in seconds (paper: 1.0).
+        position: ``start``/``middle``/``end`` or a fraction in [0, 1] (paper: middle).
+        seed: seeds every random choice (donor, offset, noise, shuffle order).
+        official_fps: window length ``int(fps) * duration`` as the released
+            generator (implied by ``style="released"``).
+        codec_control: re-encode originals with the same encoder and fps as the
+            tampered clips (default) so container/codec/fps cannot give the label away.
+        style: ``mmrobust`` (PyAV, exact fps) or ``released`` (OpenCV ``mp4v`` at
+            ``int(fps)``, originals copied as-is -- reproduces the released dataset's leak).
+        codec, crf, preset: PyAV encoder settings (``mmrobust`` style).
+        segments: encode the frames all variants share once and join each output
+            from segments (``mmrobust`` style; default). ``False``: one full encode
+            per output (about 5x slower; same keyframe set, forced).
+        layout: file naming; ``mvtamperbench`` also writes ``json/<task>.json``.
+        task: task name recorded in the manifest (and the json file name).
+        donors: explicit substitution donor pool; empty = the other sources of the build.
+        min_side: smallest accepted frame side in pixels.
+    """
+
+    effects: tuple[Effect, ...] = field(
+        default_factory=lambda: tuple(make_effect(n) for n in PAPER_EFFECTS)
+    )
+    duration: float = 1.0
+    position: Position = "middle"
+    seed: int = 0
+    official_fps: bool = False
+    codec_control: bool = True
+    style: Style = "mmrobust"
+    codec: str = DEFAULT_CODEC
+    crf: int = DEFAULT_CRF
+    preset: str = TAMPER_PRESET
+    segments: bool = True
+    layout: Layout = "native"
+    task: str | None = None
+    donors: tuple[Path, ...] = ()
+    min_side: int = MIN_SIDE
+
+    def __post_init__(self) -> None:
+        names = [e.name for e in self.effects]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"effects must be unique; repeated: {', '.join(dupes)}")
+        if TAMPER_ORIGINAL in names:
+            raise ValueError("'original' is not an effect")
+
+    @property
+    def truncate_fps(self) -> bool:
+        """Whether the window uses the released ``int(fps)`` truncation."""
+        return self.official_fps or self.style == "released"
+
+    @property
+    def copy_originals(self) -> bool:
+        """Whether originals are copied byte for byte instead of re-encoded."""
+        return self.style == "released" or not self.codec_control
+
+
+__all__ = ["MIN_SIDE", "TAMPER_PRESET", "BuildConfig", "Style"]

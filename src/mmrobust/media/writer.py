@@ -12,7 +12,7 @@ import os
 from fractions import Fraction
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import av
 import av.error
@@ -85,7 +85,34 @@ def _check_frame(frame: np.ndarray, width: int, height: int, path: Path) -> None
         )
 
 
-class VideoWriter:
+_W = TypeVar("_W", bound="_AtomicWriter")
+
+
+class _AtomicWriter:
+    """Context-manager protocol shared by the writers: ``close`` on success, ``abort`` on error."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _W) -> _W:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class VideoWriter(_AtomicWriter):
     """Encode ``(H, W, 3) uint8 RGB`` frames with PyAV at a constant frame rate.
 
     Frame ``i`` gets presentation time ``i / fps`` seconds. When the pixel
@@ -282,22 +309,8 @@ class VideoWriter:
         with contextlib.suppress(FileNotFoundError):
             self._tmp.unlink()
 
-    def __enter__(self) -> VideoWriter:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-
-
-class OpenCVWriter:
+class OpenCVWriter(_AtomicWriter):
     """Write frames the way the released MVTamperBench generator did.
 
     OpenCV ``cv2.VideoWriter`` with fourcc ``mp4v`` (MPEG-4 Part 2) at
@@ -356,20 +369,6 @@ class OpenCVWriter:
             self._writer.release()
             with contextlib.suppress(FileNotFoundError):
                 self._tmp.unlink()
-
-    def __enter__(self) -> OpenCVWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
 
 __all__ = [

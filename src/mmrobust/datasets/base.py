@@ -93,8 +93,9 @@ def sha256_files(paths: Iterable[Path]) -> str:
     return h.hexdigest()
 
 
-def dedupe_ids(samples: list[Sample], defects: list[str]) -> list[Sample]:
-    """Drop samples whose id repeats an earlier one (a defect each)."""
+def finalize_samples(samples: list[Sample], defects: list[str]) -> list[Sample]:
+    """The last step of every loader: drop samples whose id repeats an earlier one, then list
+    each remaining sample's loader error (missing media, ...); both are appended to ``defects``."""
     seen: set[str] = set()
     out = []
     for s in samples:
@@ -103,6 +104,7 @@ def dedupe_ids(samples: list[Sample], defects: list[str]) -> list[Sample]:
             continue
         seen.add(s.id)
         out.append(s)
+    defects += [f"{s.id}: {s.error}" for s in out if s.error]
     return out
 
 
@@ -193,8 +195,8 @@ __all__ = [
     "Dataset",
     "DatasetError",
     "Loader",
-    "dedupe_ids",
     "detect_format",
+    "finalize_samples",
     "load_dataset",
     "sha256_files",
     "skip_reason",

@@ -17,7 +17,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mmrobust.datasets.base import Dataset, DatasetError, dedupe_ids, sha256_files, skip_reason
+from mmrobust.datasets.base import (
+    Dataset,
+    DatasetError,
+    finalize_samples,
+    sha256_files,
+    skip_reason,
+)
 from mmrobust.datasets.schema import Sample
 
 _FIELDS = set(Sample.model_fields)
@@ -102,8 +108,7 @@ def load_jsonl(
             samples.append(record_to_sample(rec, n, root, text_only=text_only))
         except (ValueError, TypeError, ValidationError) as exc:
             defects.append(f"{file.name}:{n}: skipped ({skip_reason(exc)})")
-    samples = dedupe_ids(samples, defects)
-    defects += [f"{s.id}: {s.error}" for s in samples if s.error]
+    samples = finalize_samples(samples, defects)
     benchmarks = {s.benchmark for s in samples}
     benchmark = benchmarks.pop() if len(benchmarks) == 1 else "generic"
     return Dataset(

@@ -22,7 +22,7 @@ from mmrobust.datasets.base import (
     YES_NO,
     Dataset,
     DatasetError,
-    dedupe_ids,
+    finalize_samples,
     skip_reason,
 )
 from mmrobust.datasets.schema import TAMPER_ORIGINAL, Sample, Window
@@ -119,8 +119,7 @@ def load_manifest(
                 defects.append(f"builder failed on {err.get('source')}: {err.get('reason')}")
             except ValueError:
                 continue
-    samples = dedupe_ids(samples, defects)
-    defects += [f"{s.id}: {s.error}" for s in samples if s.error]
+    samples = finalize_samples(samples, defects)
     if not samples and not defects:
         defects.append(f"{file}: no records")
     return Dataset(

@@ -28,7 +28,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mmrobust.datasets.base import Dataset, DatasetError, dedupe_ids, sha256_files, skip_reason
+from mmrobust.datasets.base import (
+    Dataset,
+    DatasetError,
+    finalize_samples,
+    sha256_files,
+    skip_reason,
+)
 from mmrobust.datasets.schema import Sample
 
 TYPE_NAMES: Mapping[str, str] = {"rotate": "rotation"}
@@ -169,8 +175,7 @@ def load_mvtamperbench(
                 samples.append(row_to_sample(row, task=task, row_id=rid, index=index))
             except (KeyError, ValueError, TypeError, SyntaxError, ValidationError) as exc:
                 defects.append(f"{f.name}[{i}]: skipped ({skip_reason(exc)})")
-    samples = dedupe_ids(samples, defects)
-    defects += [f"{s.id}: {s.error}" for s in samples if s.error]
+    samples = finalize_samples(samples, defects)
     return Dataset(
         name=root.name,
         benchmark="tamper",
@@ -220,8 +225,7 @@ def load_vlmevalkit_tsv(
             samples.append(row_to_sample(row, task=task or None, row_id=rid, index=index))
         except (KeyError, ValueError, TypeError, SyntaxError, ValidationError) as exc:
             defects.append(f"{file.name} row {i}: skipped ({skip_reason(exc)})")
-    samples = dedupe_ids(samples, defects)
-    defects += [f"{s.id}: {s.error}" for s in samples if s.error]
+    samples = finalize_samples(samples, defects)
     return Dataset(
         name=file.stem,
         benchmark="tamper",

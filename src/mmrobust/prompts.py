@@ -50,7 +50,8 @@ TAMPER_QUESTIONS: Mapping[str, str] = {
 MMR_INSTRUCTION = "Answer with the option's letter from the given choices directly."
 """The instruction MMR's evaluation appends to each question (arXiv:2406.10638)."""
 
-ANSWER_INSTRUCTION = "Answer with the option's letter from the given choices directly."
+ANSWER_INSTRUCTION = MMR_INSTRUCTION
+"""The instruction of the ``plain`` template: MMR's wording, the usual one for lettered options."""
 
 OFFICIAL_SYSTEM = (
     "Carefully watch the video and pay attention to the cause and sequence of events, "
@@ -189,8 +190,7 @@ def build_prompt(sample: Sample, config: PromptConfig | None = None) -> Prompt:
         return Prompt(text, question, options, answer, OFFICIAL_SYSTEM, OFFICIAL_PREFILL, template)
     body = f"{question}\nOptions:\n{format_options(options, cfg.option_style)}"
     if template not in TAMPER_QUESTIONS:  # the paper's tamper prompts carry no instruction
-        instruction = MMR_INSTRUCTION if template == "mmr" else ANSWER_INSTRUCTION
-        body = f"{body}\n{instruction}"
+        body = f"{body}\n{ANSWER_INSTRUCTION}"
     return Prompt(body, question, options, answer, None, None, template)
 
 

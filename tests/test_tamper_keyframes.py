@@ -16,7 +16,8 @@ import av
 import pytest
 
 from mmrobust.media import VideoWriter, iter_frames
-from mmrobust.media.concat import Segment, concat_segments
+from mmrobust.media.concat import JoinedClips
+from mmrobust.media.encoder import EncoderSettings, FrameEncoder
 from mmrobust.tamper import EFFECTS, BuildConfig, ManifestEntry, build, make_effect, read_manifest
 from tests.synth import make_synthetic_video, read_frame_code, synthetic_frame
 
@@ -36,6 +37,17 @@ def _packets(path: Path) -> tuple[list[int], list[int], list[int]]:
         keys = sorted(rank[p.pts] for p in packets if p.is_keyframe)  # type: ignore[index]
         sei = sorted(rank[p.pts] for p in packets if X264_SEI in bytes(p))  # type: ignore[index]
         return keys, sei, [rank[v] for v in pts]  # type: ignore[index]
+
+
+def _nal_units(sample: bytes) -> list[tuple[int, int]]:
+    """``(nal type, size)`` of an mp4 H.264 sample (4-byte length prefixes); raises if malformed."""
+    units, i = [], 0
+    while i < len(sample):
+        size = int.from_bytes(sample[i : i + 4], "big")
+        assert 2 <= size <= len(sample) - i - 4, f"bad NAL length {size} at {i}"
+        units.append((sample[i + 4] & 31, size))
+        i += 4 + size
+    return units
 
 
 def _expected_keys(n: int) -> list[int]:
@@ -76,6 +88,12 @@ def test_every_variant_has_the_same_keyframe_pattern(
         n_out[name] = entry.frames_output
         assert keys == _expected_keys(entry.frames_output), name
         assert sei == [0], name  # one encoder signature, as a single encode has
+        with av.open(str(out / entry.video)) as c:
+            for i, p in enumerate(q for q in c.demux(video=0) if q.size):
+                # length-prefixed slices (IDR 5 / non-IDR 1), the SEI (6) only in packet 0:
+                # no Annex B start codes left by the SEI filter at piece starts
+                kinds = {t for t, _ in _nal_units(bytes(p))}
+                assert kinds <= ({1, 5, 6} if i == 0 else {1, 5}), (name, i, kinds)
     assert found["original"] == [0, 23, 48]
     assert found["dropping"] == [0, 23]
     assert found["repetition"] == [0, 23, 48, 73]
@@ -109,13 +127,18 @@ def test_joined_pieces_look_like_one_fixed_gop_encode(tmp_path: Path) -> None:
     with VideoWriter(tmp_path / "one.mp4", FPS, 96, 64, gop=gop, preset="veryfast") as w:
         for f in frames:
             w.write(f)
-    pieces = []
-    for a in range(0, n, gop):
-        with VideoWriter(tmp_path / f"p{a}.mp4", FPS, 96, 64, gop=gop, preset="veryfast") as w:
+    settings = EncoderSettings(Fraction(FPS), 96, 64, gop=gop, preset="veryfast")
+    with JoinedClips({"j": tmp_path / "joined.mp4"}, settings) as clips:
+        for a in range(0, n, gop):
+            enc = FrameEncoder(settings)
+            piece = clips.piece(["j"], enc.extradata)
             for f in frames[a : a + gop]:
-                w.write(f)
-        pieces.append(Segment(tmp_path / f"p{a}.mp4", len(frames[a : a + gop])))
-    assert concat_segments(pieces, tmp_path / "joined.mp4", Fraction(FPS)) == n
+                for p in enc.encode(settings.rgb_frame(f)):
+                    piece.add(p)
+            for p in enc.flush():
+                piece.add(p)
+            piece.close(enc.frames)
+        assert clips.finish("j") == n
 
     def types(path: Path) -> list[int]:
         with av.open(str(path)) as c:

@@ -1,4 +1,4 @@
-"""Shared-segment encoding (tamper/segments.py): which segments exist, and joined outputs frame-exact.
+"""Shared-piece encoding (tamper/segments.py): which pieces are encoded, and outputs frame-exact.
 
 Outputs are x264 crf 18 re-encodes; frames are compared by the index code
 each synthetic frame carries (exact).
@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from mmrobust.datasets.schema import Window
-from mmrobust.media import VideoWriter, iter_frames, probe
+from mmrobust.media import iter_frames, probe
+from mmrobust.media.encoder import EncoderSettings
 from mmrobust.tamper import BuildConfig, build, make_effect, read_manifest
-from mmrobust.tamper.segments import encode_segments, join
+from mmrobust.tamper.segments import Encode, encode_variants
 from tests.synth import make_synthetic_video, read_frame_code
 
 N, S, E = 40, 10, 20
@@ -29,50 +30,68 @@ def _window(s: int, e: int) -> Window:
     return Window(start_frame=s, end_frame=e, start_s=s / 25, end_s=e / 25)
 
 
-def test_shared_segments_and_reuse(tmp_path: Path) -> None:
+def test_shared_pieces_and_reuse(tmp_path: Path) -> None:
     src = make_synthetic_video(tmp_path / "a.mp4", N, 25, (96, 64))
     effects = {n: make_effect(n) for n in ("dropping", "repetition", "masking")}
 
     def apply(held: list[np.ndarray]) -> dict[str, list[np.ndarray]]:
         return {n: e.apply(held, None) for n, e in effects.items()}  # type: ignore[arg-type]
 
-    work = tmp_path / "work"
-    res = encode_segments(
-        src,
-        _window(S, E),
-        ["original", *effects],
-        apply,
-        work,
-        lambda p: VideoWriter(p, 25, 96, 64),
-        "original",
-    )
-    assert res.decoded == N
-    # one piece (own encoder) per F = 10 frames: prefix [0, 10), suffix [20, 30) and [30, 40)
-    assert [p.frames for p in res.prefix] == [S]
-    assert [p.frames for p in res.suffix] == [10, 10]
-    # one window encode for the original (reused twice by repetition), one for masking
-    assert sorted(p.name for p in work.iterdir()) == [
-        "prefix-0000.mp4",
-        "suffix-0000.mp4",
-        "suffix-0001.mp4",
-        "window-3-0000.mp4",
-        "window-original-0000.mp4",
+    names = ["original", *effects]
+    outputs = {n: tmp_path / "out" / f"{n}.mp4" for n in names}
+    settings = EncoderSettings(Fraction(25), 96, 64, gop=E - S)
+    built = encode_variants(src, _window(S, E), outputs, apply, settings, "original", expected=N)
+    assert built.decoded == N and built.errors == {}
+    # one encoder per F = 10 frames: prefix [0, 10) into every output; the original's window
+    # once, into original and repetition (which plays its packets a second time, no encode);
+    # masking's window; suffix [20, 30) and [30, 40) into every output
+    every = tuple(names)
+    assert built.encodes == [
+        Encode("prefix", every, 10),
+        Encode("window-original", ("original", "repetition"), 10),
+        Encode("window-masking", ("masking",), 10),
+        Encode("suffix", every, 10),
+        Encode("suffix", every, 10),
     ]
-    assert res.plans["dropping"] == [] and res.out_len["dropping"] == 0
-    assert res.plans["repetition"] == res.plans["original"] * 2
-    assert res.out_len == {"original": 10, "dropping": 0, "repetition": 20, "masking": 10}
+    assert built.out_len == {"original": 10, "dropping": 0, "repetition": 20, "masking": 10}
     expected = {
         "original": list(range(N)),
         "dropping": [*range(S), *range(E, N)],
         "repetition": [*range(E), *range(S, N)],
     }
+    assert built.frames == {"original": N, "dropping": N - 10, "repetition": N + 10, "masking": N}
     for name, codes in expected.items():
-        out = tmp_path / f"{name}.mp4"
-        assert join(res, name, out, Fraction(25)) == len(codes)
-        assert _codes(out) == codes
-    join(res, "masking", tmp_path / "m.mp4", Fraction(25))
-    masked = [float(f.mean()) for f in iter_frames(tmp_path / "m.mp4", gray=True)]
+        assert _codes(outputs[name]) == codes
+    masked = [float(f.mean()) for f in iter_frames(outputs["masking"], gray=True)]
     assert max(masked[S:E]) < 20 and min(masked[:S] + masked[E:]) > 40
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        f"{n}.mp4" for n in names
+    )  # nothing else written: no segment files, no temporaries
+
+
+def test_decode_count_mismatch_writes_nothing(tmp_path: Path) -> None:
+    src = make_synthetic_video(tmp_path / "a.mp4", N, 25, (96, 64))
+    out = tmp_path / "out"
+    built = encode_variants(
+        src,
+        _window(S, E),
+        {"original": out / "original.mp4"},
+        lambda held: {},
+        EncoderSettings(Fraction(25), 96, 64, gop=E - S),
+        "original",
+        expected=N + 5,
+    )
+    assert built.decoded == N and built.frames == {}
+    assert list(out.iterdir()) == []  # temporaries removed, nothing renamed into place
+    with pytest.raises(ValueError, match="gop"):
+        encode_variants(
+            src,
+            _window(S, E),
+            {"original": out / "o.mp4"},
+            lambda held: {},
+            EncoderSettings(Fraction(25), 96, 64, gop=7),
+            "original",
+        )
 
 
 @pytest.mark.parametrize(

@@ -22,41 +22,14 @@ from av.video.frame import PictureType, VideoFrame
 from av.video.stream import VideoStream
 
 from mmrobust.media._open import describe_av_error
+from mmrobust.media.encoder import (
+    DEFAULT_CODEC,
+    DEFAULT_CRF,
+    DEFAULT_PRESET,
+    X264_REPRODUCIBLE,
+    EncoderSettings,
+)
 from mmrobust.media.errors import MediaError
-
-DEFAULT_CODEC = "libx264"
-DEFAULT_CRF = 18
-"""x264 constant rate factor: visually lossless; tests rely on it (tolerances stated there)."""
-DEFAULT_PRESET = "fast"
-
-_CRF_CODECS = {"libx264", "libx265", "libvpx", "libvpx-vp9"}
-_PRESET_CODECS = {"libx264", "libx265"}
-_SUBSAMPLED = {"yuv420p", "yuvj420p", "yuv422p", "nv12"}
-
-
-X264_REPRODUCIBLE = "mbtree=0"
-"""x264 options added to every libx264 encode so that it is bit-reproducible.
-
-With macroblock-tree rate control (x264's default from ``veryfast`` up),
-identical frames and settings gave different files from run to run: 4 of 18
-builds of the same two sources (6 running at once) differed in one GOP, and
-12 encodes of the same 30 frames in one process gave 2 distinct files, in the
-same order in 4 concurrent processes (so dependent on the process's memory
-history, not on a race). Valgrind reports x264 using uninitialised stack
-memory as a table index (a log2 lookup) in its macroblock-tree pass; with
-``mbtree=0`` it reports nothing and all repeats were identical. For a given
-thread count, x264's frame threading is deterministic; filling the input
-frames' row padding with random bytes did not change the output. The cost
-is measured in ``docs/tamper.md``.
-"""
-
-
-def _x264_params(gop: int | None, mbtree: bool) -> str:
-    """``x264-params`` for a fixed keyframe interval ``gop`` (or none) and the mbtree switch."""
-    parts = [] if mbtree else [X264_REPRODUCIBLE]
-    if gop is not None:
-        parts.append(f"keyint={gop}:min-keyint={gop}:scenecut=0")
-    return ":".join(parts)
 
 
 def temp_path_for(path: Path) -> Path:
@@ -139,6 +112,8 @@ class VideoWriter(_AtomicWriter):
             Off by default because it makes the output depend on memory
             contents: the same frames, settings and thread count give a
             different file from run to run (see ``X264_REPRODUCIBLE``).
+        qscale: fixed quantiser 1-31 for codecs without a crf (``mpeg4``:
+            FFmpeg ``-qscale:v``); ``None``: the codec's rate control.
 
     Raises:
         MediaError: the encoder or container cannot be opened or fails.
@@ -162,49 +137,40 @@ class VideoWriter(_AtomicWriter):
         threads: int = 0,
         gop: int | None = None,
         mbtree: bool = False,
+        qscale: int | None = None,
     ) -> None:
-        if width < 1 or height < 1:
-            raise ValueError(f"invalid frame size {width}x{height}")
-        if gop is not None and gop < 1:
-            raise ValueError(f"gop must be at least 1 frame, got {gop}")
+        self.enc = EncoderSettings(
+            Fraction(fps),
+            width,
+            height,
+            codec=codec,
+            crf=crf,
+            pix_fmt=pix_fmt,
+            preset=preset,
+            threads=threads,
+            gop=gop,
+            mbtree=mbtree,
+            qscale=qscale,
+        )
         self.gop = gop
         self._next_key = 0
         self.path = Path(path)
-        self.fps = Fraction(fps).limit_denominator(1_000_000)
+        self.fps = self.enc.fps
         self.width, self.height = width, height
         self.codec, self.crf, self.pix_fmt, self.preset = codec, crf, pix_fmt, preset
-        subsampled = pix_fmt in _SUBSAMPLED
-        self._pad = (width % 2 if subsampled else 0, height % 2 if subsampled else 0)
-        self.padded = any(self._pad)
-        self.enc_width, self.enc_height = width + self._pad[0], height + self._pad[1]
+        self.padded = self.enc.padded
+        self.enc_width, self.enc_height = self.enc.enc_size
         self.frames_written = 0
         self._tmp = temp_path_for(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        options: dict[str, str] = {}
-        if crf is not None and codec in _CRF_CODECS:
-            options["crf"] = str(crf)
-            if codec.startswith("libvpx"):
-                options["b"] = "0"
-        if preset and codec in _PRESET_CODECS:
-            options["preset"] = preset
-        self.x264_params = (_x264_params(gop, mbtree) or None) if codec == "libx264" else None
-        if self.x264_params:
-            options["x264-params"] = self.x264_params
-        if gop is not None and codec == "libx264":
-            options["forced-idr"] = "1"
+        self.x264_params = self.enc.x264_params
         try:
             self._container = av.open(str(self._tmp), mode="w")
-            stream = self._container.add_stream(codec, rate=self.fps, options=options)
+            stream = self._container.add_stream(codec, rate=self.fps, options=self.enc.options())
             if not isinstance(stream, VideoStream):
                 raise ValueError(f"{codec} is not a video encoder")
             self._stream = stream
-            self._stream.width, self._stream.height = self.enc_width, self.enc_height
-            self._stream.pix_fmt = pix_fmt
-            self._stream.codec_context.time_base = 1 / self.fps
-            if threads:
-                self._stream.codec_context.thread_count = threads
-            if gop is not None:
-                self._stream.codec_context.gop_size = gop
+            self.enc.configure(stream.codec_context)
         except (av.error.FFmpegError, ValueError, OSError) as exc:
             self._discard()
             raise MediaError(
@@ -215,17 +181,7 @@ class VideoWriter(_AtomicWriter):
     @property
     def settings(self) -> dict[str, Any]:
         """Encoder settings, as recorded in the tamper manifest."""
-        return {
-            "writer": "pyav",
-            "codec": self.codec,
-            "crf": self.crf if self.codec in _CRF_CODECS else None,
-            "preset": self.preset if self.codec in _PRESET_CODECS else None,
-            "pix_fmt": self.pix_fmt,
-            "fps": str(self.fps),
-            "container": self.path.suffix.lstrip("."),
-            **({"gop": self.gop} if self.gop is not None else {}),
-            **({"x264_params": self.x264_params} if self.x264_params is not None else {}),
-        }
+        return self.enc.manifest(self.path.suffix.lstrip("."))
 
     def force_keyframe(self) -> None:
         """Make the next frame a keyframe; with ``gop`` set, the fixed interval restarts there."""
@@ -234,9 +190,7 @@ class VideoWriter(_AtomicWriter):
     def write(self, frame: np.ndarray) -> None:
         """Encode one ``(H, W, 3) uint8 RGB`` frame."""
         _check_frame(frame, self.width, self.height, self.path)
-        if self.padded:
-            frame = np.pad(frame, ((0, self._pad[1]), (0, self._pad[0]), (0, 0)), mode="edge")
-        self._encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24"))
+        self._encode(self.enc.rgb_frame(frame))
 
     def _encode(self, vf: VideoFrame) -> None:
         vf.pts = self.frames_written

@@ -38,6 +38,8 @@ class BuildConfig:
         style: ``mmrobust`` (PyAV, exact fps) or ``released`` (OpenCV ``mp4v`` at
             ``int(fps)``, originals copied as-is -- reproduces the released dataset's leak).
         codec, crf, preset: PyAV encoder settings (``mmrobust`` style).
+        qscale: fixed quantiser 1-31 for codecs without a crf (``codec="mpeg4"``;
+            FFmpeg ``-qscale:v``); ``None`` (default): the codec's own rate control.
         segments: encode the frames all variants share once and join each output
             from segments (``mmrobust`` style; default). ``False``: one full encode
             per output (about 5x slower; same keyframe set, forced).
@@ -59,6 +61,7 @@ class BuildConfig:
     codec: str = DEFAULT_CODEC
     crf: int = DEFAULT_CRF
     preset: str = TAMPER_PRESET
+    qscale: int | None = None
     segments: bool = True
     layout: Layout = "native"
     task: str | None = None
@@ -72,6 +75,8 @@ class BuildConfig:
             raise ValueError(f"effects must be unique; repeated: {', '.join(dupes)}")
         if TAMPER_ORIGINAL in names:
             raise ValueError("'original' is not an effect")
+        if self.qscale is not None and not 1 <= self.qscale <= 31:
+            raise ValueError(f"qscale must be in 1-31, got {self.qscale}")
 
     @property
     def truncate_fps(self) -> bool:

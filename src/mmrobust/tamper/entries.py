@@ -17,9 +17,10 @@ from mmrobust.tamper.plan import PoolVideo, SourcePlan
 from mmrobust.tamper.variants import Variant
 from mmrobust.tamper.window import make_window
 
-KEY_VERSION = 4
+KEY_VERSION = 5
 """Resume-key schema (older outputs are rebuilt); 3: fixed-GOP keyframes and one SEI per
-output; 4: x264 without macroblock-tree rate control (bit-reproducible builds)."""
+output; 4: x264 without macroblock-tree rate control (bit-reproducible builds); 5: pieces muxed
+straight into the outputs (SEI-stripped piece starts now length-prefixed, no Annex B in mp4)."""
 
 
 def _fraction_str(f: Fraction | int) -> str:
@@ -45,7 +46,7 @@ def variant_key(
         "truncate_fps": config.truncate_fps,
         "style": config.style,
         "copy": config.copy_originals if variant == TAMPER_ORIGINAL else False,
-        "encoder": [config.codec, config.crf, config.preset, config.segments],
+        "encoder": [config.codec, config.crf, config.preset, config.segments, config.qscale],
         "seed": config.seed,
         "path": relpath,
         "pool": sorted(p.sha256 for p in pool) if effect is not None and effect.needs_donor else [],

@@ -1,18 +1,20 @@
-"""One decode, shared segments: how the builder encodes every variant of a source.
+"""One decode, shared pieces: how the builder encodes every variant of a source.
 
 Every variant (the original and each effect) shares the frames before the
 window ``[0, s)`` and after it ``[e, N)``. Those are encoded once each; each
-distinct window is encoded once; each output clip is then joined by copying
-packets (``mmrobust.media.concat``):
+distinct window is encoded once; every encoded packet goes straight into each
+output clip that plays it (``mmrobust.media.concat.JoinedClips``: all outputs
+are open at once, under temporary names):
 
 * original = prefix + window + suffix
 * an effect = prefix + effect(window) + suffix (dropping: prefix + suffix)
 * an effect whose output is the source window played ``k`` times
-  (repetition) reuses the original's window ``k`` times: no encode.
+  (repetition) reuses the original's window: its packets (``F``, the only
+  packets held) are muxed ``k`` times, no encode.
 
 One GOP, one encoder. Every run of frames (prefix, window, suffix) is cut into
 pieces of ``F`` frames (the window length; the last piece of a run may be
-shorter), and each piece is its own segment file from its own encoder: a
+shorter), and each piece comes from its own encoder (``FrameEncoder``): a
 closed GOP that starts with a keyframe and references nothing outside it.
 The prefix's pieces start at ``0, F, 2F, ...``; a window of ``F`` frames (or a
 multiple) keeps what follows on the grid ``s + kF``; so every output of a
@@ -24,125 +26,143 @@ dropping/repetition. A variant whose window became a length that is not a
 multiple of ``F`` (``speed``) would shift the suffix off the grid: it gets its
 own *tail* instead (its window frames followed by the suffix frames, cut into
 ``F``-frame pieces from ``s``), at the cost of encoding the suffix once more.
-Writers should also use ``gop=F`` (no scene-cut keyframes inside a piece).
 
 Prefix and suffix frames go from the decoder to the encoder without an RGB
 round trip when the decoded frame already has the encoder's pixel format and
 size and no rotation; window frames are converted to ``(H, W, 3) uint8 RGB``
-for the effects, and every window segment (the original's too) is encoded
+for the effects, and every window piece (the original's too) is encoded
 from RGB, so original and tampered clips are made the same way.
 
-Segments are files in a work folder (deleted by the caller), so memory holds
-only the window's frames and the open encoders (one, plus one per tail),
-whatever the clip length.
+Memory holds the window's frames, the original window's packets, one
+encoder per run being written (prefix or suffix, plus one per tail) and the
+open outputs, whatever the clip length. Nothing is written but the outputs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 
 import av.error
 import numpy as np
+from av.packet import Packet
 from av.video.frame import VideoFrame
 
 from mmrobust.datasets.schema import Window
 from mmrobust.media._open import describe_av_error, open_video
-from mmrobust.media.concat import Segment, concat_segments
+from mmrobust.media.concat import JoinedClips, Piece
 from mmrobust.media.decode import _to_array
+from mmrobust.media.encoder import EncoderSettings, FrameEncoder
 from mmrobust.media.errors import MediaError
 from mmrobust.media.probe import normalise_rotation
-from mmrobust.media.writer import VideoWriter
 
 WindowFn = Callable[[list[np.ndarray]], Mapping[str, list[np.ndarray]]]
 """Held window frames (``F`` x ``(H, W, 3) uint8 RGB``) -> ``{variant: output frames}``."""
 
 
+@dataclass(frozen=True)
+class Encode:
+    """One piece that was encoded: its run, the outputs it went to, its frames.
+
+    ``run`` is ``prefix``, ``suffix``, ``window-<variant>`` (``window-original``
+    also serves repetition) or ``tail-<variant>``.
+    """
+
+    run: str
+    outputs: tuple[str, ...]
+    frames: int
+
+
 @dataclass
-class SegmentSet:
-    """The encoded pieces of one source.
+class Built:
+    """What ``encode_variants`` made.
 
     Attributes:
-        prefix, suffix: pieces of frames ``[0, s)`` and ``[e, N)`` (empty when none).
-        plans: ``{variant: window pieces in playing order}`` (empty for dropping;
-            for a variant in ``tails``, the pieces of window + suffix).
+        decoded: frames the decode produced (``N``); when it differs from the
+            expected count nothing was written (the caller re-plans and calls again).
+        frames: ``{variant: frames in its written clip}``.
+        errors: ``{variant: reason}`` for outputs that could not be finished.
         out_len: ``{variant: frames its window became}``.
-        tails: variants whose pieces already hold the suffix frames.
-        gop: frames per piece (``F``).
-        decoded: frames the decode produced (``N``).
+        encodes: every piece encoded, in order (its packets were muxed into
+            ``outputs``; a repeated window is muxed again without an encode).
         settings, padded: the encoder's manifest settings and odd-size padding flag.
     """
 
-    prefix: list[Segment] = field(default_factory=list)
-    suffix: list[Segment] = field(default_factory=list)
-    plans: dict[str, list[Segment]] = field(default_factory=dict)
-    out_len: dict[str, int] = field(default_factory=dict)
-    tails: set[str] = field(default_factory=set)
-    gop: int = 0
     decoded: int = 0
+    frames: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    out_len: dict[str, int] = field(default_factory=dict)
+    encodes: list[Encode] = field(default_factory=list)
     settings: dict[str, object] = field(default_factory=dict)
     padded: bool = False
 
-    def segments(self, variant: str) -> list[Segment]:
-        """Prefix + the variant's window pieces + suffix, in playing order."""
-        tail = [] if variant in self.tails else self.suffix
-        return [*self.prefix, *self.plans[variant], *tail]
 
-
-class _Pieces:
-    """Frames of one run into files of at most ``gop`` frames, one encoder each."""
+class _Run:
+    """Frames of one run into pieces of at most ``gop`` frames, one encoder each, muxed as they come."""
 
     def __init__(
         self,
-        stem: str,
-        gop: int,
-        work: Path,
-        open_writer: Callable[[Path], VideoWriter],
-        res: SegmentSet,
+        label: str,
+        names: Sequence[str],
+        clips: JoinedClips,
+        settings: EncoderSettings,
+        built: Built,
+        keep: bool = False,
     ) -> None:
-        self.stem, self.gop, self.work, self.open_writer, self.res = (
-            stem,
-            gop,
-            work,
-            open_writer,
-            res,
+        self.label, self.names, self.clips, self.settings, self.built = (
+            label,
+            tuple(names),
+            clips,
+            settings,
+            built,
         )
-        self.segments: list[Segment] = []
-        self._w: VideoWriter | None = None
+        self.gop = settings.gop or 1
+        self.kept: list[list[Packet]] | None = [] if keep else None
+        self._enc: FrameEncoder | None = None
+        self._piece: Piece | None = None
 
-    def writer(self) -> VideoWriter:
-        """The encoder that takes the next frame (a new one every ``gop`` frames)."""
-        if self._w is not None and self._w.frames_written >= self.gop:
-            self._finish()
-        if self._w is None:
-            self._w = self.open_writer(self.work / f"{self.stem}-{len(self.segments):04d}.mp4")
-        return self._w
+    def _send(self, packets: list[Packet]) -> None:
+        assert self._piece is not None
+        for p in packets:
+            self._piece.add(p)
+        if self.kept is not None:
+            self.kept[-1].extend(packets)
 
-    def write(self, frames: Sequence[np.ndarray]) -> None:
+    def write(self, frame: VideoFrame) -> None:
+        """Encode one frame of the encoded size; a new encoder every ``gop`` frames.
+
+        A run with no outputs encodes nothing.
+        """
+        if not self.names:
+            return
+        if self._enc is not None and self._enc.frames >= self.gop:
+            self._end()
+        if self._enc is None:
+            self._enc = FrameEncoder(self.settings)
+            self._piece = self.clips.piece(self.names, self._enc.extradata)
+            if self.kept is not None:
+                self.kept.append([])
+        self._send(self._enc.encode(frame))
+
+    def write_rgb(self, frames: Sequence[np.ndarray]) -> None:
         """Encode ``(H, W, 3) uint8 RGB`` frames."""
         for f in frames:
-            self.writer().write(f)
+            self.write(self.settings.rgb_frame(f))
 
-    def _finish(self) -> None:
-        w, self._w = self._w, None
-        assert w is not None
-        w.close()
-        self.res.settings, self.res.padded = dict(w.settings), w.padded
-        self.segments.append(Segment(w.path, w.frames_written))
+    def _end(self) -> None:
+        enc, self._enc = self._enc, None
+        if enc is None:
+            return
+        self._send(enc.flush())
+        assert self._piece is not None
+        self._piece.close(enc.frames)
+        self._piece = None
+        self.built.encodes.append(Encode(self.label, self.names, enc.frames))
 
-    def close(self) -> list[Segment]:
-        """Finish the last piece; returns all pieces in order."""
-        if self._w is not None:
-            self._finish()
-        return self.segments
-
-    def abort(self) -> None:
-        """Discard the piece being written."""
-        if self._w is not None:
-            self._w.abort()
-            self._w = None
+    def close(self) -> None:
+        """Finish the last piece."""
+        self._end()
 
 
 def _decode(path: Path) -> Iterator[VideoFrame]:
@@ -158,17 +178,12 @@ def _decode(path: Path) -> Iterator[VideoFrame]:
             ) from exc
 
 
-def _feed(writer: VideoWriter, frame: VideoFrame) -> None:
+def _feed(run: _Run, frame: VideoFrame) -> None:
     """Encode a decoded frame: directly when it fits the encoder, else via RGB (rotation, padding)."""
-    direct = (
-        normalise_rotation(frame.rotation) == 0
-        and (frame.width, frame.height) == (writer.enc_width, writer.enc_height)
-        and frame.format.name == writer.pix_fmt
-    )
-    if direct:
-        writer.write_frame(frame)
+    if normalise_rotation(frame.rotation) == 0 and run.settings.fits(frame):
+        run.write(frame)
     else:
-        writer.write(_to_array(frame, None, False, True))
+        run.write(run.settings.rgb_frame(_to_array(frame, None, False, True)))
 
 
 def _repeats_of(out: list[np.ndarray], held: list[np.ndarray]) -> int:
@@ -179,118 +194,126 @@ def _repeats_of(out: list[np.ndarray], held: list[np.ndarray]) -> int:
     return len(out) // f if all(x is held[i % f] for i, x in enumerate(out)) else 0
 
 
-def encode_segments(
+def encode_variants(
     source: Path,
     window: Window,
-    variants: Sequence[str],
+    outputs: Mapping[str, Path],
     apply: WindowFn,
-    work: Path,
-    open_writer: Callable[[Path], VideoWriter],
+    settings: EncoderSettings,
     original: str,
-) -> SegmentSet:
-    """Decode ``source`` once and encode its shared and per-variant pieces into ``work``.
+    expected: int | None = None,
+) -> Built:
+    """Decode ``source`` once and write every variant's clip from shared pieces.
 
     Args:
         source: the video.
         window: the source window ``[s, e)`` (frames); its length ``F`` is the piece length.
-        variants: names to produce; ``original`` among them or not.
+        outputs: ``{variant: output file}`` (mp4); ``original`` among them or not.
         apply: turns the held window into each effect variant's frames (not
             called for ``original``, whose window is the held frames).
-        work: folder for the segment files (created; the caller deletes it).
-        open_writer: opens an encoder for one piece; all pieces must get
-            identical settings so they can be joined (use ``gop=F``).
+        settings: the encoder of every piece; ``gop`` must be ``F``.
         original: the name of the untampered variant.
+        expected: frame count the window was planned for; when the decode
+            finds another, every output is discarded (see ``Built.decoded``).
 
     Returns:
-        The ``SegmentSet``; ``decoded`` may differ from the planned count
-        (the caller re-plans the window and calls again).
+        ``Built``; outputs listed in ``errors`` were not written.
 
     Raises:
-        MediaError: decode or encode failure.
+        MediaError: decode or encode failure (no output is left behind).
+        ValueError: ``settings.gop`` is not the window length.
     """
-    work.mkdir(parents=True, exist_ok=True)
+    if settings.gop != window.n_frames:
+        raise ValueError(f"encoder gop {settings.gop} must be the window length {window.n_frames}")
     s, e = window.start_frame, window.end_frame
-    res = SegmentSet(gop=window.n_frames)
-    prefix = _Pieces("prefix", res.gop, work, open_writer, res)
-    suffix = _Pieces("suffix", res.gop, work, open_writer, res)
-    tails: dict[str, _Pieces] = {}
-    held: list[np.ndarray] = []
-    try:
-        for i, frame in enumerate(_decode(source)):
-            res.decoded = i + 1
-            if i < s:
-                _feed(prefix.writer(), frame)
-            elif i < e:
-                held.append(_to_array(frame, None, False, True))
-                if i == e - 1:
-                    tails = _encode_windows(res, held, variants, apply, original, work, open_writer)
-                    held = []
-            else:
-                _feed(suffix.writer(), frame)
-                for tail in tails.values():
-                    _feed(tail.writer(), frame)
-        res.prefix, res.suffix = prefix.close(), suffix.close()
-        for name, tail in tails.items():
-            res.plans[name] = tail.close()
-    finally:
-        for pieces in (prefix, suffix, *tails.values()):
-            pieces.abort()
-    return res
+    built = Built(settings=settings.manifest("mp4"), padded=settings.padded)
+    names = list(outputs)
+    with JoinedClips(outputs, settings) as clips:
+        try:
+            prefix = _Run("prefix", names, clips, settings, built)
+            suffix: _Run | None = None
+            held: list[np.ndarray] = []
+            tails: dict[str, _Run] = {}
+            for i, frame in enumerate(_decode(source)):
+                built.decoded = i + 1
+                if i < s:
+                    _feed(prefix, frame)
+                elif i < e:
+                    held.append(_to_array(frame, None, False, True))
+                    if i == e - 1:
+                        prefix.close()
+                        tails = _encode_windows(
+                            clips, settings, built, held, names, apply, original
+                        )
+                        held = []
+                        rest = [n for n in names if n not in tails]
+                        suffix = _Run("suffix", rest, clips, settings, built)
+                else:
+                    assert suffix is not None
+                    _feed(suffix, frame)
+                    for tail in tails.values():
+                        _feed(tail, frame)
+            prefix.close()
+            for run in (suffix, *tails.values()):
+                if run is not None:
+                    run.close()
+        except av.error.FFmpegError as exc:
+            raise MediaError(source, f"encoding failed: {describe_av_error(exc)}") from exc
+        if expected is not None and built.decoded != expected:
+            return built
+        if built.decoded < e:
+            raise MediaError(source, f"decoded {built.decoded} frames, window ends at {e}")
+        for name in names:
+            try:
+                built.frames[name] = clips.finish(name)
+            except MediaError as exc:
+                built.errors[name] = str(exc)
+    return built
 
 
 def _encode_windows(
-    res: SegmentSet,
+    clips: JoinedClips,
+    settings: EncoderSettings,
+    built: Built,
     held: list[np.ndarray],
-    variants: Sequence[str],
+    names: Sequence[str],
     apply: WindowFn,
     original: str,
-    work: Path,
-    open_writer: Callable[[Path], VideoWriter],
-) -> dict[str, _Pieces]:
-    """Encode each distinct window; returns the open tails (window length off the ``F`` grid)."""
+) -> dict[str, _Run]:
+    """Encode each distinct window into its outputs; returns the open tails (length off the grid)."""
     outputs = apply(held)
-    orig_segs: list[Segment] | None = None
-    tails: dict[str, _Pieces] = {}
-
-    def _encode(stem: str, frames: list[np.ndarray]) -> list[Segment]:
-        pieces = _Pieces(stem, res.gop, work, open_writer, res)
-        try:
-            pieces.write(frames)
-            return pieces.close()
-        finally:
-            pieces.abort()
-
-    try:
-        for k, name in enumerate(variants):
-            out = held if name == original else list(outputs[name])
-            res.out_len[name] = len(out)
-            reps = _repeats_of(out, held)
-            if not out:
-                res.plans[name] = []
-            elif reps:
-                if orig_segs is None:
-                    orig_segs = _encode("window-original", held)
-                res.plans[name] = orig_segs * reps
-            elif len(out) % len(held):
-                tails[name] = _Pieces(f"tail-{k}", res.gop, work, open_writer, res)
-                tails[name].write(out)
-                res.tails.add(name)
-            else:
-                res.plans[name] = _encode(f"window-{k}", out)
-    except BaseException:
-        for pieces in tails.values():
-            pieces.abort()
-        raise
+    plays: dict[str, int] = {}  # outputs of the original's window: times each plays it
+    own: dict[str, list[np.ndarray]] = {}
+    for name in names:
+        out = held if name == original else list(outputs[name])
+        built.out_len[name] = len(out)
+        reps = _repeats_of(out, held)
+        if reps:
+            plays[name] = reps
+        elif out:
+            own[name] = out
+    if plays:
+        run = _Run("window-original", list(plays), clips, settings, built, keep=True)
+        run.write_rgb(held)
+        run.close()
+        assert run.kept is not None
+        for name, times in plays.items():
+            for _ in range(times - 1):
+                for packets in run.kept:
+                    piece = clips.piece([name], clips.header)
+                    for p in packets:
+                        piece.add(p)
+                    piece.close(len(packets))
+    tails: dict[str, _Run] = {}
+    for name, out in own.items():
+        off_grid = len(out) % len(held) != 0
+        run = _Run(f"{'tail' if off_grid else 'window'}-{name}", [name], clips, settings, built)
+        run.write_rgb(out)
+        if off_grid:
+            tails[name] = run
+        else:
+            run.close()
     return tails
 
 
-def join(res: SegmentSet, variant: str, out: Path, fps: Fraction) -> int:
-    """Write ``variant``'s clip to ``out`` from the pieces; returns its frame count.
-
-    Raises:
-        MediaError: the pieces cannot be joined.
-    """
-    return concat_segments(res.segments(variant), out, fps)
-
-
-__all__ = ["SegmentSet", "WindowFn", "encode_segments", "join"]
+__all__ = ["Built", "Encode", "WindowFn", "encode_variants"]

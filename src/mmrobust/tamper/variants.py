@@ -3,16 +3,14 @@
 Two paths, both keyframed every ``F`` frames from 0 and again from ``s``:
 
 * ``segment_variants`` (``mmrobust`` style, default): shared prefix/suffix
-  encoded once, each window separately, outputs joined by packet copy
-  (``tamper/segments.py``);
+  encoded once, each window separately, every packet muxed straight into the
+  outputs that play it (``tamper/segments.py``);
 * ``stream_variants`` (``style="released"`` or ``segments=False``): one writer
   per output, fed every frame (``open_writer``).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -20,13 +18,14 @@ from pathlib import Path
 import numpy as np
 
 from mmrobust.datasets.schema import TAMPER_ORIGINAL, Window
-from mmrobust.media import MediaError, VideoInfo, iter_frames
+from mmrobust.media import VideoInfo, iter_frames
+from mmrobust.media.encoder import EncoderSettings
 from mmrobust.media.writer import FrameWriter, OpenCVWriter, VideoWriter
 from mmrobust.tamper.config import BuildConfig
 from mmrobust.tamper.effects import Effect, EffectContext
 from mmrobust.tamper.manifest import Donor
 from mmrobust.tamper.plan import SourcePlan, seeded_rng
-from mmrobust.tamper.segments import encode_segments, join
+from mmrobust.tamper.segments import encode_variants
 
 
 @dataclass
@@ -62,6 +61,7 @@ def open_writer(
         crf=config.crf,
         preset=config.preset,
         gop=gop,
+        qscale=config.qscale,
     )
 
 
@@ -121,13 +121,12 @@ def segment_variants(
     out_fps: Fraction,
     config: BuildConfig,
 ) -> int:
-    """Encode shared prefix/suffix once and each window separately, then join per variant.
+    """Encode shared prefix/suffix once and each window separately, muxed into every output.
 
-    Returns the decoded frame count; outputs are written only when it matches
-    the planned count (else the caller re-plans). Per-variant join failures
-    are stored on the variant (``error``).
+    Returns the decoded frame count; outputs are kept only when it matches
+    the planned count (else the caller re-plans). Per-variant failures to
+    finish an output are stored on the variant (``error``).
     """
-    by_name = {v.name: v for v in variants}
 
     def _apply(held: list[np.ndarray]) -> dict[str, list[np.ndarray]]:
         out: dict[str, list[np.ndarray]] = {}
@@ -139,35 +138,35 @@ def segment_variants(
                 out[v.name] = v.effect.apply(held, ctx)
         return out
 
-    def _open(path: Path) -> VideoWriter:
-        return VideoWriter(
-            path,
-            out_fps,
-            plan.info.width,
-            plan.info.height,
-            codec=config.codec,
-            crf=config.crf,
-            preset=config.preset,
-            gop=window.n_frames,
-        )
-
-    work = out_dir / "videos" / f".{plan.uid}.part{os.getpid()}.seg"
-    try:
-        res = encode_segments(
-            plan.path, window, list(by_name), _apply, work, _open, TAMPER_ORIGINAL
-        )
-        if res.decoded != plan.info.frame_count:
-            return res.decoded
-        for v in variants:
-            v.out_len = res.out_len[v.name]
-            v.settings, v.padded = {**res.settings, "segmented": True}, res.padded
-            try:
-                v.frames = join(res, v.name, out_dir / v.relpath, out_fps)
-            except MediaError as exc:
-                v.error = str(exc)
-        return res.decoded
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    settings = EncoderSettings(
+        out_fps,
+        plan.info.width,
+        plan.info.height,
+        codec=config.codec,
+        crf=config.crf,
+        preset=config.preset,
+        gop=window.n_frames,
+        qscale=config.qscale,
+    )
+    built = encode_variants(
+        plan.path,
+        window,
+        {v.name: out_dir / v.relpath for v in variants},
+        _apply,
+        settings,
+        TAMPER_ORIGINAL,
+        expected=plan.info.frame_count,
+    )
+    if built.decoded != plan.info.frame_count:
+        return built.decoded
+    for v in variants:
+        v.out_len = built.out_len[v.name]
+        v.settings, v.padded = {**built.settings, "segmented": True}, built.padded
+        if v.name in built.errors:
+            v.error = built.errors[v.name]
+        else:
+            v.frames = built.frames[v.name]
+    return built.decoded
 
 
 __all__ = ["Variant", "open_writer", "segment_variants", "stream_variants"]

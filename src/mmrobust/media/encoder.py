@@ -131,6 +131,10 @@ class EncoderSettings:
             options["x264-params"] = self.x264_params
         if self.gop is not None and self.codec == "libx264":
             options["forced-idr"] = "1"
+        if self.qscale is not None and self.codec not in _CRF_CODECS:
+            # FFmpeg's CLI also sets each frame's quality to the quantiser; PyAV frames
+            # carry none (0), which the encoder clips to [qmin, qmax]: pin both.
+            options["qmin"] = options["qmax"] = str(self.qscale)
         return options
 
     def configure(self, ctx: VideoCodecContext) -> None:

@@ -2,13 +2,15 @@
 
 Per source, in one streaming decode (default ``mmrobust`` style, ``tamper/segments.py``):
 
-* frames before the window ``[0, s)`` are encoded once, as a shared prefix segment;
+* every output clip is open from the start (temporary names, ``media/concat.py``);
+* frames before the window ``[0, s)`` are encoded once, their packets muxed into
+  every output;
 * the window's ``F`` frames are held in memory (the only frames held, so memory
   does not grow with clip length); when complete, each effect turns them into its
-  replacement frames, and each distinct window is encoded as its own segment
-  (the original's; repetition reuses it, dropping has none);
-* frames after the window are encoded once, as a shared suffix segment;
-* each output is joined from its segments by packet copy (``media/concat.py``).
+  replacement frames, and each distinct window is encoded once into the outputs
+  that play it (the original's; repetition muxes its packets again, dropping has none);
+* frames after the window are encoded once, their packets muxed into every output;
+* outputs are renamed into place when complete.
 
 ``style="released"`` writes every variant with its own OpenCV writer instead
 (frames before/after the window go to every writer), as the released generator.
@@ -87,7 +89,7 @@ def _remove_stale_temps(out_dir: Path) -> None:
     videos = out_dir / "videos"
     if videos.is_dir():
         for tmp in list(videos.rglob(".*.part*")):
-            if tmp.is_dir():  # a segment work folder
+            if tmp.is_dir():  # a segment work folder of a build before KEY_VERSION 5
                 shutil.rmtree(tmp, ignore_errors=True)
                 continue
             with contextlib.suppress(OSError):

@@ -40,8 +40,8 @@ class BuildConfig:
         codec, crf, preset: PyAV encoder settings (``mmrobust`` style).
         qscale: fixed quantiser 1-31 for codecs without a crf (``codec="mpeg4"``;
             FFmpeg ``-qscale:v``); ``None`` (default): the codec's own rate control.
-        segments: encode the frames all variants share once and join each output
-            from segments (``mmrobust`` style; default). ``False``: one full encode
+        segments: encode the frames all variants share once and mux their packets
+            into every output (``mmrobust`` style; default; ``tamper/segments.py``). ``False``: one full encode
             per output (about 5x slower; same keyframe set, forced).
         layout: file naming; ``mvtamperbench`` also writes ``json/<task>.json``.
         task: task name recorded in the manifest (and the json file name).

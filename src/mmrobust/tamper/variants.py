@@ -49,7 +49,7 @@ class Variant:
 def open_writer(
     path: Path, fps: Fraction, info: VideoInfo, config: BuildConfig, gop: int
 ) -> FrameWriter:
-    """The writer of one output or segment; ``gop``: fixed keyframe interval (the window's F)."""
+    """The writer of one output (full-encode path); ``gop``: fixed keyframe interval (the window's F)."""
     if config.style == "released":
         return OpenCVWriter(path, fps, info.width, info.height)
     return VideoWriter(
@@ -77,7 +77,7 @@ def stream_variants(
 
     Keyframes (``mmrobust`` style): every ``F`` frames from 0, and again every
     ``F`` frames from output frame ``s`` (forced there), the same pattern as
-    the joined segments.
+    the shared pieces of ``segment_variants``.
     """
     for v in variants:
         v.writer = open_writer(out_dir / v.relpath, out_fps, plan.info, config, window.n_frames)

@@ -297,6 +297,23 @@ def test_joined_clips_reject_other_headers_and_wrong_counts(tmp_path: Path) -> N
     assert not out.exists() and not list(tmp_path.glob(".*part*"))
 
 
+def test_writer_mpeg4_qscale_sets_the_quantiser(tmp_path: Path) -> None:
+    frames = [synthetic_frame(i, 96, 64) for i in range(8)]
+    sizes, errors = {}, {}
+    for q in (2, 12):
+        with VideoWriter(tmp_path / f"q{q}.mp4", 25, 96, 64, codec="mpeg4", qscale=q) as w:
+            for f in frames:
+                w.write(f)
+        assert w.settings["qscale"] == q and w.settings["codec"] == "mpeg4"
+        sizes[q] = (tmp_path / f"q{q}.mp4").stat().st_size
+        errors[q] = max(
+            _mad(a, b) for a, b in zip(iter_frames(tmp_path / f"q{q}.mp4"), frames, strict=True)
+        )
+    assert sizes[2] > 1.5 * sizes[12] and errors[2] < errors[12]
+    with pytest.raises(ValueError, match="qscale"):
+        VideoWriter(tmp_path / "x.mp4", 25, 96, 64, codec="mpeg4", qscale=32)
+
+
 def test_writer_write_frame_passes_decoded_frames(tmp_path: Path) -> None:
     src = make_synthetic_video(tmp_path / "src.mp4", 6)
     out = tmp_path / "out.mp4"

@@ -167,3 +167,21 @@ def test_other_pixel_format_and_stale_work_folder(tmp_path: Path) -> None:
     assert _codes(orig) == list(range(N))
     s, e = N // 2 - 12, N // 2 + 13
     assert _codes(tmp_path / "out" / entries["dropping"].video) == [*range(s), *range(e, N)]
+
+
+def test_mpeg4_fixed_quantiser_build_frame_exact(tmp_path: Path) -> None:
+    """The released writer's codec (MPEG-4 Part 2) through the shared pieces: no SEI to strip."""
+    make_synthetic_video(tmp_path / "src" / "a.mp4", N, 25, (96, 64))
+    effects = (make_effect("dropping"), make_effect("repetition"))
+    cfg = BuildConfig(effects=effects, codec="mpeg4", qscale=3)
+    report = build([tmp_path / "src"], tmp_path / "out", cfg)
+    assert report.errors == [] and report.built == 3
+    entries = {e.tamper_type: e for e in read_manifest(tmp_path / "out")}
+    out = tmp_path / "out"
+    s, e = N // 2 - 12, N // 2 + 13
+    assert _codes(out / entries["original"].video) == list(range(N))
+    assert _codes(out / entries["repetition"].video) == [*range(e), *range(s, N)]
+    assert probe(out / entries["dropping"].video).codec == "mpeg4"
+    assert entries["original"].encoder["qscale"] == 3
+    with pytest.raises(ValueError, match="qscale"):
+        BuildConfig(qscale=0)

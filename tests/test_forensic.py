@@ -130,6 +130,19 @@ def test_displacement_is_the_pan_step_and_jumps_at_a_dropping_seam(pan: np.ndarr
     assert float(np.delete(jumps, S).max()) == 0.0
 
 
+def test_cut_to_a_similar_shot_in_another_tone_is_not_a_dropping_seam(pan: np.ndarray) -> None:
+    # a montage cut between two shots of the same structure (city by day, then
+    # by night): the camera shift extrapolates like a dropped second, the tones don't
+    dropped = apply_effect(pan, "dropping", S, L)
+    assert decide(extract_signals(list(dropped))).pred_type == "dropping"
+    retoned = dropped.copy()
+    retoned[S:] = (retoned[S:].astype(np.float32) * 0.45).astype(np.uint8)
+    tr = extract_signals(list(retoned))
+    assert displacement_jumps(tr)[S] == 1.0  # the shift alone would call it a seam
+    assert tr.hist[S] > 0.45
+    assert not decide(tr).tampered
+
+
 def test_repetition_seam_is_a_copy_at_its_own_lag(pan: np.ndarray) -> None:
     tr = extract_signals(list(apply_effect(pan, "repetition", S, L)))
     base = motion_baseline(tr)

@@ -452,13 +452,20 @@ def dropping_candidates(
                 continue
             if trace.dark[t] >= 0.5 or trace.dark[t - 1] >= 0.5:
                 continue
+            # one shot keeps its tones across a dropped second; a cut between
+            # two similar shots (a city montage) shifts well but not in tone
+            hist_ok = 1.0 - ramp(float(trace.hist[t]), th.drop_hist, th.drop_hist + 0.15)
             out.append(
                 Candidate(
                     "dropping",
                     t,
                     t,
-                    float(jumps[t]),
-                    {"jump": float(jumps[t]), "resp": float(trace.resp[t])},
+                    min(float(jumps[t]), hist_ok),
+                    {
+                        "jump": float(jumps[t]),
+                        "resp": float(trace.resp[t]),
+                        "hist": float(trace.hist[t]),
+                    },
                 )
             )
     for t in (int(x) for x in cuts):
@@ -483,7 +490,7 @@ def dropping_candidates(
         hist_ok = 1.0 - ramp(float(trace.hist[t]), th.drop_hist, th.drop_hist + 0.15)
         s = min(float(spikes[t]), same_shot, hist_ok)
         if jumps is not None:
-            s = max(s, float(jumps[t]))
+            s = max(s, min(float(jumps[t]), hist_ok))
         if s > 0:
             out.append(
                 Candidate(

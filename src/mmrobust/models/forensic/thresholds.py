@@ -96,7 +96,7 @@ class Thresholds:
         return hashlib.sha256(blob).hexdigest()[:12]
 
 
-THRESHOLDS_VERSION = "3"
+THRESHOLDS_VERSION = "4"
 """Bumped whenever a default changes."""
 
 DEFAULT = Thresholds()

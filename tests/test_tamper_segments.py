@@ -185,3 +185,23 @@ def test_mpeg4_fixed_quantiser_build_frame_exact(tmp_path: Path) -> None:
     assert entries["original"].encoder["qscale"] == 3
     with pytest.raises(ValueError, match="qscale"):
         BuildConfig(qscale=0)
+
+
+def test_failure_mid_source_leaves_no_file(tmp_path: Path) -> None:
+    """An effect failing after the prefix was muxed: every open output is discarded."""
+    src = make_synthetic_video(tmp_path / "a.mp4", N, 25, (96, 64))
+    out = tmp_path / "out"
+
+    def broken(held: list[np.ndarray]) -> dict[str, list[np.ndarray]]:
+        raise ValueError("effect failed")
+
+    with pytest.raises(ValueError, match="effect failed"):
+        encode_variants(
+            src,
+            _window(S, E),
+            {"original": out / "original.mp4", "masking": out / "masking.mp4"},
+            broken,
+            EncoderSettings(Fraction(25), 96, 64, gop=E - S),
+            "original",
+        )
+    assert list(out.iterdir()) == []

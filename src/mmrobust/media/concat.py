@@ -59,10 +59,14 @@ class _Output:
         self.tmp = temp_path_for(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.container: OutputContainer = av.open(str(self.tmp), mode="w")
-        self.stream = self.container.add_stream_from_template(template, opaque=True)
-        tb = self.stream.time_base
-        if tb is None:  # pragma: no cover - set by add_stream_from_template
-            raise ValueError("output stream without a time base")
+        try:
+            self.stream = self.container.add_stream_from_template(template, opaque=True)
+            tb = self.stream.time_base
+            if tb is None:  # pragma: no cover - set by add_stream_from_template
+                raise ValueError("output stream without a time base")
+        except BaseException:
+            self.discard()
+            raise
         self.time_base = Fraction(tb)
         self.frames = 0
         self.packets = 0
@@ -119,7 +123,6 @@ class JoinedClips:
                         raise ValueError(f"frame duration 1/{settings.fps} s is not whole ticks")
                     self._step = int(step)
                     first = out.path
-                self._bsf_par = stream  # codec parameters for the SEI filter
                 self._sei = _SEI_FILTER.get(self._codec)
         except (av.error.FFmpegError, ValueError, OSError) as exc:
             self.abort()
@@ -166,7 +169,8 @@ class JoinedClips:
         copy = Packet(bytes(packet))  # the filter takes (empties) the packet it is given
         copy.pts, copy.dts, copy.time_base = packet.pts, packet.dts, packet.time_base
         copy.is_keyframe = packet.is_keyframe
-        bsf = BitStreamFilterContext(self._sei, self._bsf_par)
+        # codec name only: no extradata, so the filter reads the encoder's Annex B packets
+        bsf = BitStreamFilterContext(self._sei, self._codec)
         filtered = [*bsf.filter(copy), *bsf.filter(None)]
         if len(filtered) != 1:
             raise MediaError(out.path, f"SEI filter returned {len(filtered)} packets for one")

@@ -6,9 +6,11 @@ each synthetic frame carries (exact).
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 from pathlib import Path
 
+import av
 import numpy as np
 import pytest
 
@@ -205,3 +207,27 @@ def test_failure_mid_source_leaves_no_file(tmp_path: Path) -> None:
             "original",
         )
     assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("n_frames", [33, 34])  # window start 11 / 12: a 1- / 2-frame last piece
+def test_short_last_piece_before_the_window_joins(tmp_path: Path, n_frames: int) -> None:
+    # 10 fps, F = 10: the frames before the window end in a piece of 1 (or 2)
+    # frames. x264 starts a 1-2 frame piece at dts 0 but a longer one at dts -2;
+    # joined as they were, two packets got the same dts and the muxer refused
+    # every output (found on real clips: OpenCV's box.mp4 and vtest.avi at the middle).
+    src = make_synthetic_video(tmp_path / "a.mp4", n_frames, 10, (96, 64))
+    out = tmp_path / "out"
+    cfg = BuildConfig(effects=tuple(make_effect(n) for n in ("dropping", "repetition", "masking")))
+    report = build([src], out, cfg)
+    assert report.errors == [] and report.built == 4
+    rows = {e.tamper_type: e for e in read_manifest(out)}
+    assert set(rows) == {"original", "dropping", "repetition", "masking"}
+    s = n_frames // 2 - 5
+    codes = {k: _codes(out / r.video) for k, r in rows.items()}
+    assert codes["original"] == list(range(n_frames))
+    assert codes["dropping"] == [*range(s), *range(s + 10, n_frames)]
+    assert codes["repetition"] == [*range(s + 10), *range(s, n_frames)]
+    for r in rows.values():
+        with av.open(str(out / r.video)) as c:
+            dts = [p.dts for p in c.demux(video=0) if p.size]
+        assert all(b > a for a, b in itertools.pairwise(dts))

@@ -17,6 +17,16 @@ one codec header (``extradata``: H.264 SPS/PPS), taken from an encoder opened
 with the same ``EncoderSettings``, and every piece's encoder must report the
 same bytes. This is checked, as is the number of packets of each piece.
 
+Decode timestamps: an encoder with B-frames starts its dts ``d`` frames
+before its first pts (x264: ``d = 2``), but a piece of one or two frames has
+no B-frame and starts at ``d = 0``. Joined as they are, such a short piece
+(the last of the frames before a window, when the window does not start on
+the GOP grid) followed by a full one gives two packets the same dts, which
+the muxer rejects. Every piece is therefore re-timed to one decode delay
+``D`` for the whole clip (measured once from an encoder with the same
+settings): ``dts' = dts - (D - d)``. That keeps ``dts' <= pts`` and makes
+the dts of every output strictly increasing across pieces.
+
 Each encoder also writes in-band data at its start: x264 puts an SEI message
 (NAL type 6, its version and options) into its first packet. Kept in every
 piece, the count of those messages would tell how many pieces a clip was
@@ -37,13 +47,14 @@ from pathlib import Path
 
 import av
 import av.error
+import numpy as np
 from av.bitstream import BitStreamFilterContext
 from av.container import OutputContainer
 from av.packet import Packet
 from av.video.stream import VideoStream
 
 from mmrobust.media._open import describe_av_error
-from mmrobust.media.encoder import EncoderSettings
+from mmrobust.media.encoder import EncoderSettings, FrameEncoder
 from mmrobust.media.errors import MediaError
 from mmrobust.media.writer import temp_path_for
 
@@ -124,6 +135,7 @@ class JoinedClips:
                     self._step = int(step)
                     first = out.path
                 self._sei = _SEI_FILTER.get(self._codec)
+            self.delay = decode_delay(settings)
         except (av.error.FFmpegError, ValueError, OSError) as exc:
             self.abort()
             raise MediaError(
@@ -209,6 +221,31 @@ class JoinedClips:
                 out.discard()
 
 
+_DELAY_PROBE_FRAMES = 8
+"""Frames encoded to measure an encoder's decode delay (more than any B-frame run)."""
+
+
+def decode_delay(settings: EncoderSettings) -> int:
+    """Frames by which ``settings``' encoder starts its dts before its first pts.
+
+    Measured by encoding ``_DELAY_PROBE_FRAMES`` frames of a moving gradient
+    (2 for x264 with B-frames and a pyramid, 0 for ``mpeg4``).
+
+    Raises:
+        av.error.FFmpegError: the encoder cannot be opened.
+    """
+    enc = FrameEncoder(settings)
+    w, h = settings.width, settings.height
+    ramp = np.arange(w, dtype=np.uint16)[None, :] + np.arange(h, dtype=np.uint16)[:, None]
+    packets = []
+    for i in range(_DELAY_PROBE_FRAMES):
+        rgb = np.repeat(((ramp + 7 * i) % 256).astype(np.uint8)[:, :, None], 3, axis=2)
+        packets += enc.encode(settings.rgb_frame(rgb))
+    packets += enc.flush()
+    dts = [p.dts for p in packets if p.dts is not None]
+    return max(0, -min(dts)) if dts else 0
+
+
 class Piece:
     """Packets of one encoder, appended to some outputs of a ``JoinedClips``.
 
@@ -221,6 +258,7 @@ class Piece:
     def __init__(self, clips: JoinedClips, outputs: list[_Output]) -> None:
         self._clips, self._outputs = clips, outputs
         self.packets = 0
+        self._dts_shift = 0
 
     def add(self, packet: Packet) -> None:
         """Mux one packet into every output of the piece.
@@ -233,6 +271,14 @@ class Piece:
             where = self._outputs[0].path if self._outputs else Path("?")
             raise MediaError(where, f"packet time base {tb}, expected 1/{self._clips.settings.fps}")
         first = self.packets == 0
+        if first:
+            d = 0 if dts is None else max(0, -int(dts))
+            if d > self._clips.delay:
+                where = self._outputs[0].path if self._outputs else Path("?")
+                raise MediaError(
+                    where, f"piece decode delay {d} exceeds the clip's {self._clips.delay} frames"
+                )
+            self._dts_shift = d - self._clips.delay  # dts' = dts - (D - d)
         stripped: Packet | None = None
         for out in self._outputs:
             p = packet
@@ -244,7 +290,7 @@ class Piece:
             try:
                 p.stream = out.stream
                 p.pts = None if pts is None else pts * self._clips._step + shift
-                p.dts = None if dts is None else dts * self._clips._step + shift
+                p.dts = None if dts is None else (dts + self._dts_shift) * self._clips._step + shift
                 p.time_base = out.time_base
                 out.container.mux(p)
             except av.error.FFmpegError as exc:

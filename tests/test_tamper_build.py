@@ -209,3 +209,22 @@ def test_released_style_and_mvtamperbench_layout(tmp_path: Path) -> None:
     assert row["question"].startswith("Does this video exhibit any signs of tampering, such as")
     assert next(r for r in rows if r["video"] == orig.video)["answer"] == "No"
     assert src.exists()
+
+
+def test_cli_mpeg4_fixed_quantiser(tmp_path: Path) -> None:
+    make_synthetic_video(tmp_path / "s" / "a.mp4", 60, 25, (96, 64))
+    make_synthetic_video(tmp_path / "s" / "b.mp4", 60, 25, (96, 64), seed=5)
+    result = CliRunner().invoke(
+        app,
+        ["tamper", str(tmp_path / "s"), "--out", str(tmp_path / "o"), "--effects",
+         "dropping,repetition", "--codec", "mpeg4", "--qscale", "3"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    entries = {e.id: e for e in read_manifest(tmp_path / "o")}
+    assert len(entries) == 6
+    for e in entries.values():
+        assert (e.encoder["codec"], e.encoder["qscale"]) == ("mpeg4", 3)
+        assert probe(tmp_path / "o" / e.video).codec == "mpeg4"
+    assert probe(tmp_path / "o" / entries["a__dropping"].video).frame_count == 35
+    bad = CliRunner().invoke(app, ["tamper", str(tmp_path / "s"), "--out", "x", "--qscale", "40"])
+    assert bad.exit_code == 2

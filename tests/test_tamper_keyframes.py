@@ -64,9 +64,9 @@ def built(
     effects = tuple(
         make_effect(n) for n in EFFECTS
     )  # speed: round(25 / 2) = 12 frames, off the grid
-    report = build(
-        [root / "src"], root / "out", BuildConfig(effects=effects, segments=request.param)
-    )
+    # x264 explicitly: its SEI and NAL structure are checked below (mpeg4, the default: next test)
+    config = BuildConfig(effects=effects, segments=request.param, codec="libx264")
+    report = build([root / "src"], root / "out", config)
     assert report.errors == []
     entries = {e.tamper_type: e for e in read_manifest(root / "out") if e.id.startswith("a__")}
     assert set(entries) == {"original", *EFFECTS}
@@ -162,3 +162,19 @@ def test_writer_gop_forces_keyframes(tmp_path: Path) -> None:
     assert _packets(tmp_path / "g.mp4")[0] == [0, 10, 20, 23, 33, 43]
     with pytest.raises(ValueError, match="gop"):
         VideoWriter(tmp_path / "x.mp4", FPS, 96, 64, gop=0)
+
+
+def test_default_mpeg4_build_has_the_same_keyframe_pattern_in_every_variant(
+    tmp_path: Path,
+) -> None:
+    make_synthetic_video(tmp_path / "src" / "a.mp4", N, FPS, (96, 64))
+    make_synthetic_video(tmp_path / "src" / "b.mp4", N, FPS, (96, 64), seed=1)
+    report = build([tmp_path / "src"], tmp_path / "out", BuildConfig())
+    assert report.errors == []
+    entries = {e.tamper_type: e for e in read_manifest(tmp_path / "out") if e.id.startswith("a__")}
+    assert len(entries) == 6
+    for name, entry in entries.items():
+        assert entry.encoder["codec"] == "mpeg4", name
+        keys, sei, _ = _packets(tmp_path / "out" / entry.video)
+        assert keys == _expected_keys(entry.frames_output), name
+        assert sei == [], name

@@ -44,7 +44,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mmrobust.tamper.config import MIN_SIDE, TAMPER_PRESET, BuildConfig, Style
+from mmrobust.tamper.config import MIN_SIDE, TAMPER_CODEC, TAMPER_PRESET, BuildConfig, Style
 from mmrobust.tamper.entries import KEY_VERSION
 from mmrobust.tamper.layout import write_mvtamperbench_json
 from mmrobust.tamper.manifest import (
@@ -195,6 +195,7 @@ def build(
 __all__ = [
     "KEY_VERSION",
     "MIN_SIDE",
+    "TAMPER_CODEC",
     "TAMPER_PRESET",
     "BuildConfig",
     "BuildReport",

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from mmrobust.datasets.schema import TAMPER_ORIGINAL
-from mmrobust.media.writer import DEFAULT_CODEC, DEFAULT_CRF
+from mmrobust.media.writer import DEFAULT_CRF
 from mmrobust.tamper.effects import PAPER_EFFECTS, Effect, make_effect
 from mmrobust.tamper.layout import Layout
 from mmrobust.tamper.window import Position
@@ -15,11 +15,24 @@ from mmrobust.tamper.window import Position
 Style = Literal["mmrobust", "released"]
 MIN_SIDE = 16
 """Smallest accepted frame side in pixels: below it effects are meaningless (a 1x1 frame rotated is itself)."""
+TAMPER_CODEC = "mpeg4"
+"""Default encoder of tamper builds: MPEG-4 Part 2, the codec of the released
+MVTamperBench clips (OpenCV ``mp4v``), here at the exact fps with a fixed
+quantiser (``TAMPER_QSCALE``) and every output re-encoded (codec control).
+On the sample clips (``benchmarks/tamper_throughput.py``, docs/tamper.md) it
+gives 1-3 dB higher PSNR than the released generator's ``mp4v`` with files no
+larger, and a build about 3x faster than the released generator's; x264
+(``codec="libx264"``, crf 18, ``veryfast``) gives about 2 dB more and
+similar sizes but costs 2-4x more per frame."""
+TAMPER_QSCALE = 3
+"""Default fixed quantiser for ``mpeg4``/``mpeg2video``: the largest at least as
+good (PSNR) as OpenCV's ``mp4v`` on every sample clip (q4 fell short on bigbuckbunny)."""
+QSCALE_CODECS = frozenset({"mpeg4", "mpeg2video", "mpeg1video"})
+"""Encoders without a crf, rate-controlled by a fixed quantiser."""
 TAMPER_PRESET = "veryfast"
-"""Default x264 preset of tamper builds. At crf 18 on the sample clips
-(benchmarks/tamper_throughput.py): 1.2-1.5 dB lower PSNR than ``fast`` (35.7-41.8 dB),
-files no larger, encoding about 1.6-2x faster. ``ultrafast`` is about 2x faster again
-with 2-3.5x larger files."""
+"""Default x264 preset (when ``codec="libx264"``). At crf 18 on the sample clips
+1.2-1.5 dB lower PSNR than ``fast`` (35.7-41.8 dB), files no larger, encoding about
+1.6-2x faster. ``ultrafast`` is about 2x faster again with 2-3.5x larger files."""
 
 
 @dataclass(frozen=True)
@@ -37,9 +50,11 @@ class BuildConfig:
             tampered clips (default) so container/codec/fps cannot give the label away.
         style: ``mmrobust`` (PyAV, exact fps) or ``released`` (OpenCV ``mp4v`` at
             ``int(fps)``, originals copied as-is -- reproduces the released dataset's leak).
-        codec, crf, preset: PyAV encoder settings (``mmrobust`` style).
-        qscale: fixed quantiser 1-31 for codecs without a crf (``codec="mpeg4"``;
-            FFmpeg ``-qscale:v``); ``None`` (default): the codec's own rate control.
+        codec, crf, preset: PyAV encoder settings (``mmrobust`` style; default
+            ``mpeg4``, see ``TAMPER_CODEC``; crf and preset apply to x264/x265/vpx).
+        qscale: fixed quantiser 1-31 for codecs without a crf (``mpeg4``; FFmpeg
+            ``-qscale:v``); ``None`` (default): ``TAMPER_QSCALE`` for those codecs,
+            unused for the others.
         segments: encode the frames all variants share once and mux their packets
             into every output (``mmrobust`` style; default; ``tamper/segments.py``). ``False``: one full encode
             per output (about 5x slower; same keyframe set, forced).
@@ -58,7 +73,7 @@ class BuildConfig:
     official_fps: bool = False
     codec_control: bool = True
     style: Style = "mmrobust"
-    codec: str = DEFAULT_CODEC
+    codec: str = TAMPER_CODEC
     crf: int = DEFAULT_CRF
     preset: str = TAMPER_PRESET
     qscale: int | None = None
@@ -77,6 +92,8 @@ class BuildConfig:
             raise ValueError("'original' is not an effect")
         if self.qscale is not None and not 1 <= self.qscale <= 31:
             raise ValueError(f"qscale must be in 1-31, got {self.qscale}")
+        if self.qscale is None and self.codec in QSCALE_CODECS:
+            object.__setattr__(self, "qscale", TAMPER_QSCALE)
 
     @property
     def truncate_fps(self) -> bool:
@@ -89,4 +106,12 @@ class BuildConfig:
         return self.style == "released" or not self.codec_control
 
 
-__all__ = ["MIN_SIDE", "TAMPER_PRESET", "BuildConfig", "Style"]
+__all__ = [
+    "MIN_SIDE",
+    "QSCALE_CODECS",
+    "TAMPER_CODEC",
+    "TAMPER_PRESET",
+    "TAMPER_QSCALE",
+    "BuildConfig",
+    "Style",
+]

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mmrobust.tamper.builder import (
+    TAMPER_CODEC,
     TAMPER_PRESET,
     BuildConfig,
     BuildReport,
@@ -37,7 +38,7 @@ def config_from_options(
     official_fps: bool = False,
     codec_control: bool = True,
     style: str = "mmrobust",
-    codec: str = "libx264",
+    codec: str = TAMPER_CODEC,
     crf: int = 18,
     preset: str = TAMPER_PRESET,
     qscale: int | None = None,

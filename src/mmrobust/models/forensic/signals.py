@@ -41,6 +41,10 @@ DARK_LEVEL = 24
 
 HIST_BINS = 16
 
+LOCAL_FRACTION = 0.1
+"""Share of thumbnail pixels (the most changed) averaged into ``d1loc``."""
+_LOCAL_K = max(1, round(LOCAL_FRACTION * THUMB_SIZE[0] * THUMB_SIZE[1]))
+
 D1_HIST_BINS = 1000
 """Bins (0.1 luma units wide) of the running histogram of ``d1``."""
 
@@ -91,6 +95,9 @@ class SignalTrace:
         mean: mean luma of the frame.
         dark: fraction of pixels with luma <= ``DARK_LEVEL`` (masking).
         d1: thumbnail distance to the previous frame (cuts, seams); ``d1[0] = 0``.
+        d1loc: local change: the mean of the largest ``LOCAL_FRACTION`` of the
+            per-pixel thumbnail differences to the previous frame (a seam in a
+            still scene where only a small region moves); ``d1loc[0] = 0``.
         hist: histogram distance to the previous frame, total variation in [0, 1].
         drot: distance of the frame to the previous frame rotated 180 degrees.
         dhflip: distance to the previous frame flipped left-right.
@@ -117,6 +124,7 @@ class SignalTrace:
     mean: np.ndarray
     dark: np.ndarray
     d1: np.ndarray
+    d1loc: np.ndarray
     hist: np.ndarray
     drot: np.ndarray
     dhflip: np.ndarray
@@ -161,6 +169,7 @@ _SIGNAL_NAMES = (
     "mean",
     "dark",
     "d1",
+    "d1loc",
     "hist",
     "drot",
     "dhflip",
@@ -300,11 +309,13 @@ class SignalExtractor:
             profile[: self._filled] = np.abs(self._ring[slots] - flat).mean(axis=1)
         prev = self._prev_thumb
         if prev is None:
-            for k in ("d1", "hist", "drot", "dhflip", "dvflip", "dx", "dy", "resp"):
+            for k in ("d1", "d1loc", "hist", "drot", "dhflip", "dvflip", "dx", "dy", "resp"):
                 cols[k].append(0.0)
         else:
             d1 = float(profile[0])
             cols["d1"].append(d1)
+            diff = np.abs(flat - prev.ravel())
+            cols["d1loc"].append(float(np.partition(diff, diff.size - _LOCAL_K)[-_LOCAL_K:].mean()))
             self.d1_hist[min(int(d1 * 10), D1_HIST_BINS - 1)] += 1
             assert self._prev_fine is not None
             dx, dy, peak = frame_shift(self._prev_fine, fine)

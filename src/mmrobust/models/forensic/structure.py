@@ -67,19 +67,20 @@ HOLD_EPS = 0.3
 """``d1`` below this (luma units) is a held frame (animation on twos, a freeze)."""
 
 
-def motion_baseline(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
-    """Local motion level: ``(n,) float32``, the median of ``d1`` over the
-    ``2 * baseline_half + 1`` frames around each frame, ignoring held frames
-    (``d1 < HOLD_EPS``) so held-frame animation keeps the level of its steps
-    (0 where every frame is held). The window is clipped at the clip ends.
+def motion_baseline(trace: SignalTrace, th: Thresholds = DEFAULT, column: str = "d1") -> np.ndarray:
+    """Local motion level: ``(n,) float32``, the median of ``column`` (``d1``
+    or ``d1loc``) over the ``2 * baseline_half + 1`` frames around each
+    frame, ignoring held frames (``d1 < HOLD_EPS``) so held-frame animation
+    keeps the level of its steps (0 where every frame is held). The window
+    is clipped at the clip ends.
     """
     n = trace.n
     if n == 0:
         return np.zeros(0, np.float32)
     k = th.baseline_half
-    d = trace.d1.astype(np.float64).copy()
+    d = np.asarray(getattr(trace, column), dtype=np.float64).copy()
     d[:1] = np.nan  # d1[0] is not a distance
-    d[d < HOLD_EPS] = np.nan
+    d[trace.d1 < HOLD_EPS] = np.nan
     padded = np.concatenate([np.full(k, np.nan), d, np.full(k, np.nan)])
     win = np.lib.stride_tricks.sliding_window_view(padded, 2 * k + 1)
     with np.errstate(all="ignore"):
@@ -386,6 +387,56 @@ def displacement_jumps(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarr
     return out
 
 
+def local_seams(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
+    """Per-frame evidence in [0, 1] of a seam in a still shot, from the local change.
+
+    In a locked-off or slow shot (a surveillance camera, a screen, a slow
+    model) a dropped second moves only the few regions that move, so the
+    whole-picture ``d1`` stays under the cut floor. Here the local change
+    ``d1loc`` (the most-changed tenth of the thumbnail) is compared with the
+    largest ``d1loc`` of the 3 frames before and the 3 after (+ ``floor_loc``)
+    on the ``spike_lo..spike_hi`` ramp: it must stand above every neighbour,
+    which jerky held-frame animation does not,
+    and the camera must not move on either side: over the 3 frames before
+    and the 3 after, the median phase-correlation peak is at least
+    ``loc_resp`` and the median global shift under ``loc_shift`` pixels (a
+    cut or a pan is left to the other tests); the histogram must stay
+    (``drop_hist``). Returns ``(n,) float32``.
+    """
+    n = trace.n
+    out = np.zeros(n, np.float32)
+    if n < 3:
+        return out
+    k = 3
+    loc = trace.d1loc.astype(np.float64)
+    padded = np.concatenate([np.full(k, np.nan), loc, np.full(k, np.nan)])
+    win = np.lib.stride_tricks.sliding_window_view(padded, 2 * k + 1).copy()
+    win[:, k] = np.nan  # the frame itself is not its own neighbour
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            base = np.nan_to_num(np.nanmax(win, axis=1), nan=np.inf)
+    ratio = loc / (base + th.floor_loc)
+    s = np.clip((ratio - th.spike_lo) / (th.spike_hi - th.spike_lo), 0.0, 1.0)
+    s[loc < th.jump_abs_loc] = 0.0
+    # still camera on both sides of the seam (the seam frame itself is not
+    # used: moving people disturb the correlation across a dropped second)
+    shift = np.hypot(trace.dx, trace.dy)
+    still = np.zeros(n, bool)
+    for t in range(k + 1, n - k):
+        nb_resp = np.concatenate([trace.resp[t - k : t], trace.resp[t + 1 : t + 1 + k]])
+        nb_shift = np.concatenate([shift[t - k : t], shift[t + 1 : t + 1 + k]])
+        still[t] = (
+            float(np.median(nb_resp)) >= th.loc_resp and float(np.median(nb_shift)) < th.loc_shift
+        )
+    hist_ok = 1.0 - np.clip((trace.hist - th.drop_hist) / 0.15, 0.0, 1.0)
+    out[:] = np.where(still, np.fmin(s, hist_ok), 0.0)
+    out[0] = 0.0
+    return out
+
+
 def _is_flip_edge(trace: SignalTrace, t: int, th: Thresholds) -> bool:
     return any(
         trace.d1[t] / (float(getattr(trace, c)[t]) + th.floor) >= th.flip_lo for c in FLIPS.values()
@@ -435,6 +486,7 @@ def dropping_candidates(
     exclude: set[int],
     th: Thresholds = DEFAULT,
     jumps: np.ndarray | None = None,
+    local: np.ndarray | None = None,
 ) -> list[Candidate]:
     """Lone discontinuities inside one shot.
 
@@ -446,6 +498,22 @@ def dropping_candidates(
     """
     out: list[Candidate] = []
     cuts = np.flatnonzero(spikes > 0)
+    if local is not None:
+        seen = set(cuts.tolist())
+        for t in (int(x) for x in np.flatnonzero(local > 0)):
+            if t in exclude or t in seen or trace.dark[t] >= 0.5 or trace.dark[t - 1] >= 0.5:
+                continue
+            if jumps is not None and jumps[t] > 0:
+                continue  # the displacement test below speaks for it
+            out.append(
+                Candidate(
+                    "dropping",
+                    t,
+                    t,
+                    float(local[t]),
+                    {"local": float(local[t]), "d1loc": float(trace.d1loc[t])},
+                )
+            )
     if jumps is not None:
         for t in (int(x) for x in np.flatnonzero(jumps > 0)):
             if t in exclude or t in set(cuts.tolist()) or _is_flip_edge(trace, t, th):
@@ -567,7 +635,9 @@ def analyse(trace: SignalTrace, th: Thresholds = DEFAULT) -> list[Candidate]:
     # black-run interiors and edges are never dropping seams
     explained.update(int(t) for t in np.flatnonzero(trace.dark >= 0.5))
     explained.update(int(t) + 1 for t in np.flatnonzero(trace.dark >= 0.5))
-    drops = dropping_candidates(trace, spikes, explained, th, displacement_jumps(trace, th))
+    drops = dropping_candidates(
+        trace, spikes, explained, th, displacement_jumps(trace, th), local_seams(trace, th)
+    )
     cands += paired_seam_candidates(trace, cuts, drops, th) + drops  # pairs win ties
     cands.sort(key=lambda c: -c.score)
     return cands
@@ -593,6 +663,7 @@ __all__ = [
     "displacement_jumps",
     "dropping_candidates",
     "flip_candidates",
+    "local_seams",
     "masking_candidates",
     "motion_baseline",
     "paired_seam_candidates",

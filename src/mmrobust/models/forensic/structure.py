@@ -21,6 +21,7 @@ Scores are fuzzy ANDs (minimum) of linear ramps in [0, 1].
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -412,25 +413,29 @@ def local_seams(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
     padded = np.concatenate([np.full(k, np.nan), loc, np.full(k, np.nan)])
     win = np.lib.stride_tricks.sliding_window_view(padded, 2 * k + 1).copy()
     win[:, k] = np.nan  # the frame itself is not its own neighbour
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            base = np.nan_to_num(np.nanmax(win, axis=1), nan=np.inf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        base = np.nan_to_num(np.nanmax(win, axis=1), nan=np.inf)
     ratio = loc / (base + th.floor_loc)
     s = np.clip((ratio - th.spike_lo) / (th.spike_hi - th.spike_lo), 0.0, 1.0)
     s[loc < th.jump_abs_loc] = 0.0
     # still camera on both sides of the seam (the seam frame itself is not
     # used: moving people disturb the correlation across a dropped second)
-    shift = np.hypot(trace.dx, trace.dy)
-    still = np.zeros(n, bool)
-    for t in range(k + 1, n - k):
-        nb_resp = np.concatenate([trace.resp[t - k : t], trace.resp[t + 1 : t + 1 + k]])
-        nb_shift = np.concatenate([shift[t - k : t], shift[t + 1 : t + 1 + k]])
-        still[t] = (
-            float(np.median(nb_resp)) >= th.loc_resp and float(np.median(nb_shift)) < th.loc_shift
-        )
+    shift = np.hypot(trace.dx, trace.dy).astype(np.float64)
+
+    def neighbour_median(v: np.ndarray) -> np.ndarray:
+        w = np.lib.stride_tricks.sliding_window_view(
+            np.concatenate([np.full(k, np.nan), v.astype(np.float64), np.full(k, np.nan)]),
+            2 * k + 1,
+        ).copy()
+        w[:, k] = np.nan
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.asarray(np.nanmedian(w, axis=1))
+
+    still = (neighbour_median(trace.resp) >= th.loc_resp) & (neighbour_median(shift) < th.loc_shift)
+    still[: k + 1] = False  # a full neighbourhood on both sides only
+    still[n - k :] = False
     hist_ok = 1.0 - np.clip((trace.hist - th.drop_hist) / 0.15, 0.0, 1.0)
     out[:] = np.where(still, np.fmin(s, hist_ok), 0.0)
     out[0] = 0.0

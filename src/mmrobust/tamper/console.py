@@ -93,8 +93,10 @@ def build_with_progress(
     *,
     jobs: int = 1,
     console: Console | None = None,
+    quiet: bool = False,
 ) -> BuildReport:
-    """Run ``build`` with a progress bar; print each failure on one line and a summary."""
+    """Run ``build`` with a progress bar (none when ``quiet``); print each failure on
+    one line and a summary."""
     con = console or Console(stderr=True)
     with Progress(
         TextColumn("[bold]tamper[/]"),
@@ -104,6 +106,7 @@ def build_with_progress(
         TextColumn("{task.description}"),
         console=con,
         transient=True,
+        disable=quiet,
     ) as bar:
         task = bar.add_task("planning", total=None)
 

@@ -68,6 +68,34 @@ HOLD_EPS = 0.3
 """``d1`` below this (luma units) is a held frame (animation on twos, a freeze)."""
 
 
+def _windows(v: np.ndarray, k: int, *, centre: bool = True) -> np.ndarray:
+    """``(n, 2k + 1) float64``: row ``t`` holds ``v[t - k : t + k + 1]``, NaN past
+    the clip ends and, when ``centre`` is false, at ``t`` itself."""
+    pad = np.full(k, np.nan)
+    w = np.lib.stride_tricks.sliding_window_view(
+        np.concatenate([pad, np.asarray(v, dtype=np.float64), pad]), 2 * k + 1
+    )
+    if centre:
+        return w
+    w = w.copy()
+    w[:, k] = np.nan
+    return w
+
+
+def _nan_reduce(fn: Any, w: np.ndarray) -> np.ndarray:
+    """``fn(w, axis=1)`` for a NaN-aware reduction; all-NaN rows give NaN silently."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.asarray(fn(w, axis=1))
+
+
+def tone_kept(hist: Any, th: Thresholds = DEFAULT) -> Any:
+    """1 where the histogram change (scalar or array) is at most ``drop_hist``,
+    falling to 0 at ``drop_hist + 0.15``: one shot keeps its tones across a
+    dropped second, a cut between two similar shots does not."""
+    return 1.0 - np.clip((hist - th.drop_hist) / 0.15, 0.0, 1.0)
+
+
 def motion_baseline(trace: SignalTrace, th: Thresholds = DEFAULT, column: str = "d1") -> np.ndarray:
     """Local motion level: ``(n,) float32``, the median of ``column`` (``d1``
     or ``d1loc``) over the ``2 * baseline_half + 1`` frames around each
@@ -82,14 +110,7 @@ def motion_baseline(trace: SignalTrace, th: Thresholds = DEFAULT, column: str = 
     d = np.asarray(getattr(trace, column), dtype=np.float64).copy()
     d[:1] = np.nan  # d1[0] is not a distance
     d[trace.d1 < HOLD_EPS] = np.nan
-    padded = np.concatenate([np.full(k, np.nan), d, np.full(k, np.nan)])
-    win = np.lib.stride_tricks.sliding_window_view(padded, 2 * k + 1)
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            base = np.nanmedian(win, axis=1)
+    base = _nan_reduce(np.nanmedian, _windows(d, k))
     return np.nan_to_num(base, nan=0.0).astype(np.float32)
 
 
@@ -359,11 +380,7 @@ def displacement_jumps(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarr
     def side_median(v: np.ndarray, before: bool) -> np.ndarray:
         p = np.concatenate([pad, v, pad])
         w = np.lib.stride_tricks.sliding_window_view(p, k)  # w[i] = p[i : i + k]
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            med = np.nanmedian(w, axis=1)
+        med = _nan_reduce(np.nanmedian, w)
         # before: frames [t - k, t - 1] = p[t : t + k]; after: [t + 1, t + k] = p[t + k + 1 : ...]
         return med[:n] if before else med[k + 1 : k + 1 + n]
 
@@ -410,34 +427,20 @@ def local_seams(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
         return out
     k = 3
     loc = trace.d1loc.astype(np.float64)
-    padded = np.concatenate([np.full(k, np.nan), loc, np.full(k, np.nan)])
-    win = np.lib.stride_tricks.sliding_window_view(padded, 2 * k + 1).copy()
-    win[:, k] = np.nan  # the frame itself is not its own neighbour
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        base = np.nan_to_num(np.nanmax(win, axis=1), nan=np.inf)
+    # the frame itself is not its own neighbour
+    base = np.nan_to_num(_nan_reduce(np.nanmax, _windows(loc, k, centre=False)), nan=np.inf)
     ratio = loc / (base + th.floor_loc)
     s = np.clip((ratio - th.spike_lo) / (th.spike_hi - th.spike_lo), 0.0, 1.0)
     s[loc < th.jump_abs_loc] = 0.0
     # still camera on both sides of the seam (the seam frame itself is not
     # used: moving people disturb the correlation across a dropped second)
-    shift = np.hypot(trace.dx, trace.dy).astype(np.float64)
-
-    def neighbour_median(v: np.ndarray) -> np.ndarray:
-        w = np.lib.stride_tricks.sliding_window_view(
-            np.concatenate([np.full(k, np.nan), v.astype(np.float64), np.full(k, np.nan)]),
-            2 * k + 1,
-        ).copy()
-        w[:, k] = np.nan
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.asarray(np.nanmedian(w, axis=1))
-
-    still = (neighbour_median(trace.resp) >= th.loc_resp) & (neighbour_median(shift) < th.loc_shift)
+    shift = np.hypot(trace.dx, trace.dy)
+    resp_nb = _nan_reduce(np.nanmedian, _windows(trace.resp, k, centre=False))
+    shift_nb = _nan_reduce(np.nanmedian, _windows(shift, k, centre=False))
+    still = (resp_nb >= th.loc_resp) & (shift_nb < th.loc_shift)
     still[: k + 1] = False  # a full neighbourhood on both sides only
     still[n - k :] = False
-    hist_ok = 1.0 - np.clip((trace.hist - th.drop_hist) / 0.15, 0.0, 1.0)
-    out[:] = np.where(still, np.fmin(s, hist_ok), 0.0)
+    out[:] = np.where(still, np.fmin(s, tone_kept(trace.hist, th)), 0.0)
     out[0] = 0.0
     return out
 
@@ -503,10 +506,10 @@ def dropping_candidates(
     """
     out: list[Candidate] = []
     cuts = np.flatnonzero(spikes > 0)
+    cut_set = set(cuts.tolist())
     if local is not None:
-        seen = set(cuts.tolist())
         for t in (int(x) for x in np.flatnonzero(local > 0)):
-            if t in exclude or t in seen or trace.dark[t] >= 0.5 or trace.dark[t - 1] >= 0.5:
+            if t in exclude or t in cut_set or trace.dark[t] >= 0.5 or trace.dark[t - 1] >= 0.5:
                 continue
             if jumps is not None and jumps[t] > 0:
                 continue  # the displacement test below speaks for it
@@ -521,13 +524,12 @@ def dropping_candidates(
             )
     if jumps is not None:
         for t in (int(x) for x in np.flatnonzero(jumps > 0)):
-            if t in exclude or t in set(cuts.tolist()) or _is_flip_edge(trace, t, th):
+            if t in exclude or t in cut_set or _is_flip_edge(trace, t, th):
                 continue
             if trace.dark[t] >= 0.5 or trace.dark[t - 1] >= 0.5:
                 continue
-            # one shot keeps its tones across a dropped second; a cut between
-            # two similar shots (a city montage) shifts well but not in tone
-            hist_ok = 1.0 - ramp(float(trace.hist[t]), th.drop_hist, th.drop_hist + 0.15)
+            # a cut between two similar shots (a city montage) shifts well but not in tone
+            hist_ok = float(tone_kept(float(trace.hist[t]), th))
             out.append(
                 Candidate(
                     "dropping",
@@ -560,7 +562,7 @@ def dropping_candidates(
             ramp(recede, th.drop_recede_lo, th.drop_recede_hi),
             ramp(match, th.match_lo, th.match_hi),
         )
-        hist_ok = 1.0 - ramp(float(trace.hist[t]), th.drop_hist, th.drop_hist + 0.15)
+        hist_ok = float(tone_kept(float(trace.hist[t]), th))
         s = min(float(spikes[t]), same_shot, hist_ok)
         if jumps is not None:
             s = max(s, min(float(jumps[t]), hist_ok))

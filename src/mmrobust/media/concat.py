@@ -39,9 +39,11 @@ single encode does.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -228,12 +230,24 @@ _DELAY_PROBE_FRAMES = 8
 def decode_delay(settings: EncoderSettings) -> int:
     """Frames by which ``settings``' encoder starts its dts before its first pts.
 
-    Measured by encoding ``_DELAY_PROBE_FRAMES`` frames of a moving gradient
-    (2 for x264 with B-frames and a pyramid, 0 for ``mpeg4``).
+    Measured once per encoder configuration (the frame size left out: the
+    delay comes from the B-frame settings, not the picture; the same at
+    64x64, 176x144 and 1280x720 for x264 ``ultrafast``/``veryfast``/``medium``
+    and ``mpeg4``) by encoding ``_DELAY_PROBE_FRAMES`` 64x64 frames of a moving
+    gradient: 2 for x264 with B-frames and a pyramid, 0 for ``mpeg4``. At
+    the clip's own size the probe cost up to 0.28 s per source at 720p.
 
     Raises:
         av.error.FFmpegError: the encoder cannot be opened.
     """
+    return _probe_delay(replace(settings, width=_PROBE_SIDE, height=_PROBE_SIDE))
+
+
+_PROBE_SIDE = 64
+
+
+@functools.lru_cache(maxsize=32)
+def _probe_delay(settings: EncoderSettings) -> int:
     enc = FrameEncoder(settings)
     w, h = settings.width, settings.height
     ramp = np.arange(w, dtype=np.uint16)[None, :] + np.arange(h, dtype=np.uint16)[:, None]

@@ -44,9 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from mmrobust.media import iter_frames, probe
-from mmrobust.models.forensic.detector import decide
-from mmrobust.models.forensic.signals import SignalTrace, analysis_size, extract_signals
+from mmrobust.models.forensic.detector import analysis_frames, decide
+from mmrobust.models.forensic.signals import SignalTrace, extract_signals
 from mmrobust.models.forensic.thresholds import DEFAULT, Thresholds
 from mmrobust.tamper.builder import BuildConfig, build
 
@@ -89,10 +88,7 @@ def build_sets(sources: list[Path], root: Path) -> list[Path]:
 def _trace(path: str) -> SignalTrace | None:
     """The clip's signals, read as the ``forensic`` backend reads it (decoder-scaled luma)."""
     try:
-        info = probe(path, count_frames=False)
-        return extract_signals(
-            iter_frames(path, size=analysis_size(info.width, info.height), gray=True)
-        )
+        return extract_signals(analysis_frames(Path(path)))
     except Exception:  # an unreadable clip is left out (the count shows it)
         return None
 

@@ -15,7 +15,7 @@ seconds (``start_s = start_frame / fps``).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -228,6 +228,19 @@ def decide_stream(
     return _verdict(cands, n, info, th, prior)
 
 
+def analysis_frames(path: Path) -> Iterator[np.ndarray]:
+    """The clip as the detector reads it: ``(H, W) uint8`` luma frames, scaled by the
+    decoder to ``analysis_size`` (160 px wide, aspect kept), streamed.
+
+    Raises:
+        MediaError: unreadable or undecodable video.
+    """
+    from mmrobust.media import iter_frames, probe
+
+    info = probe(path, count_frames=False)
+    return iter_frames(path, size=analysis_size(info.width, info.height), gray=True)
+
+
 def _yes_no_letters(options: Mapping[str, str]) -> tuple[str, str]:
     """Letters of the "Yes" and "No" options (case-insensitive, options may be permuted).
 
@@ -273,12 +286,10 @@ class ForensicDetector(Model):
         Raises:
             MediaError: unreadable or undecodable video, or fewer than ``MIN_FRAMES`` frames.
         """
-        from mmrobust.media import MediaError, iter_frames, probe
+        from mmrobust.media import MediaError
 
-        info = probe(path, count_frames=False)
-        size = analysis_size(info.width, info.height)
         try:
-            cands, signals, n = scan(iter_frames(path, size=size, gray=True), self.thresholds)
+            cands, signals, n = scan(analysis_frames(path), self.thresholds)
         except ValueError as exc:
             raise MediaError(path, str(exc)) from exc
         if n < MIN_FRAMES:

@@ -50,9 +50,8 @@ from mmrobust.models.forensic.thresholds import DEFAULT, Thresholds
 from mmrobust.tamper.builder import BuildConfig, build
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from forensic_eval import expand_sources, synth_sources
+from forensic_eval import expand_sources, per_type_f1, synth_sources
 
-TYPES = ("dropping", "masking", "repetition", "rotation", "substitution")
 POSITIONS = (0.35, 0.5, 0.65)
 STYLES = ("mmrobust", "released")
 RAMPS = (
@@ -121,13 +120,8 @@ def macro_f1(items: Items, th: Thresholds) -> tuple[float, int, int, list[float]
     by: dict[str, list[bool]] = {}
     for tt, tr in items:
         by.setdefault(tt, []).append(decide(tr, th).tampered)
-    fp = sum(by.get("original", []))
-    f1 = []
-    for t in TYPES:
-        tp = sum(by.get(t, []))
-        fn = len(by.get(t, [])) - tp
-        f1.append(2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else 0.0)
-    return float(np.mean(f1)), fp, len(by.get("original", [])), f1
+    f1, fp = per_type_f1(by)
+    return float(np.mean(list(f1.values()))), fp, len(by.get("original", [])), list(f1.values())
 
 
 def _init(sets: dict[str, Items]) -> None:

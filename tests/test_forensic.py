@@ -11,9 +11,10 @@ from mmrobust.models.base import Request
 from mmrobust.models.forensic import ForensicDetector, decide, make
 from mmrobust.models.forensic.detector import scan
 from mmrobust.models.forensic.footage import Shot, apply_effect, render
-from mmrobust.models.forensic.signals import SignalExtractor, extract_signals
+from mmrobust.models.forensic.signals import SignalExtractor, extract_signals, lag_profile_fit
 from mmrobust.models.forensic.structure import (
     displacement_jumps,
+    lag_seams,
     local_seams,
     motion_baseline,
     seam_repetition_candidates,
@@ -293,3 +294,56 @@ def test_jerky_held_frame_animation_is_not_a_still_shot_seam() -> None:
         clip[i] = bg
         clip[i, 56:80, x : x + 16] = (20, 200, 30)
     assert float(local_seams(extract_signals(list(clip))).max()) == 0.0
+
+
+def test_lag_profile_fit_recovers_an_exact_shift() -> None:
+    g = 10.0 * (1.0 - np.exp(-np.arange(1, 65) / 15.0))  # distance growing with the lag
+    prev = g.astype(np.float32)
+    after = (10.0 * (1.0 - np.exp(-(np.arange(1, 65) + 20) / 15.0))).astype(np.float32)
+    fit, fit0, jump = lag_profile_fit(after, prev)
+    assert (jump, fit) == (20, pytest.approx(0.0, abs=1e-6)) and fit0 > 0.5
+    unknown = np.full(64, np.nan, np.float32)
+    assert lag_profile_fit(after, unknown)[2] == 0
+
+
+def test_dropping_seam_fits_a_shifted_lag_profile_and_a_cut_does_not(pan: np.ndarray) -> None:
+    tr = extract_signals(list(apply_effect(pan, "dropping", S, L)))
+    # continuous frames fit at the smallest shift; the seam at about L (the pan's
+    # change is not quite linear in the lag, so not exactly L)
+    assert set(tr.lag_jump[S - 15 : S].astype(int)) == {1}
+    assert 12 <= int(tr.lag_jump[S]) <= L + 5
+    assert float(tr.lag_fit[S]) < 0.1 * float(tr.lag_fit0[S])
+    seams = lag_seams(tr)
+    assert seams[S] == 1.0 and float(np.delete(seams, S).max()) == 0.0
+    cut = render(
+        [Shot("astronaut", 60, "pan", speed=0.006), Shot("coffee", 60, "pan", speed=0.004)],
+        size=SIZE,
+        seed=3,
+    )
+    tc = extract_signals(list(cut))
+    assert int(tc.lag_jump[60]) >= 36  # an unrelated picture fits only the oldest lags
+    assert float(lag_seams(tc).max()) == 0.0
+
+
+def test_rotation_in_a_still_shot_is_found() -> None:
+    # a screen recording: most frames repeat exactly, so the held-frame rule
+    # alone would measure the motion level on the two rotation edges themselves
+    from skimage import data
+
+    still = np.repeat(np.ascontiguousarray(data.astronaut()[100:208, 100:292])[None], 140, axis=0)
+    tr = extract_signals(list(apply_effect(still, "rotation", S, L)))
+    assert float(motion_baseline(tr)[S]) > 20.0  # the edges' own level
+    assert float(motion_baseline(tr, still=True)[S]) == 0.0
+    v = decide(tr)
+    assert (v.tampered, v.pred_type, v.start_frame, v.end_frame) == (True, "rotation", S, S + L)
+    assert not _verdict(still).tampered
+
+
+def test_rotation_ending_on_a_natural_cut_is_found(pan: np.ndarray) -> None:
+    other = render([Shot("coffee", 60, "pan", speed=0.004, noise=1.0)], size=SIZE, seed=2)
+    natural = np.concatenate([pan[: S + L], other])
+    assert not _verdict(natural).tampered
+    rotated = natural.copy()
+    rotated[S : S + L] = rotated[S : S + L, ::-1, ::-1]  # the window's end is the cut
+    v = _verdict(rotated)
+    assert (v.tampered, v.pred_type, v.start_frame, v.end_frame) == (True, "rotation", S, S + L)

@@ -147,8 +147,7 @@ def scan(
 
     def step(lo: int, hi: int, *, final: bool) -> None:
         tr = ex.view(lo - margin, hi + margin, final=final)
-        base = motion_baseline(tr, th)
-        spikes = spike_strength(tr, base, th)
+        spikes = spike_strength(tr, motion_baseline(tr, th, still=True), th)
         a, b = lo - tr.offset, min(hi, tr.offset + tr.n) - tr.offset
         counts["discontinuities"] += int(np.count_nonzero(spikes[a:b] > 0))
         counts["dark_frames"] += int(np.count_nonzero(tr.dark[a:b] >= 0.5))

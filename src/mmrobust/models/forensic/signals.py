@@ -112,6 +112,19 @@ class SignalTrace:
         resp: phase-correlation peak of that displacement (about 1 when the
             frame is the previous one shifted, under 0.3 across a cut); 0 at frame 0
             and for flat frames.
+        lag_fit: how well the frame's lag profile (its distance to each of the
+            ``LAG_FIT_SPAN`` frames before it) equals the previous frame's
+            profile shifted by ``lag_jump`` frames (``lag_profile_fit``):
+            mean absolute mismatch over the mean of the profile (0 = exact).
+            A dropped window of ``F`` frames makes frame ``t`` the shot ``F``
+            frames on, so its profile is the previous frame's shifted by
+            about ``F``; in a continuous shot the best shift is 0. NaN while
+            the ring is too short.
+        lag_fit0: the same mismatch at shift 0 (no frames missing).
+        lag_jump: the best shift in frames (1..``LAG_FIT_MAX``; 0 where unknown).
+        recede: the frame's median distance to the frames 32-64 back over its
+            distance to the previous frame (above 1: the shot recedes behind the
+            frame; about 1 after a cut to an unrelated picture); NaN when unknown.
         events: snapshots at abrupt changes, in frame order.
         max_lag: ring-buffer length in frames.
         offset: frame index (in the clip) of element 0 of the arrays; event
@@ -137,6 +150,10 @@ class SignalTrace:
     dx: np.ndarray
     dy: np.ndarray
     resp: np.ndarray
+    lag_fit: np.ndarray
+    lag_fit0: np.ndarray
+    lag_jump: np.ndarray
+    recede: np.ndarray
     events: list[Event] = field(default_factory=list)
     max_lag: int = 64
     offset: int = 0
@@ -182,7 +199,17 @@ _SIGNAL_NAMES = (
     "dx",
     "dy",
     "resp",
+    "lag_fit",
+    "lag_fit0",
+    "lag_jump",
+    "recede",
 )
+
+LAG_FIT_SPAN = 12
+"""Lags ``1..LAG_FIT_SPAN`` of a frame's profile that ``lag_profile_fit`` compares."""
+
+LAG_FIT_MAX = 50
+"""Largest shift in frames ``lag_profile_fit`` tries (``LAG_FIT_MAX + LAG_FIT_SPAN <= max_lag``)."""
 
 _HANN_FINE = cv2.createHanningWindow(FINE_SIZE, cv2.CV_32F)
 
@@ -203,6 +230,42 @@ def frame_shift(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
     # run-to-run different peaks in OpenCV 4.x (observed; the product is the same maths)
     (dx, dy), peak = cv2.phaseCorrelate(a * _HANN_FINE, b * _HANN_FINE)
     return float(dx), float(dy), float(peak)
+
+
+def lag_profile_fit(profile: np.ndarray, prev_profile: np.ndarray) -> tuple[float, float, int]:
+    """Fit frame ``t``'s lag profile as frame ``t - 1``'s shifted by ``F`` frames.
+
+    Args:
+        profile, prev_profile: ``(max_lag,) float32`` distances of frames ``t``
+            and ``t - 1`` to the frames ``1..max_lag`` before them (NaN unknown);
+            shifts reach ``min(LAG_FIT_MAX, max_lag - LAG_FIT_SPAN)``.
+
+    Returns ``(fit, fit0, jump)``: the smallest relative mismatch
+    ``mean|profile[L] - prev_profile[L + F]| / mean(profile[L])`` over
+    ``L = 1..LAG_FIT_SPAN`` and ``F = 1..LAG_FIT_MAX`` (at least half the lags
+    known), the mismatch at ``F = 0``, and the best ``F``; ``(nan, nan, 0)``
+    when too little is known. Under a stationary shot the distance depends on
+    the lag only, so a seam after ``F`` dropped frames fits at about ``F``
+    (MVTamperBench section 3.2, dropping).
+    """
+    m = LAG_FIT_SPAN
+    if prev_profile.shape[0] < m + 1:
+        return float("nan"), float("nan"), 0
+    a = profile[:m].astype(np.float64)
+    wins = np.lib.stride_tricks.sliding_window_view(
+        prev_profile[: LAG_FIT_MAX + m].astype(np.float64), m
+    )  # wins[F] = prev_profile lags F+1 .. F+m
+    ok = np.isfinite(wins) & np.isfinite(a)
+    cnt = ok.sum(axis=1)
+    scale = float(np.nanmean(a)) if np.isfinite(a).any() else float("nan")
+    if not np.isfinite(scale) or cnt[0] < m // 2:
+        return float("nan"), float("nan"), 0
+    err = np.where(ok, np.abs(wins - a), 0.0).sum(axis=1) / np.maximum(cnt, 1)
+    err = np.where(cnt >= m // 2, err / (scale + 1e-3), np.inf)
+    best = int(np.argmin(err[1:])) + 1
+    if not np.isfinite(err[best]):
+        return float("nan"), float(err[0]), 0
+    return float(err[best]), float(err[0]), best
 
 
 class SignalExtractor:
@@ -327,6 +390,16 @@ class SignalExtractor:
             cols["drot"].append(float(np.abs(thumb - prev[::-1, ::-1]).mean()))
             cols["dhflip"].append(float(np.abs(thumb - prev[:, ::-1]).mean()))
             cols["dvflip"].append(float(np.abs(thumb - prev[::-1, :]).mean()))
+        fit, fit0, jump = lag_profile_fit(profile, self._prev_profile)
+        cols["lag_fit"].append(fit)
+        cols["lag_fit0"].append(fit0)
+        cols["lag_jump"].append(float(jump))
+        far = profile[31:64]
+        cols["recede"].append(
+            float(np.nanmedian(far)) / (float(profile[0]) + 1e-3)
+            if self._filled >= 40
+            else float("nan")
+        )
         if self._filled >= 2:
             tail = profile[1 : self._filled]
             best = int(np.argmin(tail))
@@ -449,6 +522,8 @@ def extract_signals(
 __all__ = [
     "ANALYSIS_WIDTH",
     "DARK_LEVEL",
+    "LAG_FIT_MAX",
+    "LAG_FIT_SPAN",
     "THUMB_SIZE",
     "Event",
     "SignalExtractor",
@@ -456,4 +531,5 @@ __all__ = [
     "analysis_size",
     "extract_signals",
     "frame_shift",
+    "lag_profile_fit",
 ]

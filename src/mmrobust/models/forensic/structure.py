@@ -96,12 +96,17 @@ def tone_kept(hist: Any, th: Thresholds = DEFAULT) -> Any:
     return 1.0 - np.clip((hist - th.drop_hist) / 0.15, 0.0, 1.0)
 
 
-def motion_baseline(trace: SignalTrace, th: Thresholds = DEFAULT, column: str = "d1") -> np.ndarray:
+def motion_baseline(
+    trace: SignalTrace, th: Thresholds = DEFAULT, column: str = "d1", *, still: bool = False
+) -> np.ndarray:
     """Local motion level: ``(n,) float32``, the median of ``column`` (``d1``
     or ``d1loc``) over the ``2 * baseline_half + 1`` frames around each
     frame, ignoring held frames (``d1 < HOLD_EPS``) so held-frame animation
-    keeps the level of its steps (0 where every frame is held). The window
-    is clipped at the clip ends.
+    keeps the level of its steps. With ``still``, where fewer than a quarter
+    of the window's frames move (a still shot: a screen recording, a locked-off
+    camera) the median of all its frames is used instead, so that a lone
+    change there stands out (the level the spike test needs; the repetition
+    tests keep the level of the steps). The window is clipped at the clip ends.
     """
     n = trace.n
     if n == 0:
@@ -109,8 +114,16 @@ def motion_baseline(trace: SignalTrace, th: Thresholds = DEFAULT, column: str = 
     k = th.baseline_half
     d = np.asarray(getattr(trace, column), dtype=np.float64).copy()
     d[:1] = np.nan  # d1[0] is not a distance
+    held = d.copy()
     d[trace.d1 < HOLD_EPS] = np.nan
-    base = _nan_reduce(np.nanmedian, _windows(d, k))
+    moving = _windows(d, k)
+    base = _nan_reduce(np.nanmedian, moving)
+    # a still shot (most frames held) keeps its own, near-zero level: only
+    # held-frame animation, where at least a quarter of the frames step, is
+    # measured on its steps
+    if still:
+        few = np.isfinite(moving).sum(axis=1) < (2 * k + 1) / 4
+        base = np.where(few, _nan_reduce(np.nanmedian, _windows(held, k)), base)
     return np.nan_to_num(base, nan=0.0).astype(np.float32)
 
 
@@ -237,22 +250,28 @@ def flip_candidates(
                     )
                     used.update((a, b))
                     break
+        cuts = np.flatnonzero(spikes > 0)
         for t in idx:
             if t in used:
                 continue
-            # one-sided: the window touches the clip start or end
-            if trace.clip_start and th.min_len <= t <= th.max_len:
-                out.append(
-                    Candidate(
-                        kind, 0, t, 0.9 * float(edge[t]), {"edge": float(edge[t]), "one_sided": 1.0}
-                    )
-                )
+            # a lone edge: the other edge fell on a natural cut, a still stretch
+            # or the clip's start or end. Natural footage never continues as its
+            # predecessor rotated or flipped, so the edge alone is evidence; the
+            # window runs to the nearest discontinuity min_len..max_len away,
+            # else to the clip's start or end when that is in range
+            gap = np.abs(cuts - t)
+            near = cuts[(gap >= th.min_len) & (gap <= th.max_len)]
+            e = float(edge[t])
+            if near.size:
+                o = int(near[np.argmin(np.abs(near - t))])
+                a, b, ev = min(t, o), max(t, o), {"edge": e, "lone": 1.0}
+            elif trace.clip_start and th.min_len <= t <= th.max_len:
+                a, b, ev = 0, t, {"edge": e, "one_sided": 1.0}
             elif trace.clip_end and th.min_len <= n - t <= th.max_len:
-                out.append(
-                    Candidate(
-                        kind, t, n, 0.9 * float(edge[t]), {"edge": float(edge[t]), "one_sided": 1.0}
-                    )
-                )
+                a, b, ev = t, n, {"edge": e, "one_sided": 1.0}
+            else:
+                a, b, ev = t, t, {"edge": e, "lone": 1.0}
+            out.append(Candidate(kind, a, b, 0.9 * e, ev))
     return out
 
 
@@ -445,6 +464,132 @@ def local_seams(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
     return out
 
 
+SEAM_FEATURES = (
+    "log_d1",
+    "isolation",
+    "spike",
+    "isolation_loc",
+    "hist",
+    "resp",
+    "jump",
+    "lag_fit",
+    "lag_fit_gain",
+    "lag_jump",
+    "recede",
+    "still",
+)
+"""Columns of ``seam_features`` (the inputs of the dropping seam model)."""
+
+SEAM_MIN_ISOLATION = 1.3
+"""``d1`` over the largest of its 3 + 3 neighbours at or above which a frame is a seam candidate."""
+
+
+def seam_features(trace: SignalTrace, th: Thresholds = DEFAULT) -> tuple[np.ndarray, np.ndarray]:
+    """Features of every possible dropping seam, for ``seam_probability``.
+
+    A candidate is a frame ``t`` whose change from ``t - 1`` stands out from
+    its 3 + 3 neighbours (``d1`` at least ``SEAM_MIN_ISOLATION`` times their
+    largest), away from black frames and the clip's first and last 3 frames.
+
+    Returns ``(frames, X)``: candidate indices ``(m,) int64`` and features
+    ``(m, len(SEAM_FEATURES)) float64``, each a log-ratio or bounded value
+    (units cancel): ``d1`` itself (log), its isolation and spike ratios (log,
+    whole-picture and local ``d1loc``), the histogram change, the
+    phase-correlation peak, the displacement-jump evidence
+    (``displacement_jumps``), the lag-profile fit and its gain over no shift
+    (log, ``signals.lag_profile_fit``), the fitted jump (frames / 50), the
+    recede ratio (log) and the camera stillness around the seam (log pixels).
+    """
+    n = trace.n
+    k = 3
+    if n < 2 * k + 2:
+        return np.zeros(0, np.int64), np.zeros((0, len(SEAM_FEATURES)))
+    eps = 0.05
+    d1 = trace.d1.astype(np.float64)
+    nb = _nan_reduce(np.nanmax, _windows(d1, k, centre=False))
+    iso = np.log((d1 + eps) / (np.nan_to_num(nb, nan=np.inf) + eps))
+    ok = iso >= np.log(SEAM_MIN_ISOLATION)
+    ok[: k + 1] = False
+    ok[n - k :] = False
+    dark = np.maximum(trace.dark, np.roll(trace.dark, 1))
+    ok &= dark < 0.5
+    frames = np.flatnonzero(ok)
+    if frames.size == 0:
+        return frames.astype(np.int64), np.zeros((0, len(SEAM_FEATURES)))
+    base = motion_baseline(trace, th)
+    loc = trace.d1loc.astype(np.float64)
+    nbl = _nan_reduce(np.nanmax, _windows(loc, k, centre=False))
+    shift = np.hypot(trace.dx, trace.dy).astype(np.float64)
+    still = _nan_reduce(np.nanmedian, _windows(shift, k, centre=False))
+    jumps = displacement_jumps(trace, th)
+    fit = np.nan_to_num(trace.lag_fit.astype(np.float64), nan=1.0)
+    fit0 = np.nan_to_num(trace.lag_fit0.astype(np.float64), nan=1.0)
+    rec = np.nan_to_num(trace.recede.astype(np.float64), nan=1.0)
+    t = frames
+    X = np.stack(
+        [
+            np.log(d1[t] + eps),
+            iso[t],
+            np.log((d1[t] + eps) / (base[t] + eps)),
+            np.log((loc[t] + eps) / (np.nan_to_num(nbl[t], nan=np.inf) + eps)),
+            trace.hist[t].astype(np.float64),
+            np.clip(trace.resp[t].astype(np.float64), -0.5, 1.2),
+            jumps[t].astype(np.float64),
+            np.log(fit[t] + 0.01),
+            np.log((fit0[t] + 0.01) / (fit[t] + 0.01)),
+            trace.lag_jump[t].astype(np.float64) / 50.0,
+            np.log(np.clip(rec[t], 0.05, 20.0)),
+            np.log(np.nan_to_num(still[t], nan=0.0) + 0.1),
+        ],
+        axis=1,
+    )
+    return t.astype(np.int64), np.nan_to_num(X, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def lag_seams(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
+    """Per-frame evidence in [0, 1] of a dropping seam from the lag-profile fit.
+
+    After ``F`` dropped frames, frame ``t`` is the shot ``F`` frames on, so
+    its distances to the frames before it are the previous frame's distances
+    ``F`` lags further (``signals.lag_profile_fit``). The evidence is the
+    fuzzy AND of: the fit at the best shift beats the fit at no shift by
+    ``lag_gain`` (log ratio, ramp to ``lag_gain + 0.5``); the best shift is
+    under ``lag_sat`` frames (a cut to an unrelated picture fits best at the
+    longest lags, where the old shot has drifted as far as it can); ``d1``
+    stands out from the 3 + 3 frames around it (``seam_iso`` times their
+    largest, ramp over ``exp(0.4)``) and reaches ``seam_abs`` luma units
+    (ramp to 1.5x); the tones are kept (``tone_kept``). Returns ``(n,) float32``.
+    """
+    n = trace.n
+    out = np.zeros(n, np.float32)
+    k = 3
+    if n < 2 * k + 2:
+        return out
+    eps = 0.05
+    d1 = trace.d1.astype(np.float64)
+    nb = np.nan_to_num(_nan_reduce(np.nanmax, _windows(d1, k, centre=False)), nan=np.inf)
+    iso = np.log((d1 + eps) / (nb + eps))
+    gain = np.log(
+        (np.nan_to_num(trace.lag_fit0, nan=1.0) + 0.01)
+        / (np.nan_to_num(trace.lag_fit, nan=1.0) + 0.01)
+    )
+    lo = np.log(th.seam_iso)
+    s = np.fmin.reduce(
+        [
+            np.clip((gain - th.lag_gain) / 0.5, 0.0, 1.0),
+            1.0 - np.clip((trace.lag_jump - (th.lag_sat - 4)) / 4.0, 0.0, 1.0),
+            np.clip((iso - lo) / 0.4, 0.0, 1.0),
+            np.clip((d1 - th.seam_abs) / (0.5 * th.seam_abs), 0.0, 1.0),
+            tone_kept(trace.hist.astype(np.float64), th),
+        ]
+    )
+    s[trace.lag_jump < 1] = 0.0
+    s[: k + 1] = 0.0
+    s[n - k :] = 0.0
+    out[:] = s
+    return out
+
+
 def _is_flip_edge(trace: SignalTrace, t: int, th: Thresholds) -> bool:
     return any(
         trace.d1[t] / (float(getattr(trace, c)[t]) + th.floor) >= th.flip_lo for c in FLIPS.values()
@@ -495,6 +640,7 @@ def dropping_candidates(
     th: Thresholds = DEFAULT,
     jumps: np.ndarray | None = None,
     local: np.ndarray | None = None,
+    lag: np.ndarray | None = None,
 ) -> list[Candidate]:
     """Lone discontinuities inside one shot.
 
@@ -507,6 +653,24 @@ def dropping_candidates(
     out: list[Candidate] = []
     cuts = np.flatnonzero(spikes > 0)
     cut_set = set(cuts.tolist())
+    lag_ev = lag if lag is not None else np.zeros(trace.n, np.float32)
+    if lag is not None:
+        for t in (int(x) for x in np.flatnonzero(lag > 0)):
+            if t in exclude or t in cut_set or _is_flip_edge(trace, t, th):
+                continue
+            if trace.dark[t] >= 0.5 or trace.dark[t - 1] >= 0.5:
+                continue
+            if (jumps is not None and jumps[t] > 0) or (local is not None and local[t] > 0):
+                continue  # the paths below take the larger evidence
+            out.append(
+                Candidate(
+                    "dropping",
+                    t,
+                    t,
+                    float(lag[t]),
+                    {"lag_fit": float(trace.lag_fit[t]), "lag_jump": float(trace.lag_jump[t])},
+                )
+            )
     if local is not None:
         for t in (int(x) for x in np.flatnonzero(local > 0)):
             if t in exclude or t in cut_set or trace.dark[t] >= 0.5 or trace.dark[t - 1] >= 0.5:
@@ -518,7 +682,7 @@ def dropping_candidates(
                     "dropping",
                     t,
                     t,
-                    float(local[t]),
+                    max(float(local[t]), float(lag_ev[t])),
                     {"local": float(local[t]), "d1loc": float(trace.d1loc[t])},
                 )
             )
@@ -535,7 +699,7 @@ def dropping_candidates(
                     "dropping",
                     t,
                     t,
-                    min(float(jumps[t]), hist_ok),
+                    max(min(float(jumps[t]), hist_ok), float(lag_ev[t])),
                     {
                         "jump": float(jumps[t]),
                         "resp": float(trace.resp[t]),
@@ -566,6 +730,7 @@ def dropping_candidates(
         s = min(float(spikes[t]), same_shot, hist_ok)
         if jumps is not None:
             s = max(s, min(float(jumps[t]), hist_ok))
+        s = max(s, float(lag_ev[t]))
         if s > 0:
             out.append(
                 Candidate(
@@ -625,7 +790,7 @@ def analyse(trace: SignalTrace, th: Thresholds = DEFAULT) -> list[Candidate]:
     if trace.n < 3:
         return []
     base = motion_baseline(trace, th)
-    spikes = spike_strength(trace, base, th)
+    spikes = spike_strength(trace, motion_baseline(trace, th, still=True), th)
     cands: list[Candidate] = []
     cuts = np.flatnonzero(spikes > 0)
     cands += masking_candidates(trace, cuts, th)
@@ -643,7 +808,13 @@ def analyse(trace: SignalTrace, th: Thresholds = DEFAULT) -> list[Candidate]:
     explained.update(int(t) for t in np.flatnonzero(trace.dark >= 0.5))
     explained.update(int(t) + 1 for t in np.flatnonzero(trace.dark >= 0.5))
     drops = dropping_candidates(
-        trace, spikes, explained, th, displacement_jumps(trace, th), local_seams(trace, th)
+        trace,
+        spikes,
+        explained,
+        th,
+        displacement_jumps(trace, th),
+        local_seams(trace, th),
+        lag_seams(trace, th),
     )
     cands += paired_seam_candidates(trace, cuts, drops, th) + drops  # pairs win ties
     cands.sort(key=lambda c: -c.score)
@@ -652,8 +823,7 @@ def analyse(trace: SignalTrace, th: Thresholds = DEFAULT) -> list[Candidate]:
 
 def summary(trace: SignalTrace, th: Thresholds = DEFAULT) -> dict[str, Any]:
     """A small JSON summary of the clip's signals (stored in ``Response.extra``)."""
-    base = motion_baseline(trace, th)
-    spikes = spike_strength(trace, base, th)
+    spikes = spike_strength(trace, motion_baseline(trace, th, still=True), th)
     return {
         "frames": int(trace.n),
         "median_motion": round(float(np.median(trace.d1)) if trace.n else 0.0, 3),
@@ -665,17 +835,20 @@ def summary(trace: SignalTrace, th: Thresholds = DEFAULT) -> dict[str, Any]:
 
 __all__ = [
     "FLIPS",
+    "SEAM_FEATURES",
     "Candidate",
     "analyse",
     "displacement_jumps",
     "dropping_candidates",
     "flip_candidates",
+    "lag_seams",
     "local_seams",
     "masking_candidates",
     "motion_baseline",
     "paired_seam_candidates",
     "ramp",
     "repetition_candidates",
+    "seam_features",
     "seam_repetition_candidates",
     "spike_strength",
     "substitution_candidates",

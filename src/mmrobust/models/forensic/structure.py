@@ -476,7 +476,9 @@ def lag_seams(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
     longest lags, where the old shot has drifted as far as it can); ``d1``
     stands out from the 3 + 3 frames around it (``seam_iso`` times their
     largest, ramp over ``exp(0.4)``) and reaches ``seam_abs`` luma units
-    (ramp to 1.5x); the tones are kept (``tone_kept``). Returns ``(n,) float32``.
+    (ramp to 1.5x); the histogram change is at most ``lag_hist`` (ramp to
+    ``lag_hist + 0.15``; looser than ``tone_kept``: the fit itself tells one
+    shot from a cut). Returns ``(n,) float32``.
     """
     n = trace.n
     out = np.zeros(n, np.float32)
@@ -498,7 +500,7 @@ def lag_seams(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
             1.0 - np.clip((trace.lag_jump - (th.lag_sat - 4)) / 4.0, 0.0, 1.0),
             np.clip((iso - lo) / 0.4, 0.0, 1.0),
             np.clip((d1 - th.seam_abs) / (0.5 * th.seam_abs), 0.0, 1.0),
-            tone_kept(trace.hist.astype(np.float64), th),
+            1.0 - np.clip((trace.hist.astype(np.float64) - th.lag_hist) / 0.15, 0.0, 1.0),
         ]
     )
     s[trace.lag_jump < 1] = 0.0

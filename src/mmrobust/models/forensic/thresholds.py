@@ -63,6 +63,7 @@ class Thresholds:
         lag_gain: log gain of the lag-profile fit at the best shift over no
             shift at which a lag seam starts (ramp to ``lag_gain + 0.5``).
         lag_sat: best shifts at or above this many frames are cuts, not drops.
+        lag_hist: largest histogram change at a lag seam (ramp to ``+ 0.15``).
         seam_iso: a lag seam's ``d1`` over the largest of its 3 + 3 neighbours.
         seam_abs: smallest ``d1`` of a lag seam (luma units; ramp to 1.5x).
         decision: score at or above which the answer is "Yes".
@@ -103,8 +104,9 @@ class Thresholds:
     jump_hi: float = 8.0
     jump_px: float = 1.0
     shift_floor: float = 0.3
-    lag_gain: float = 1.0
+    lag_gain: float = 2.0
     lag_sat: int = 40
+    lag_hist: float = 0.4
     seam_iso: float = 1.6
     seam_abs: float = 1.5
     decision: float = 0.5

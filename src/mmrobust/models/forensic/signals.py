@@ -122,9 +122,9 @@ class SignalTrace:
             the ring is too short.
         lag_fit0: the same mismatch at shift 0 (no frames missing).
         lag_jump: the best shift in frames (1..``LAG_FIT_MAX``; 0 where unknown).
-        recede: the frame's median distance to the frames 32-64 back over its
-            distance to the previous frame (above 1: the shot recedes behind the
-            frame; about 1 after a cut to an unrelated picture); NaN when unknown.
+        far: the frame's median distance to the frames 32-64 back (how far the
+            shot has drifted in one to two seconds); NaN while the ring holds
+            fewer than 40 frames.
         events: snapshots at abrupt changes, in frame order.
         max_lag: ring-buffer length in frames.
         offset: frame index (in the clip) of element 0 of the arrays; event
@@ -153,7 +153,7 @@ class SignalTrace:
     lag_fit: np.ndarray
     lag_fit0: np.ndarray
     lag_jump: np.ndarray
-    recede: np.ndarray
+    far: np.ndarray
     events: list[Event] = field(default_factory=list)
     max_lag: int = 64
     offset: int = 0
@@ -202,7 +202,7 @@ _SIGNAL_NAMES = (
     "lag_fit",
     "lag_fit0",
     "lag_jump",
-    "recede",
+    "far",
 )
 
 LAG_FIT_SPAN = 12
@@ -394,11 +394,8 @@ class SignalExtractor:
         cols["lag_fit"].append(fit)
         cols["lag_fit0"].append(fit0)
         cols["lag_jump"].append(float(jump))
-        far = profile[31:64]
-        cols["recede"].append(
-            float(np.nanmedian(far)) / (float(profile[0]) + 1e-3)
-            if self._filled >= 40
-            else float("nan")
+        cols["far"].append(
+            float(np.nanmedian(profile[31:64])) if self._filled >= 40 else float("nan")
         )
         if self._filled >= 2:
             tail = profile[1 : self._filled]

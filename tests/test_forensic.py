@@ -15,6 +15,8 @@ from mmrobust.models.forensic.signals import SignalExtractor, extract_signals, l
 from mmrobust.models.forensic.structure import (
     blackness,
     displacement_jumps,
+    dropping_candidates,
+    flat_black,
     lag_seams,
     local_seams,
     motion_baseline,
@@ -259,15 +261,19 @@ def test_factory_and_fingerprint() -> None:
         make("x", {})
 
 
-def _still_shot_with_walker(n: int, step: int = 1) -> np.ndarray:
-    """A locked-off shot (a still photo) where one figure (24x16 px) walks ``step`` px a frame."""
+def _still_shot_with_walker(
+    n: int, step: int = 1, size: tuple[int, int] = (24, 16), top: int = 56
+) -> np.ndarray:
+    """A locked-off shot (a still photo) where one figure (``size`` = (h, w) px,
+    default 24x16) walks ``step`` px a frame."""
     from skimage import data
 
     bg = np.ascontiguousarray(data.astronaut()[100:208, 100:292])  # (108, 192, 3)
     frames = np.repeat(bg[None], n, axis=0).copy()
+    h, w = size
     for i in range(n):
         x = 10 + step * i
-        frames[i, 56:80, x : x + 16] = (20, 200, 30)
+        frames[i, top : top + h, x : x + w] = (20, 200, 30)
     return frames
 
 
@@ -393,3 +399,30 @@ def test_fade_to_black_then_hard_cut_back_is_not_masking() -> None:
     tr = extract_signals(list(clip))
     assert tr.mean[69] - tr.mean[70] > 6.0  # the fade's last step is large, like a cut's
     assert not decide(tr).tampered
+
+
+def test_dropping_in_a_dark_scene_is_found(pan: np.ndarray) -> None:
+    # a night scene (most pixels under the black level) is no black run: only
+    # flat black frames, what masking writes, keep dropping seams off their edges
+    dark = (pan.astype(np.float32) * 0.12).astype(np.uint8)
+    tr = extract_signals(list(apply_effect(dark, "dropping", S, L)))
+    assert float(tr.dark[S - 1]) > 0.75 and float(tr.dark[S]) > 0.75
+    assert not flat_black(tr).any()
+    v = decide(tr)
+    assert (v.tampered, v.pred_type, v.start_frame) == (True, "dropping", S)
+    assert not _verdict(dark).tampered
+
+
+def test_local_change_stands_in_for_a_weak_spike_in_a_still_shot() -> None:
+    # a larger walker: the seam lifts the whole-picture change a little over
+    # the cut floor (a weak discontinuity), the local change a lot; scored
+    # without the lag seam, which also finds this clean synthetic seam
+    clip = _still_shot_with_walker(140, size=(40, 24), top=40)
+    assert not _verdict(clip).tampered
+    tr = extract_signals(list(apply_effect(clip, "dropping", S, L)))
+    spikes = spike_strength(tr, motion_baseline(tr, still=True))
+    assert 0.0 < float(spikes[S]) < 0.5
+    local = local_seams(tr)
+    assert local[S] == 1.0
+    drops = dropping_candidates(tr, spikes, set(), jumps=displacement_jumps(tr), local=local)
+    assert [(c.start, c.score) for c in drops] == [(S, 1.0)]

@@ -196,11 +196,16 @@ ABRUPT_LUMA = 6.0
 """Smallest one-frame change of mean luma at a masking edge (a fade's last steps are smaller)."""
 
 
+def flat_black(trace: SignalTrace) -> np.ndarray:
+    """``(n,) bool``: flat black frames (mean luma <= ``FLAT_BLACK`` and black
+    fraction >= 0.99), what masking writes; a dark night scene is not flat."""
+    return np.asarray((trace.mean <= FLAT_BLACK) & (trace.dark >= 0.99))
+
+
 def blackness(trace: SignalTrace) -> np.ndarray:
-    """``(n,) float32`` in [0, 1]: 1 for a flat black frame (mean luma <= ``FLAT_BLACK``
-    and black fraction >= 0.99), else the black fraction capped at 0.5."""
-    flat = (trace.mean <= FLAT_BLACK) & (trace.dark >= 0.99)
-    return np.where(flat, 1.0, np.minimum(trace.dark, 0.5)).astype(np.float32)
+    """``(n,) float32`` in [0, 1]: 1 for a flat black frame (``flat_black``),
+    else the black fraction capped at 0.5."""
+    return np.where(flat_black(trace), 1.0, np.minimum(trace.dark, 0.5)).astype(np.float32)
 
 
 def masking_candidates(
@@ -645,15 +650,17 @@ def dropping_candidates(
     cuts = np.flatnonzero(spikes > 0)
     cut_set = set(cuts.tolist())
     lag_ev = lag if lag is not None else np.zeros(trace.n, np.float32)
+    black = flat_black(trace)
 
     def blocked(t: int, *, flip: bool = True) -> bool:
-        """Explained already, a discontinuity (scored below), a flip edge or next to black."""
+        """Explained already, a discontinuity (scored below), a flip edge or next to a
+        flat black frame (the edge of a black run; a dark scene is no obstacle)."""
         return (
             t in exclude
             or t in cut_set
             or (flip and _is_flip_edge(trace, t, th))
-            or trace.dark[t] >= 0.5
-            or trace.dark[t - 1] >= 0.5
+            or bool(black[t])
+            or bool(black[t - 1])
         )
 
     if lag is not None:
@@ -725,7 +732,9 @@ def dropping_candidates(
             ramp(match, th.match_lo, th.match_hi),
         )
         hist_ok = float(tone_kept(float(trace.hist[t]), th))
-        s = min(float(spikes[t]), same_shot, hist_ok)
+        # in a still shot the local change may stand in for the whole-picture spike
+        abrupt = max(float(spikes[t]), float(local[t]) if local is not None else 0.0)
+        s = min(abrupt, same_shot, hist_ok)
         if jumps is not None:
             s = max(s, min(float(jumps[t]), hist_ok))
         s = max(s, float(lag_ev[t]))
@@ -802,9 +811,11 @@ def analyse(trace: SignalTrace, th: Thresholds = DEFAULT) -> list[Candidate]:
             explained.update((c.start, c.end))
         if c.kind == "repetition":
             explained.add(c.start + (c.end - c.start) // 2)
-    # black-run interiors and edges are never dropping seams
-    explained.update(int(t) for t in np.flatnonzero(trace.dark >= 0.5))
-    explained.update(int(t) + 1 for t in np.flatnonzero(trace.dark >= 0.5))
+    # flat black runs (masking, a fade through black) and their edges are never
+    # dropping seams; a dark night scene is not flat and keeps its seams
+    black = np.flatnonzero(flat_black(trace))
+    explained.update(int(t) for t in black)
+    explained.update(int(t) + 1 for t in black)
     drops = dropping_candidates(
         trace,
         spikes,
@@ -839,6 +850,7 @@ __all__ = [
     "blackness",
     "displacement_jumps",
     "dropping_candidates",
+    "flat_black",
     "flip_candidates",
     "lag_seams",
     "local_seams",

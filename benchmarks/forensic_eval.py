@@ -59,10 +59,13 @@ def synth_sources(out: Path, n: int) -> list[Path]:
 
 
 def expand_sources(arg: str) -> list[Path]:
-    """A file, or the video files directly inside a folder (sorted)."""
+    """A file, or the video files directly inside a folder (sorted): the suffixes
+    ``mmrobust tamper`` picks up, and ``.ogg`` (some Debian videos are Ogg Theora)."""
+    from mmrobust.tamper.sources import VIDEO_SUFFIXES
+
     p = Path(arg).expanduser()
     if p.is_dir():
-        exts = {".mp4", ".avi", ".mkv", ".mov", ".mpg", ".mpeg", ".ogv", ".ogg", ".webm"}
+        exts = VIDEO_SUFFIXES | {".ogg"}
         return sorted(f for f in p.iterdir() if f.suffix.lower() in exts)
     return [p]
 

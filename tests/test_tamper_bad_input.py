@@ -84,3 +84,13 @@ def test_bad_options_exit_2(tmp_path: Path) -> None:
         app, ["tamper", str(tmp_path), "--out", str(tmp_path / "o"), "--effects", "droping"]
     )
     assert result.exit_code == 2 and "Did you mean: dropping" in result.output
+
+
+def test_folder_sources_include_transport_streams_and_theora(tmp_path: Path) -> None:
+    from mmrobust.tamper.sources import discover_sources
+
+    for name in ("a.ts", "b.ogv", "c.MP4", "notes.txt", ".hidden.mp4"):
+        (tmp_path / name).write_bytes(b"x")
+    files, errors = discover_sources([tmp_path])
+    assert [f.name for f in files] == ["a.ts", "b.ogv", "c.MP4"]
+    assert errors == []

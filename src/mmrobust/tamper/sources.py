@@ -8,7 +8,20 @@ from pathlib import Path
 from mmrobust.tamper.manifest import BuildError
 
 VIDEO_SUFFIXES = frozenset(
-    {".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".mpg", ".mpeg", ".ts", ".flv", ".wmv"}
+    {
+        ".mp4",
+        ".m4v",
+        ".mov",
+        ".mkv",
+        ".webm",
+        ".avi",
+        ".mpg",
+        ".mpeg",
+        ".ts",
+        ".flv",
+        ".wmv",
+        ".ogv",
+    }
 )
 """Extensions picked up when a folder is given (files given by name are used whatever their suffix)."""
 

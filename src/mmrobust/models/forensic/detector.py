@@ -32,8 +32,7 @@ from mmrobust.models.forensic.signals import (
 from mmrobust.models.forensic.structure import (
     Candidate,
     analyse,
-    motion_baseline,
-    spike_strength,
+    discontinuities,
     summary,
 )
 from mmrobust.models.forensic.thresholds import DEFAULT, THRESHOLDS_VERSION, Thresholds
@@ -147,7 +146,7 @@ def scan(
 
     def step(lo: int, hi: int, *, final: bool) -> None:
         tr = ex.view(lo - margin, hi + margin, final=final)
-        spikes = spike_strength(tr, motion_baseline(tr, th, still=True), th)
+        spikes = discontinuities(tr, th)
         a, b = lo - tr.offset, min(hi, tr.offset + tr.n) - tr.offset
         counts["discontinuities"] += int(np.count_nonzero(spikes[a:b] > 0))
         counts["dark_frames"] += int(np.count_nonzero(tr.dark[a:b] >= 0.5))

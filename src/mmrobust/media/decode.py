@@ -10,30 +10,44 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import av.error
 import numpy as np
 from av.video.frame import VideoFrame
+from av.video.reformatter import Interpolation
 
 from mmrobust.media._open import describe_av_error, open_video
+from mmrobust.media.encoder import EXACT_COLOUR
 from mmrobust.media.errors import MediaError
 from mmrobust.media.probe import normalise_rotation
+
+_ACCURATE = Interpolation.ACCURATE_RND | Interpolation.FULL_CHR_H_INT
 
 
 def _to_array(
     frame: VideoFrame, size: tuple[int, int] | None, gray: bool, autorotate: bool
 ) -> np.ndarray:
     quarter_turns = normalise_rotation(frame.rotation) // 90 if autorotate else 0
-    fmt = "gray" if gray else "rgb24"
     arr: np.ndarray
+    # RGB honours the frame's own YUV range (a full-range frame tagged "pc"
+    # would otherwise be stretched and clipped) and rounds accurately, so
+    # that RGB -> YUV with the same matrix and range gives the frame back
+    # (``EncoderSettings.convert``); luma is left as FFmpeg scales it
+    colour: dict[str, Any] = {} if gray else {"src_color_range": frame.color_range}
     if size is not None:
         w, h = size
         if quarter_turns % 2:  # resize in stored orientation, then rotate to (h, w)
             w, h = h, w
-        frame = frame.reformat(width=w, height=h, format=fmt, interpolation="AREA")
+        flags = Interpolation.AREA if gray else Interpolation.AREA | _ACCURATE
+        frame = frame.reformat(
+            width=w, height=h, format="gray" if gray else "rgb24", interpolation=flags, **colour
+        )
         arr = frame.to_ndarray()
+    elif gray:
+        arr = frame.to_ndarray(format="gray")
     else:
-        arr = frame.to_ndarray(format=fmt)
+        arr = frame.to_ndarray(format="rgb24", interpolation=EXACT_COLOUR, **colour)
     if quarter_turns:
         arr = np.ascontiguousarray(np.rot90(arr, k=quarter_turns))
     return arr

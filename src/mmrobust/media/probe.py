@@ -35,6 +35,10 @@ class VideoInfo:
         rotation: display-matrix rotation in degrees counter-clockwise,
             normalised to {0, 90, 180, 270} (FFmpeg's ``av_display_rotation_get``
             convention; 0 when there is no side data).
+        colorspace: YUV matrix of the first decoded frame, FFmpeg ``AVColorSpace``
+            (1 BT.709, 5/6 BT.601, 9 BT.2020; 2 = unspecified, read as BT.601).
+        color_range: its range, FFmpeg ``AVColorRange`` (1 limited "tv",
+            2 full "pc"/JPEG; 0 = unspecified, read as limited).
     """
 
     path: Path
@@ -47,6 +51,8 @@ class VideoInfo:
     container: str
     pix_fmt: str
     rotation: int
+    colorspace: int = 2
+    color_range: int = 0
 
 
 def normalise_rotation(degrees: float) -> int:
@@ -95,6 +101,7 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         codec = stream.codec_context.name
         pix_fmt = stream.codec_context.pix_fmt or "unknown"
         rotation = 0
+        colour = (2, 0)
         width, height = stream.codec_context.width, stream.codec_context.height
         n = 0
         try:
@@ -103,11 +110,13 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
                     if n == 0:
                         rotation = normalise_rotation(frame.rotation)
                         width, height = frame.width, frame.height
+                        colour = (int(frame.colorspace), int(frame.color_range))
                     n += 1
             else:
                 for frame in container.decode(stream):
                     rotation = normalise_rotation(frame.rotation)
                     width, height = frame.width, frame.height
+                    colour = (int(frame.colorspace), int(frame.color_range))
                     break
                 else:
                     raise MediaError(p, "no decodable video frame")
@@ -140,6 +149,8 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
             container=container.format.name,
             pix_fmt=pix_fmt,
             rotation=rotation,
+            colorspace=colour[0],
+            color_range=colour[1],
         )
 
 

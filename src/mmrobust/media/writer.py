@@ -114,6 +114,9 @@ class VideoWriter(_AtomicWriter):
             different file from run to run (see ``X264_REPRODUCIBLE``).
         qscale: fixed quantiser 1-31 for codecs without a crf (``mpeg4``:
             FFmpeg ``-qscale:v``); ``None``: the codec's rate control.
+        colorspace, color_range: YUV matrix and range to encode with and tag
+            (FFmpeg ``AVColorSpace`` / ``AVColorRange``; ``None``: BT.601,
+            limited, untagged); see ``EncoderSettings``.
 
     Raises:
         MediaError: the encoder or container cannot be opened or fails.
@@ -138,6 +141,8 @@ class VideoWriter(_AtomicWriter):
         gop: int | None = None,
         mbtree: bool = False,
         qscale: int | None = None,
+        colorspace: int | None = None,
+        color_range: int | None = None,
     ) -> None:
         self.enc = EncoderSettings(
             Fraction(fps),
@@ -151,6 +156,8 @@ class VideoWriter(_AtomicWriter):
             gop=gop,
             mbtree=mbtree,
             qscale=qscale,
+            colorspace=colorspace,
+            color_range=color_range,
         )
         self.gop = gop
         self._next_key = 0
@@ -190,7 +197,7 @@ class VideoWriter(_AtomicWriter):
     def write(self, frame: np.ndarray) -> None:
         """Encode one ``(H, W, 3) uint8 RGB`` frame."""
         _check_frame(frame, self.width, self.height, self.path)
-        self._encode(self.enc.rgb_frame(frame))
+        self._encode(self.enc.convert(self.enc.rgb_frame(frame)))
 
     def _encode(self, vf: VideoFrame) -> None:
         vf.pts = self.frames_written
@@ -224,9 +231,7 @@ class VideoWriter(_AtomicWriter):
                 f"{self.path}: expected a {self.enc_width}x{self.enc_height} frame, "
                 f"got {frame.width}x{frame.height}"
             )
-        if frame.format.name != self.pix_fmt:
-            frame = frame.reformat(format=self.pix_fmt)
-        self._encode(frame)
+        self._encode(self.enc.convert(frame))
 
     def close(self) -> None:
         """Flush the encoder, close the file and move it into place.

@@ -17,10 +17,13 @@ from mmrobust.tamper.plan import PoolVideo, SourcePlan
 from mmrobust.tamper.variants import Variant
 from mmrobust.tamper.window import make_window
 
-KEY_VERSION = 5
+KEY_VERSION = 6
 """Resume-key schema (older outputs are rebuilt); 3: fixed-GOP keyframes and one SEI per
 output; 4: x264 without macroblock-tree rate control (bit-reproducible builds); 5: pieces muxed
-straight into the outputs (SEI-stripped piece starts now length-prefixed, no Annex B in mp4)."""
+straight into the outputs (SEI-stripped piece starts now length-prefixed, no Annex B in mp4);
+6: frames converted through RGB keep the source's luma (its YUV matrix and range, exact
+rounding): up to 5 the window's frames were about 1 luma level darker than the frames
+around them, and 4 levels for BT.709 sources."""
 
 
 def _fraction_str(f: Fraction | int) -> str:

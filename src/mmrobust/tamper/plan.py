@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -49,18 +49,7 @@ def seeded_rng(seed: int, sha256: str, name: str) -> np.random.Generator:
 
 def with_count(info: VideoInfo, n: int) -> VideoInfo:
     """``info`` with the decoded frame count ``n`` (and the duration it implies)."""
-    return VideoInfo(
-        path=info.path,
-        width=info.width,
-        height=info.height,
-        fps=info.fps,
-        frame_count=n,
-        duration_s=float(n / info.fps),
-        codec=info.codec,
-        container=info.container,
-        pix_fmt=info.pix_fmt,
-        rotation=info.rotation,
-    )
+    return replace(info, frame_count=n, duration_s=float(n / info.fps))
 
 
 def plan_sources(

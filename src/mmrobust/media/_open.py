@@ -9,6 +9,7 @@ from pathlib import Path
 import av
 import av.error
 from av.container import InputContainer
+from av.video.frame import VideoFrame
 from av.video.stream import VideoStream
 
 from mmrobust.media.errors import MediaError
@@ -52,4 +53,25 @@ def open_video(path: str | Path) -> Iterator[tuple[InputContainer, VideoStream]]
         container.close()
 
 
-__all__ = ["describe_av_error", "open_video"]
+def decode_video(container: InputContainer, stream: VideoStream) -> Iterator[VideoFrame]:
+    """The frames of ``stream`` in presentation order, as ``container.decode(stream)``
+    but skipping empty packets inside the stream.
+
+    A zero-length packet with a timestamp is Theora's "the previous frame
+    again" (GNOME's help videos have them; AVI "drop frame" chunks are the
+    same). Handed to the decoder it reads as the end-of-stream signal, and the
+    next packet then fails with "Invalid argument", so the whole video was
+    unreadable. FFmpeg's own tools skip such packets; so do we: they add no
+    frame (``probe``'s demux count leaves them out as well). The final flush
+    packet (no timestamp) still drains the decoder.
+
+    Raises:
+        av.error.FFmpegError: a decode error (callers turn it into ``MediaError``).
+    """
+    for packet in container.demux(stream):
+        if packet.size == 0 and packet.dts is not None:
+            continue
+        yield from packet.decode()
+
+
+__all__ = ["decode_video", "describe_av_error", "open_video"]

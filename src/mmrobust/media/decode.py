@@ -17,7 +17,7 @@ import numpy as np
 from av.video.frame import VideoFrame
 from av.video.reformatter import Interpolation
 
-from mmrobust.media._open import describe_av_error, open_video
+from mmrobust.media._open import decode_video, describe_av_error, open_video
 from mmrobust.media.encoder import EXACT_COLOUR
 from mmrobust.media.errors import MediaError
 from mmrobust.media.probe import normalise_rotation
@@ -90,7 +90,7 @@ def iter_frames(
     with open_video(p) as (container, stream):
         index = 0
         try:
-            for frame in container.decode(stream):
+            for frame in decode_video(container, stream):
                 if index >= start:
                     yield _to_array(frame, size, gray, autorotate)
                 index += 1

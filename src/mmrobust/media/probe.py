@@ -9,7 +9,7 @@ from typing import Literal
 
 import av.error
 
-from mmrobust.media._open import describe_av_error, open_video
+from mmrobust.media._open import decode_video, describe_av_error, open_video
 from mmrobust.media.errors import MediaError
 
 CountMethod = Literal["decode", "demux", "metadata"]
@@ -106,14 +106,14 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         n = 0
         try:
             if method == "decode":
-                for frame in container.decode(stream):
+                for frame in decode_video(container, stream):
                     if n == 0:
                         rotation = normalise_rotation(frame.rotation)
                         width, height = frame.width, frame.height
                         colour = (int(frame.colorspace), int(frame.color_range))
                     n += 1
             else:
-                for frame in container.decode(stream):
+                for frame in decode_video(container, stream):
                     rotation = normalise_rotation(frame.rotation)
                     width, height = frame.width, frame.height
                     colour = (int(frame.colorspace), int(frame.color_range))

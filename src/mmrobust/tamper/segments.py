@@ -50,7 +50,7 @@ from av.packet import Packet
 from av.video.frame import VideoFrame
 
 from mmrobust.datasets.schema import Window
-from mmrobust.media._open import describe_av_error, open_video
+from mmrobust.media._open import decode_video, describe_av_error, open_video
 from mmrobust.media.concat import JoinedClips, Piece
 from mmrobust.media.decode import _to_array
 from mmrobust.media.encoder import EncoderSettings, FrameEncoder
@@ -169,7 +169,7 @@ def _decode(path: Path) -> Iterator[VideoFrame]:
     with open_video(path) as (container, stream):
         n = 0
         try:
-            for frame in container.decode(stream):
+            for frame in decode_video(container, stream):
                 yield frame
                 n += 1
         except av.error.FFmpegError as exc:

@@ -15,39 +15,47 @@ from typing import Any
 import av.error
 import numpy as np
 from av.video.frame import VideoFrame
-from av.video.reformatter import Interpolation
 
 from mmrobust.media._open import decode_video, describe_av_error, open_video
 from mmrobust.media.encoder import EXACT_COLOUR
 from mmrobust.media.errors import MediaError
 from mmrobust.media.probe import normalise_rotation
 
-_ACCURATE = Interpolation.ACCURATE_RND | Interpolation.FULL_CHR_H_INT
-
 
 def _to_array(
-    frame: VideoFrame, size: tuple[int, int] | None, gray: bool, autorotate: bool
+    frame: VideoFrame,
+    size: tuple[int, int] | None,
+    gray: bool,
+    autorotate: bool,
+    *,
+    exact: bool = False,
 ) -> np.ndarray:
+    """``frame`` as ``(H, W, 3) uint8 RGB`` (or ``(H, W) uint8`` luma), upright.
+
+    RGB honours the frame's own YUV range (a full-range frame would otherwise
+    be stretched and clipped). ``exact`` (full size only) rounds the YUV -> RGB
+    step accurately (``EXACT_COLOUR``) so that converting back with the same
+    matrix and range gives the frame again: the tamper builder needs it for
+    the window frames it re-encodes next to frames it passes through; viewers
+    (models, thumbnails) keep FFmpeg's fast path, about 2.5x faster, whose
+    RGB is about 1 level darker, the same for every frame.
+    """
     quarter_turns = normalise_rotation(frame.rotation) // 90 if autorotate else 0
     arr: np.ndarray
-    # RGB honours the frame's own YUV range (a full-range frame tagged "pc"
-    # would otherwise be stretched and clipped) and rounds accurately, so
-    # that RGB -> YUV with the same matrix and range gives the frame back
-    # (``EncoderSettings.convert``); luma is left as FFmpeg scales it
     colour: dict[str, Any] = {} if gray else {"src_color_range": frame.color_range}
     if size is not None:
         w, h = size
         if quarter_turns % 2:  # resize in stored orientation, then rotate to (h, w)
             w, h = h, w
-        flags = Interpolation.AREA if gray else Interpolation.AREA | _ACCURATE
-        frame = frame.reformat(
-            width=w, height=h, format="gray" if gray else "rgb24", interpolation=flags, **colour
-        )
+        fmt = "gray" if gray else "rgb24"
+        frame = frame.reformat(width=w, height=h, format=fmt, interpolation="AREA", **colour)
         arr = frame.to_ndarray()
     elif gray:
         arr = frame.to_ndarray(format="gray")
-    else:
+    elif exact:
         arr = frame.to_ndarray(format="rgb24", interpolation=EXACT_COLOUR, **colour)
+    else:
+        arr = frame.to_ndarray(format="rgb24", **colour)
     if quarter_turns:
         arr = np.ascontiguousarray(np.rot90(arr, k=quarter_turns))
     return arr

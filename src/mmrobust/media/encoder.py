@@ -37,7 +37,8 @@ again. With FFmpeg's default (fast) YUV -> RGB path a YUV -> RGB -> YUV trip
 lowers luma by about 1 level (0.8-1.2 on three real sources, whatever the
 flags of the RGB -> YUV step); with accurate rounding and full horizontal
 chroma interpolation the mean error is under 0.05 levels, as with an exact
-floating-point conversion. Costs about 3 ms more per 1280x720 frame."""
+floating-point conversion. Costs about 3 ms more per 1280x720 frame, so only
+the tamper builder uses it (``media.decode._to_array(..., exact=True)``)."""
 
 _QP2LAMBDA = 118
 """FFmpeg ``FF_QP2LAMBDA``: ``global_quality`` is a quantiser times this."""

@@ -183,7 +183,7 @@ def _feed(run: _Run, frame: VideoFrame) -> None:
     if normalise_rotation(frame.rotation) == 0 and run.settings.fits(frame):
         run.write(frame)
     else:
-        run.write(run.settings.rgb_frame(_to_array(frame, None, False, True)))
+        run.write(run.settings.rgb_frame(_to_array(frame, None, False, True, exact=True)))
 
 
 def _repeats_of(out: list[np.ndarray], held: list[np.ndarray]) -> int:
@@ -239,7 +239,7 @@ def encode_variants(
                 if i < s:
                     _feed(prefix, frame)
                 elif i < e:
-                    held.append(_to_array(frame, None, False, True))
+                    held.append(_to_array(frame, None, False, True, exact=True))
                     if i == e - 1:
                         prefix.close()
                         tails = _encode_windows(

@@ -58,11 +58,12 @@ def decode_video(container: InputContainer, stream: VideoStream) -> Iterator[Vid
     but skipping empty packets inside the stream.
 
     A zero-length packet with a timestamp is Theora's "the previous frame
-    again" (GNOME's help videos have them). Handed to the decoder it reads as the end-of-stream signal, and the
-    next packet then fails with "Invalid argument", so the whole video was
-    unreadable. FFmpeg's own tools skip such packets; so do we: they add no
-    frame (``probe``'s demux count leaves them out as well). The final flush
-    packet (no timestamp) still drains the decoder.
+    again" (GNOME's help videos have them). Handed to the decoder it reads as
+    the end-of-stream signal, and the next packet then fails with "Invalid
+    argument", so the whole video was unreadable. FFmpeg's own tools skip such
+    packets; so do we: they add no frame (``probe``'s demux count leaves them
+    out as well). The final flush packet (no timestamp) still drains the
+    decoder.
 
     Raises:
         av.error.FFmpegError: a decode error (callers turn it into ``MediaError``).

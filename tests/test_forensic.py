@@ -426,3 +426,39 @@ def test_local_change_stands_in_for_a_weak_spike_in_a_still_shot() -> None:
     assert local[S] == 1.0
     drops = dropping_candidates(tr, spikes, set(), jumps=displacement_jumps(tr), local=local)
     assert [(c.start, c.score) for c in drops] == [(S, 1.0)]
+
+
+def _still_picture_with_keyframe_pulses(n: int, gop: int) -> list[np.ndarray]:
+    """A still photo with faint sensor noise whose level shifts by one luma
+    step at every ``gop``-th frame, as a codec-controlled build's fixed
+    keyframes do: (H, W, 3) uint8 RGB frames."""
+    from skimage import data
+
+    photo = np.ascontiguousarray(data.astronaut()[100:208, 100:292]).astype(np.int16)
+    rng = np.random.default_rng(3)
+    frames = []
+    for i in range(n):
+        f = photo + (i // gop) % 2 + rng.integers(0, 2, photo.shape)
+        frames.append(np.clip(f, 0, 255).astype(np.uint8))
+    return frames
+
+
+def test_exact_copy_of_a_still_picture_is_not_repetition() -> None:
+    """A replayed second of a still picture, copied exactly (x264 stores it so,
+    mp4v re-encodes it with fresh noise), is invisible in pixels. Version 8
+    took the picture's once-per-GOP quality pulses for motion and found the
+    copy through its exactness, a codec artefact: most of the 0.052 score
+    difference between the two builds of heldout5 was this."""
+    clip = np.stack(_still_picture_with_keyframe_pulses(140, gop=24))
+    tr = extract_signals(list(apply_effect(clip, "repetition", S, L)))
+    # the copy is exact at lag L, the natural frames differ by their noise
+    assert float(np.max(tr.rep_d[S + L + 1 : S + 2 * L - 1])) == 0.0
+    assert set(tr.rep_lag[S + L + 1 : S + 2 * L - 1].astype(int)) == {L}
+    # the pulses lift the moving-frames level over the repetition gate ...
+    assert float(np.median(motion_baseline(tr)[S : S + 2 * L])) >= 0.288
+    # ... but the still-shot level, which repetition now uses, stays still
+    still = motion_baseline(tr, still=True)
+    assert float(np.max(still[S : S + 2 * L])) < 0.288
+    assert repetition_candidates(tr, still) == []
+    assert repetition_candidates(tr, motion_baseline(tr)) != []  # version 8's reading
+    assert not decide(tr).tampered

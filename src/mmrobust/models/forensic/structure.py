@@ -807,12 +807,17 @@ def analyse(trace: SignalTrace, th: Thresholds = DEFAULT) -> list[Candidate]:
     if trace.n < 3:
         return []
     base = motion_baseline(trace, th)
-    spikes = discontinuities(trace, th)
+    still = motion_baseline(trace, th, still=True)
+    spikes = spike_strength(trace, still, th)  # = discontinuities(trace, th)
     cands: list[Candidate] = []
     cuts = np.flatnonzero(spikes > 0)
     cands += masking_candidates(trace, cuts, th)
     cands += flip_candidates(trace, base, spikes, th)
-    cands += repetition_candidates(trace, base, th)
+    # a replayed window must replay motion: measured on the still-shot level,
+    # a still picture whose only steps are small once-per-GOP quality pulses
+    # (a fixed keyframe interval) stays still, so exact copies of it (how a
+    # re-muxed repeat comes out of x264, not of mp4v) are not a repetition
+    cands += repetition_candidates(trace, still, th)
     cands += seam_repetition_candidates(trace, base, spikes, th)
     cands += substitution_candidates(trace, spikes, th)
     explained: set[int] = set()

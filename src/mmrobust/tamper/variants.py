@@ -60,6 +60,7 @@ def open_writer(
     """The writer of one output (full-encode path); ``gop``: fixed keyframe interval (the window's F)."""
     if config.style == "released":
         return OpenCVWriter(path, fps, info.width, info.height)
+    colorspace, color_range = source_colour(info)
     return VideoWriter(
         path,
         fps,
@@ -70,8 +71,8 @@ def open_writer(
         preset=config.preset,
         gop=gop,
         qscale=config.qscale,
-        colorspace=source_colour(info)[0],
-        color_range=source_colour(info)[1],
+        colorspace=colorspace,
+        color_range=color_range,
     )
 
 
@@ -148,6 +149,7 @@ def segment_variants(
                 out[v.name] = v.effect.apply(held, ctx)
         return out
 
+    colorspace, color_range = source_colour(plan.info)
     settings = EncoderSettings(
         out_fps,
         plan.info.width,
@@ -157,8 +159,8 @@ def segment_variants(
         preset=config.preset,
         gop=window.n_frames,
         qscale=config.qscale,
-        colorspace=source_colour(plan.info)[0],
-        color_range=source_colour(plan.info)[1],
+        colorspace=colorspace,
+        color_range=color_range,
     )
     built = encode_variants(
         plan.path,

@@ -21,7 +21,6 @@ from av.codec.context import Flags
 from av.packet import Packet
 from av.video.codeccontext import VideoCodecContext
 from av.video.frame import PictureType, VideoFrame
-from av.video.reformatter import Interpolation
 
 DEFAULT_CODEC = "libx264"
 DEFAULT_CRF = 18
@@ -31,15 +30,6 @@ DEFAULT_PRESET = "fast"
 _CRF_CODECS = {"libx264", "libx265", "libvpx", "libvpx-vp9"}
 _PRESET_CODECS = {"libx264", "libx265"}
 _SUBSAMPLED = {"yuv420p", "yuvj420p", "yuv422p", "nv12"}
-EXACT_COLOUR = Interpolation.BILINEAR | Interpolation.ACCURATE_RND | Interpolation.FULL_CHR_H_INT
-"""swscale flags for decoding YUV to RGB so that the trip back gives the frame
-again. With FFmpeg's default (fast) YUV -> RGB path a YUV -> RGB -> YUV trip
-lowers luma by about 1 level (0.8-1.2 on three real sources, whatever the
-flags of the RGB -> YUV step); with accurate rounding and full horizontal
-chroma interpolation the mean error is under 0.05 levels, as with an exact
-floating-point conversion. Costs about 3 ms more per 1280x720 frame, so only
-the tamper builder uses it (``media.decode._to_array(..., exact=True)``)."""
-
 _QP2LAMBDA = 118
 """FFmpeg ``FF_QP2LAMBDA``: ``global_quality`` is a quantiser times this."""
 
@@ -290,7 +280,6 @@ __all__ = [
     "DEFAULT_CODEC",
     "DEFAULT_CRF",
     "DEFAULT_PRESET",
-    "EXACT_COLOUR",
     "X264_REPRODUCIBLE",
     "EncoderSettings",
     "FrameEncoder",

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 import av.error
+from av.video.frame import VideoFrame
 
 from mmrobust.media._open import decode_video, describe_av_error, open_video
 from mmrobust.media.errors import MediaError
@@ -100,23 +101,17 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         fps = Fraction(rate)
         codec = stream.codec_context.name
         pix_fmt = stream.codec_context.pix_fmt or "unknown"
-        rotation = 0
-        colour = (2, 0)
-        width, height = stream.codec_context.width, stream.codec_context.height
+        first: VideoFrame | None = None  # size, rotation and colour come from it
         n = 0
         try:
             if method == "decode":
                 for frame in decode_video(container, stream):
                     if n == 0:
-                        rotation = normalise_rotation(frame.rotation)
-                        width, height = frame.width, frame.height
-                        colour = (int(frame.colorspace), int(frame.color_range))
+                        first = frame
                     n += 1
             else:
                 for frame in decode_video(container, stream):
-                    rotation = normalise_rotation(frame.rotation)
-                    width, height = frame.width, frame.height
-                    colour = (int(frame.colorspace), int(frame.color_range))
+                    first = frame
                     break
                 else:
                     raise MediaError(p, "no decodable video frame")
@@ -129,13 +124,15 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
             raise MediaError(
                 p, f"decode failed after {n} frames: {describe_av_error(exc)}"
             ) from exc
-        if method == "decode" and n == 0:
+        if first is None:  # only a decode count gets here without a frame
             raise MediaError(p, "no decodable video frame")
         listed = int(stream.frames or 0)
         if method != "metadata" and _is_mp4_family(container.format.name) and n < listed - 2:
             raise MediaError(
                 p, f"truncated file: the container lists {listed} frames, only {n} decode"
             )
+        rotation = normalise_rotation(first.rotation)
+        width, height = first.width, first.height
         if rotation in (90, 270):
             width, height = height, width
         return VideoInfo(
@@ -149,8 +146,8 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
             container=container.format.name,
             pix_fmt=pix_fmt,
             rotation=rotation,
-            colorspace=colour[0],
-            color_range=colour[1],
+            colorspace=int(first.colorspace),
+            color_range=int(first.color_range),
         )
 
 

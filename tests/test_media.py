@@ -204,6 +204,40 @@ def test_bad_input_is_one_line_media_error(tmp_path: Path, make, reason: str) ->
     assert str(info.value).startswith(str(path))
 
 
+def _hide_leading_frames(src: Path, dst: Path, hidden: int) -> Path:
+    """Remux ``src`` (one stream, no B-frames) with every timestamp moved ``hidden``
+    frames earlier: mp4's muxer writes an edit list that starts the clip at
+    ``src``'s frame ``hidden``, as a cut made without re-encoding does; the
+    frames before it stay in the file (back to the keyframe) but are not shown."""
+    with av.open(str(src)) as inp, av.open(str(dst), "w") as out:
+        ist = inp.streams.video[0]
+        ost = out.add_stream_from_template(ist)
+        step = int(1 / (ist.average_rate * ist.time_base))
+        for pkt in inp.demux(ist):
+            if pkt.dts is None:
+                continue
+            pkt.pts -= hidden * step
+            pkt.dts -= hidden * step
+            pkt.stream = ost
+            out.mux(pkt)
+    return dst
+
+
+def test_frames_hidden_by_an_edit_list_are_not_counted(tmp_path: Path) -> None:
+    # found on a real clip (a camera phone's .m4v whose header lists 287 frames,
+    # 138 of them hidden): the demux count took it for 287 frames, so as a
+    # substitution donor it was cut past its end, and the decode count called
+    # it a truncated file
+    src = make_synthetic_video(tmp_path / "src.mp4", 40, fps=25)
+    cut = _hide_leading_frames(src, tmp_path / "cut.mp4", 15)
+    with av.open(str(cut)) as c:
+        assert c.streams.video[0].frames == 40  # the header still lists them all
+    for method in ("demux", "decode"):
+        assert probe(cut, count_frames=method).frame_count == 25, method  # type: ignore[arg-type]
+    assert [read_frame_code(f) for f in iter_frames(cut)] == list(range(15, 40))
+    assert probe(cut, count_frames="metadata").frame_count == 40
+
+
 def test_truncated_mp4_with_index_at_end(tmp_path: Path) -> None:
     src = make_synthetic_video(tmp_path / "ok.mp4", 30)
     bad = tmp_path / "cut.mp4"

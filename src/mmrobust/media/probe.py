@@ -7,6 +7,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Literal
 
+import av
 import av.error
 from av.video.frame import VideoFrame
 
@@ -67,6 +68,25 @@ def _is_mp4_family(format_name: str) -> bool:
     return "mp4" in format_name.split(",") or "mov" in format_name.split(",")
 
 
+def _stored_samples(path: Path) -> int:
+    """Video packets in an mp4/mov file with its edit list ignored.
+
+    An edit list can hide leading samples (a cut made without re-encoding
+    keeps the frames from the previous keyframe and hides them; an encoder's
+    pre-roll): the header lists them, the demuxer drops them or marks them
+    discard, and no frame is presented for them. Counting the samples with
+    the edit list ignored tells such a file from one whose data was cut
+    short (its header lists samples that are not there). Only called when
+    the counts disagree, so ordinary files pay nothing.
+    """
+    try:
+        with av.open(str(path), options={"ignore_editlist": "1"}) as container:
+            stream = container.streams.video[0]
+            return sum(1 for pkt in container.demux(stream) if pkt.size > 0)
+    except av.error.FFmpegError:
+        return 0
+
+
 def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> VideoInfo:
     """Describe the first video stream of ``path``.
 
@@ -75,7 +95,9 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         count_frames: ``True`` or ``"decode"`` counts frames by decoding
             every frame (exact, costs one decode); ``"demux"`` counts video
             packets without decoding (fast, exact for the usual one-frame-per-packet
-            codecs); ``False`` or ``"metadata"`` trusts the container (may be 0).
+            codecs; packets an mp4 edit list marks discard are left out, as the
+            decoder presents no frame for them); ``False`` or ``"metadata"``
+            trusts the container (may be 0, and counts samples an edit list hides).
 
     Returns:
         A ``VideoInfo``.
@@ -84,7 +106,8 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         MediaError: the file is missing, empty, not a video, undecodable,
             has no decodable frame, has no usable frame rate, or (mp4/mov,
             when counting) has more than 2 frames fewer than its header lists
-            (a truncated file).
+            and the shortfall is not samples hidden by an edit list (a truncated
+            file).
     """
     method: CountMethod
     if count_frames is True:
@@ -117,7 +140,9 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
                     raise MediaError(p, "no decodable video frame")
                 if method == "demux":
                     container.seek(0)
-                    n = sum(1 for pkt in container.demux(stream) if pkt.size > 0)
+                    n = sum(
+                        1 for pkt in container.demux(stream) if pkt.size > 0 and not pkt.is_discard
+                    )
                 else:
                     n = int(stream.frames or 0)
         except av.error.FFmpegError as exc:
@@ -127,7 +152,12 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         if first is None:  # only a decode count gets here without a frame
             raise MediaError(p, "no decodable video frame")
         listed = int(stream.frames or 0)
-        if method != "metadata" and _is_mp4_family(container.format.name) and n < listed - 2:
+        if (
+            method != "metadata"
+            and _is_mp4_family(container.format.name)
+            and n < listed - 2
+            and _stored_samples(p) < listed - 2
+        ):
             raise MediaError(
                 p, f"truncated file: the container lists {listed} frames, only {n} decode"
             )

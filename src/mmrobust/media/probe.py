@@ -9,7 +9,9 @@ from typing import Literal
 
 import av
 import av.error
+from av.container import InputContainer
 from av.video.frame import VideoFrame
+from av.video.stream import VideoStream
 
 from mmrobust.media._open import decode_video, describe_av_error, open_video
 from mmrobust.media.errors import MediaError
@@ -68,6 +70,12 @@ def _is_mp4_family(format_name: str) -> bool:
     return "mp4" in format_name.split(",") or "mov" in format_name.split(",")
 
 
+def _frame_packets(container: InputContainer, stream: VideoStream) -> int:
+    """Packets of ``stream`` that give a frame: not empty (Theora's "previous
+    frame again"), not marked discard (samples an mp4 edit list hides)."""
+    return sum(1 for pkt in container.demux(stream) if pkt.size > 0 and not pkt.is_discard)
+
+
 def _stored_samples(path: Path) -> int:
     """Video packets in an mp4/mov file with its edit list ignored.
 
@@ -81,8 +89,7 @@ def _stored_samples(path: Path) -> int:
     """
     try:
         with av.open(str(path), options={"ignore_editlist": "1"}) as container:
-            stream = container.streams.video[0]
-            return sum(1 for pkt in container.demux(stream) if pkt.size > 0)
+            return _frame_packets(container, container.streams.video[0])
     except av.error.FFmpegError:
         return 0
 
@@ -140,9 +147,7 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
                     raise MediaError(p, "no decodable video frame")
                 if method == "demux":
                     container.seek(0)
-                    n = sum(
-                        1 for pkt in container.demux(stream) if pkt.size > 0 and not pkt.is_discard
-                    )
+                    n = _frame_packets(container, stream)
                 else:
                     n = int(stream.frames or 0)
         except av.error.FFmpegError as exc:

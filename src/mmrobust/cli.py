@@ -219,7 +219,7 @@ def eval_cmd(
             n_resamples=bootstrap, judge=judge, judge_args=parse_model_args(judge_arg),
         )  # fmt: skip
         result = run_eval(config, progress=not quiet)
-    except (FileNotFoundError, DatasetError, UnknownNameError, ValueError) as exc:
+    except (FileNotFoundError, DatasetError, UnknownNameError, ValueError, ImportError) as exc:
         raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     typer.echo(summary_text(result.metrics))
     typer.echo(f"{result.n_new} new rows, {result.n_skipped} resumed; wrote {result.run_dir}")
@@ -339,7 +339,7 @@ def mmr_data(
             spec = parse_spec(model, args)
         paths = collect_images(images)
         backend = load_model(spec)
-    except (ValueError, FileNotFoundError, UnknownNameError) as exc:
+    except (ValueError, FileNotFoundError, UnknownNameError, ImportError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
     if not paths:
@@ -409,7 +409,7 @@ def demo_cmd(
             ),
             log=lambda msg: console.print(msg, highlight=False),
         )  # fmt: skip
-    except (FileNotFoundError, UnknownNameError, ValueError, RuntimeError) as exc:
+    except (FileNotFoundError, UnknownNameError, ValueError, RuntimeError, ImportError) as exc:
         raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     table = Table(title="mmrobust demo", expand=False)
     for col in ("run", "benchmark", "n", "score", "parse-fail", "errors"):

@@ -288,8 +288,10 @@ class SampleProcessor:
 
             self.cache = FrameCache(cache_dir)
 
-    def _frames(self, sample: Sample) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
-        """Decoded frames and their indices; raises ``MediaError``."""
+    def _frames(
+        self, sample: Sample
+    ) -> tuple[tuple[np.ndarray, ...], tuple[int, ...], float | None, int | None]:
+        """Decoded frames, their indices, the clip's fps and frame count; raises ``MediaError``."""
         if sample.video is not None:
             from mmrobust.media import probe, read_frames
             from mmrobust.media.cache import CachedFrames
@@ -307,10 +309,11 @@ class SampleProcessor:
                 )
                 if self.cache is not None:
                     self.cache.put(sample.video, self.policy, hit)
-            return tuple(hit.frames), tuple(int(i) for i in hit.indices)
+            indices = tuple(int(i) for i in hit.indices)
+            return tuple(hit.frames), indices, float(hit.fps), int(hit.n_frames)
         if sample.image is not None:
-            return (load_image(sample.image),), ()
-        return (), ()
+            return (load_image(sample.image),), (), None, None
+        return (), (), None, None
 
     def _row(self, sample: Sample, status: Status, **kw: Any) -> StoredRow:
         return StoredRow(sample=sample, key=self.key, status=status, created_at=time.time(), **kw)
@@ -332,9 +335,11 @@ class SampleProcessor:
             mode = "none" if self.text_only else self.model.media_input
             frames: tuple[np.ndarray, ...] = ()
             indices: tuple[int, ...] = ()
+            fps: float | None = None
+            n_frames: int | None = None
             try:
                 if mode == "frames":
-                    frames, indices = self._frames(sample)
+                    frames, indices, fps, n_frames = self._frames(sample)
             except (MediaError, OSError, ValueError) as exc:
                 msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 rows[i] = self._row(
@@ -350,6 +355,8 @@ class SampleProcessor:
                 assistant_prefill=prompt.assistant_prefill,
                 frames=frames,
                 frame_indices=indices,
+                video_fps=fps,
+                video_frame_count=n_frames,
                 video=None if mode == "none" else sample.video,
                 image=None if mode == "none" else sample.image,
             )

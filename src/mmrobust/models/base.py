@@ -44,6 +44,10 @@ class Request:
         frames: decoded frames, each ``(H, W, 3) uint8 RGB``, in time order;
             empty unless ``model.media_input == "frames"``.
         frame_indices: source frame index of each entry of ``frames`` (video only).
+        video_fps: frame rate of the source video (frames per second), so that
+            ``frame_indices[i] / video_fps`` is the time of ``frames[i]`` in seconds.
+        video_frame_count: frames in the whole source video (decoded count);
+            ``video_frame_count / video_fps`` is its duration in seconds.
         video: path of the video, if the sample has one.
         image: path of the image, if the sample has one.
     """
@@ -56,6 +60,8 @@ class Request:
     assistant_prefill: str | None = None
     frames: tuple[np.ndarray, ...] = ()
     frame_indices: tuple[int, ...] = ()
+    video_fps: float | None = None
+    video_frame_count: int | None = None
     video: Path | None = None
     image: Path | None = None
 

@@ -11,8 +11,17 @@ Media: ``Request.frames`` (``(H, W, 3) uint8 RGB``, time order) become one
 images for the processor (``video_input=images``, the default). With
 ``video_input=video`` the frames go in as one clip through the processor's
 native video input (``{"type": "video"}`` plus ``videos=[(T, H, W, 3)]``),
-for processors that have a video processor (Qwen2-VL, LLaVA-OneVision,
-SmolVLM; in transformers 5 these need ``torchvision``).
+for processors that have a video processor (Qwen2-VL, Qwen2.5-VL, Qwen3-VL,
+LLaVA-OneVision, SmolVLM2, InternVL, LLaVA-NeXT-Video; in transformers 5 these need
+``torchvision``). The clip's real timing goes with it as ``video_metadata``
+(source fps, the sampled frame indices, total frames, duration) and
+``do_sample_frames=False``, so the processor neither re-samples the frames nor
+invents their times (Qwen2.5-VL's ``second_per_grid_ts``, Qwen3-VL's
+``<t seconds>`` and SmolVLM2's ``Frame from mm:ss`` come from the true times).
+
+Special tokens: when the chat template already writes the tokenizer's BOS (Gemma 3),
+the text is tokenized without adding another (as ``apply_chat_template(tokenize=True)``
+does), so the prompt has one ``<bos>``.
 
 Hub access follows huggingface_hub: ``HF_HUB_OFFLINE=1`` (or a local folder)
 never touches the network.
@@ -21,6 +30,7 @@ never touches the network.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import threading
@@ -34,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, Json
 
 from mmrobust.models._encode import cap_size
 from mmrobust.models._options import parse_options
+from mmrobust.models._torchvision import torchvision_fix, torchvision_problem
 from mmrobust.models.base import MediaInput, Model, Request, Response
 from mmrobust.status import Status
 
@@ -122,17 +133,31 @@ def _resolve_device(device: str) -> str:
     return "cpu"
 
 
+_WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth", ".gguf", ".msgpack", ".h5"}
+
+
 def _local_digest(path: Path) -> str | None:
-    """sha256 over ``config.json`` and the names and sizes of the weight files of a local folder."""
+    """sha256 prefix identifying a local checkpoint folder, or ``None`` for a hub id.
+
+    Weight files count by name and size (hashing gigabytes would take minutes);
+    every other top-level file (configs, tokenizer, ``chat_template.jinja``,
+    processor settings) by name and content, so an edited template or
+    preprocessor config changes the digest.
+    """
     if not path.is_dir():
         return None
     digest = hashlib.sha256()
-    config = path / "config.json"
-    if config.is_file():
-        digest.update(config.read_bytes())
     for item in sorted(path.iterdir()):
-        if item.suffix in {".safetensors", ".bin", ".json"} and item.is_file():
+        if not item.is_file() or item.name.startswith("."):
+            continue
+        if item.suffix in _WEIGHT_SUFFIXES:
             digest.update(f"{item.name}:{item.stat().st_size}\n".encode())
+        else:
+            digest.update(f"{item.name}:".encode())
+            with item.open("rb") as fh:
+                while block := fh.read(1 << 20):
+                    digest.update(block)
+            digest.update(b"\n")
     return digest.hexdigest()[:16]
 
 
@@ -185,11 +210,19 @@ class HFModel(Model):
         if options.device_map:
             model_kwargs["device_map"] = options.device_map
         model_kwargs.update(options.model_kwargs or {})
+        problem = torchvision_problem()
+        if problem is not None and "not installed" not in problem:
+            raise ImportError(torchvision_fix(problem))  # broken: fails anywhere in transformers
         try:
             self.processor = AutoProcessor.from_pretrained(
                 model_id, **common, **(options.processor_kwargs or {})
             )
             self.model = AutoModelForImageTextToText.from_pretrained(model_id, **model_kwargs)
+        except ImportError as exc:
+            if problem is not None:  # the processor needs the missing torchvision
+                raise ImportError(torchvision_fix(problem)) from None
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ImportError(f"hf: cannot load {model_id!r}: {reason}") from None
         except (OSError, ValueError, KeyError) as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ValueError(f"hf: cannot load {model_id!r}: {reason}") from exc
@@ -224,6 +257,11 @@ class HFModel(Model):
         )
         self._commit = getattr(self.model.config, "_commit_hash", None)
         self._digest = _local_digest(Path(model_id))
+        template = self._chat_template or self.processor.chat_template
+        if isinstance(template, dict):  # several named templates: the default one is used
+            template = template.get("default", json.dumps(template, sort_keys=True))
+        self._template_sha256 = hashlib.sha256(str(template).encode()).hexdigest()[:16]
+        self._processor_sha256 = _processor_digest(self.processor)
 
     # -- public API --------------------------------------------------------------------
 
@@ -247,7 +285,13 @@ class HFModel(Model):
         return out
 
     def fingerprint(self) -> dict[str, Any]:
-        """Checkpoint identity and the settings that change answers."""
+        """Checkpoint identity and the settings that change answers.
+
+        Includes sha256 prefixes of the chat template actually used (the
+        checkpoint's or ``chat_template=``) and of the processor configuration as
+        loaded (image/video processor settings, ``processor_kwargs`` applied), so
+        editing either asks stored samples again instead of reusing them.
+        """
         o = self.options
         return {
             "name": self.name,
@@ -263,6 +307,8 @@ class HFModel(Model):
             "video_input": o.video_input,
             "image_max_side": o.image_max_side,
             "chat_template": self._chat_template,
+            "chat_template_sha256": self._template_sha256,
+            "processor_config_sha256": self._processor_sha256,
             "processor_kwargs": o.processor_kwargs,
             **self._versions,
         }
@@ -318,25 +364,41 @@ class HFModel(Model):
             text = text[0]
         return text + (request.assistant_prefill or "")
 
-    def _generate_batch(self, chunk: list[Request]) -> list[Response]:
-        import torch
+    def _inputs(self, chunk: list[Request]) -> tuple[Any, list[list[np.ndarray]]]:
+        """Processor outputs (on the model's device) for a batch, and the frames of each request.
+
+        ``video_input=video``: each request with 2 or more frames is one clip
+        ``(T, H, W, 3) uint8`` with its ``video_metadata`` (see the module docstring).
+        """
         from PIL import Image
 
-        started = time.monotonic()
         frames = [self._frames(r) for r in chunk]
         texts = [self._prompt(r, len(f)) for r, f in zip(chunk, frames, strict=True)]
         call: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
+        bos = getattr(getattr(self.processor, "tokenizer", None), "bos_token", None)
+        if bos and all(t.startswith(bos) for t in texts):
+            call["add_special_tokens"] = False  # the template wrote BOS already (Gemma 3)
         if self.options.video_input == "video":
             # clips go in as videos; single frames (image samples) stay images
-            videos = [np.stack(f) for f in frames if len(f) > 1]
+            clips = [(r, f) for r, f in zip(chunk, frames, strict=True) if len(f) > 1]
             singles = [Image.fromarray(f[0]) for f in frames if len(f) == 1]
-            if videos:
-                call["videos"] = videos
+            if clips:
+                call["videos"] = [np.stack(f) for _, f in clips]
+                metadata = [video_metadata(r, f) for r, f in clips]
+                if all(m is not None for m in metadata):
+                    call["video_metadata"] = metadata
+                call["do_sample_frames"] = False  # mmrobust's frame policy already chose them
             if singles:
                 call["images"] = singles
         elif any(frames):
             call["images"] = [[Image.fromarray(x) for x in f] for f in frames]
-        inputs = self.processor(**call).to(self.model.device)
+        return self.processor(**call).to(self.model.device), frames
+
+    def _generate_batch(self, chunk: list[Request]) -> list[Response]:
+        import torch
+
+        started = time.monotonic()
+        inputs, frames = self._inputs(chunk)
         gen: dict[str, Any] = {"max_new_tokens": self.options.max_new_tokens}
         if self.options.temperature > 0:
             gen.update(do_sample=True, temperature=self.options.temperature)
@@ -370,6 +432,42 @@ class HFModel(Model):
             if tok in self._eos_ids:
                 return pos + 1
         return len(ids)
+
+
+def video_metadata(request: Request, frames: Sequence[np.ndarray]) -> dict[str, Any] | None:
+    """transformers ``VideoMetadata`` fields for a request's sampled frames, or ``None``.
+
+    ``fps`` is the source video's frame rate, ``frames_indices`` the sampled
+    source frame indices (so a processor's frame times are ``index / fps``
+    seconds), ``total_num_frames`` and ``duration`` (seconds) describe the whole
+    source clip, ``height``/``width`` the frames as passed. ``None`` when the
+    request carries no timing (frames not from a video decoded by the runner).
+    """
+    if not request.video_fps or not request.frame_indices:
+        return None
+    if len(request.frame_indices) != len(frames):
+        return None
+    total = request.video_frame_count or (max(request.frame_indices) + 1)
+    h, w = frames[0].shape[:2]
+    return {
+        "total_num_frames": int(total),
+        "fps": float(request.video_fps),
+        "duration": total / float(request.video_fps),
+        "frames_indices": [int(i) for i in request.frame_indices],
+        "height": int(h),
+        "width": int(w),
+    }
+
+
+def _processor_digest(processor: Any) -> str:
+    """sha256 prefix of a processor's configuration (its sub-processors' settings), as loaded."""
+    try:
+        config = processor.to_dict()
+    except Exception:  # a processor that cannot serialise itself: fall back to its repr
+        return hashlib.sha256(repr(processor).encode()).hexdigest()[:16]
+    config.pop("chat_template", None)  # hashed on its own
+    text = json.dumps(config, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _hub_unreachable_but_cached(model_id: str, revision: str | None) -> bool:
@@ -421,4 +519,4 @@ def make(arg: str | None, args: Mapping[str, str]) -> Model:
     return HFModel(arg, parse_options(HFOptions, args, "hf"))
 
 
-__all__ = ["HFModel", "HFOptions", "build_messages", "make"]
+__all__ = ["HFModel", "HFOptions", "build_messages", "make", "video_metadata"]

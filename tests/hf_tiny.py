@@ -11,6 +11,7 @@ tests use it to check the plumbing.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 CHAT_TEMPLATE = (
     "<|im_start|>{% for message in messages %}{{ message['role'] | capitalize }}:"
@@ -31,15 +32,54 @@ SENTENCES = [
 ]
 
 
+def train_tokenizer(
+    special: list[str],
+    *,
+    bos: str | None,
+    eos: str,
+    pad: str,
+    prepend_bos: bool = False,
+    extra_special_tokens: dict[str, str] | None = None,
+    vocab_size: int = 400,
+) -> Any:
+    """A byte-level BPE ``PreTrainedTokenizerFast`` trained on ``SENTENCES``.
+
+    ``special`` tokens come first (ids 0, 1, ...); ``prepend_bos`` adds ``bos``
+    to every encoded text, as Gemma's and Llama's tokenizers do;
+    ``extra_special_tokens`` become tokenizer attributes (``tokenizer.image_token``).
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE(unk_token=None))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=special,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    bpe.train_from_iterator(SENTENCES * 10, trainer)
+    if prepend_bos and bos is not None:
+        bos_id = bpe.token_to_id(bos)
+        bpe.post_processor = processors.TemplateProcessing(
+            single=f"{bos} $A", pair=f"{bos} $A $B", special_tokens=[(bos, bos_id)]
+        )
+    kwargs: dict[str, Any] = {}
+    if extra_special_tokens:
+        kwargs["extra_special_tokens"] = extra_special_tokens
+    return PreTrainedTokenizerFast(
+        tokenizer_object=bpe, bos_token=bos, eos_token=eos, pad_token=pad, **kwargs
+    )
+
+
 def build_tiny_idefics3(out: Path, *, seed: int = 0) -> Path:
     """Write a tiny Idefics3 model + processor to ``out`` and return it."""
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import (
         Idefics3Config,
         Idefics3ForConditionalGeneration,
         Idefics3Processor,
-        PreTrainedTokenizerFast,
     )
     from transformers.models.idefics3.image_processing_pil_idefics3 import (
         Idefics3ImageProcessorPil,
@@ -54,20 +94,8 @@ def build_tiny_idefics3(out: Path, *, seed: int = 0) -> Path:
         "<global-img>",
         *(f"<row_{i + 1}_col_{j + 1}>" for i in range(6) for j in range(6)),
     ]
-    bpe = Tokenizer(models.BPE(unk_token=None))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400,
-        special_tokens=special,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    bpe.train_from_iterator(SENTENCES * 10, trainer)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe,
-        bos_token="<|im_start|>",
-        eos_token="<end_of_utterance>",
-        pad_token="<|endoftext|>",
+    tokenizer = train_tokenizer(
+        special, bos="<|im_start|>", eos="<end_of_utterance>", pad="<|endoftext|>"
     )
     image_processor = Idefics3ImageProcessorPil(
         size={"longest_edge": 32}, max_image_size={"longest_edge": 32}, do_image_splitting=False
@@ -117,4 +145,4 @@ def build_tiny_idefics3(out: Path, *, seed: int = 0) -> Path:
     return out
 
 
-__all__ = ["CHAT_TEMPLATE", "build_tiny_idefics3"]
+__all__ = ["CHAT_TEMPLATE", "SENTENCES", "build_tiny_idefics3", "train_tokenizer"]

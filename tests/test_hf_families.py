@@ -1,0 +1,428 @@
+"""Every VLM family users evaluate first, through ``mmrobust eval --model hf:<folder>``.
+
+Tiny random checkpoints are built in the session from each family's real config,
+image processor, video processor and a chat template like the released model's
+(``tests/hf_families.py``; no download). Each family runs on a tamper set built here
+from two real clips (``bikes``: 250 frames at 25 fps; ``carphone_pristine``: 120
+frames at 30000/1001 fps; originals plus ``dropping``) with ``video_input=images``
+and, where the family has a video processor, ``video_input=video``, and on the
+built-in MMR demo set. The processor calls are observed (a spy around the
+processor inside ``HFModel._inputs``), so the tests assert what reaches the model:
+
+* the frames, decoded here independently with PyAV at the VLMEvalKit segment-centre
+  indices written out by hand, equal the frames handed to the processor, in time
+  order, and the model's input tensors are what the processor makes of exactly those
+  frames (reversed frames give different tensors);
+* with ``video_input=video``, the metadata is the clip's true timing (fps, the
+  sampled indices, 250 frames, 10 s) with ``do_sample_frames=False``, and the
+  processors turn it into the true times: Qwen2.5-VL ``second_per_grid_ts`` 2.5 s,
+  Qwen3-VL ``<1.2 seconds> ... <8.7 seconds>``, SmolVLM2 ``Frame from 00:00 ...
+  00:09`` in a ``0:00:10`` video;
+* Gemma 3 prompts start with one ``<bos>``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from mmrobust.cli import app
+from mmrobust.media import sample_clips
+from tests.hf_families import FAMILIES
+from tests.runs import stored_rows
+
+pytest.importorskip("transformers")  # torchvision comes with it in the test extra: no skip
+
+pytestmark = pytest.mark.slow
+
+# VLMEvalKit's segment centres (8 frames), worked out by hand from
+# int(seg / 2 + round(seg * i)), seg = (n - 1) / 8; round is half-to-even.
+BIKES_IDX = [15, 46, 77, 108, 139, 171, 202, 233]  # n = 250, seg = 31.125; round(124.5) = 124
+CARPHONE_IDX = [7, 22, 37, 52, 67, 81, 96, 111]  # n = 120, seg = 14.875
+EXPECTED_IDX = {"bikes__original": BIKES_IDX, "carphone_pristine__original": CARPHONE_IDX}
+CLIPS = {"bikes__original": "videos/bikes/original.mp4"}
+CLIPS["carphone_pristine__original"] = "videos/carphone_pristine/original.mp4"
+BIKES_METADATA = {
+    "total_num_frames": 250,
+    "fps": 25.0,
+    "duration": 10.0,
+    "frames_indices": BIKES_IDX,
+}
+
+
+@dataclass
+class Call:
+    """One processor call made by ``HFModel`` and what it returned."""
+
+    sample_ids: list[str]
+    kwargs: dict[str, Any]
+    inputs: Any
+    processor: Any
+
+
+@dataclass
+class Spy:
+    calls: list[Call] = field(default_factory=list)
+
+    def for_sample(self, sample_id: str) -> Call:
+        found = [c for c in self.calls if sample_id in c.sample_ids]
+        assert found, f"{sample_id} never reached the processor"
+        return found[-1]
+
+
+@pytest.fixture
+def spy(monkeypatch: pytest.MonkeyPatch) -> Spy:
+    """Record every processor call of ``HFModel._inputs`` (kwargs and outputs)."""
+    from mmrobust.models.hf import HFModel
+
+    record = Spy()
+    original = HFModel._inputs
+
+    def observed(self: Any, chunk: list[Any]) -> Any:
+        real = self.processor
+        seen: list[dict[str, Any]] = []
+
+        class Proxy:
+            def __call__(self, **kwargs: Any) -> Any:
+                seen.append(kwargs)
+                return real(**kwargs)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(real, name)
+
+        self.processor = Proxy()
+        try:
+            inputs, frames = original(self, chunk)
+        finally:
+            self.processor = real
+        record.calls.append(Call([r.sample_id for r in chunk], seen[0], inputs, real))
+        return inputs, frames
+
+    monkeypatch.setattr(HFModel, "_inputs", observed)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return record
+
+
+@pytest.fixture(scope="session")
+def family_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """``get(name) -> folder``: each family's tiny checkpoint, built once per session."""
+    root = tmp_path_factory.mktemp("hf-families")
+    built: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in built:
+            built[name] = FAMILIES[name].build(root / name, seed=0)
+        return built[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def family_tamper_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``mmrobust tamper`` over bikes and carphone_pristine, ``dropping`` only: 4 clips."""
+    out = tmp_path_factory.mktemp("family-tamper-set")
+    clips = sample_clips()
+    args = ["tamper", str(clips["bikes"]), str(clips["carphone_pristine"]), "--out", str(out)]
+    args += ["--effects", "dropping", "--position", "middle", "--duration", "1", "--seed", "0"]
+    result = CliRunner().invoke(app, [*args, "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="session")
+def frame_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("family-frame-cache")
+
+
+def _eval(data: str, checkpoint: Path, out: Path, cache: Path, *extra: str) -> Any:
+    args = ["eval", "--data", data, "--model", f"hf:{checkpoint}", "--out", str(out)]
+    args += ["--model-arg", "device=cpu", "--model-arg", "max_new_tokens=2"]
+    args += ["--cache-dir", str(cache), "--bootstrap", "0", "-q", *extra]
+    return CliRunner().invoke(app, args)
+
+
+def _decoded(path: Path, indices: list[int]) -> list[np.ndarray]:
+    """Frames at ``indices`` decoded with PyAV directly, ``(H, W, 3) uint8 RGB``."""
+    import av
+
+    wanted = set(indices)
+    frames: dict[int, np.ndarray] = {}
+    with av.open(str(path)) as container:
+        for i, frame in enumerate(container.decode(video=0)):
+            if i in wanted:
+                frames[i] = frame.to_ndarray(format="rgb24")
+            if i >= max(indices):
+                break
+    return [frames[i] for i in indices]
+
+
+def _tensors(inputs: Any) -> Iterator[tuple[str, Any]]:
+    for key, value in inputs.items():
+        if hasattr(value, "shape"):
+            yield key, value
+
+
+def _same_inputs(a: Any, b: Any) -> bool:
+    import torch
+
+    keys_a = {k for k, _ in _tensors(a)}
+    keys_b = {k for k, _ in _tensors(b)}
+    return keys_a == keys_b and all(
+        a[k].shape == b[k].shape and torch.equal(a[k], b[k]) for k in keys_a
+    )
+
+
+def _reprocess(call: Call, frames: list[np.ndarray]) -> Any:
+    """The processor's output for ``call`` with its frames replaced by ``frames``."""
+    from PIL import Image
+
+    kwargs = dict(call.kwargs)
+    if "videos" in kwargs:
+        kwargs["videos"] = [np.stack(frames)]
+    else:
+        kwargs["images"] = [[Image.fromarray(f) for f in frames]]
+    return call.processor(**kwargs)
+
+
+def _prompt_text(call: Call) -> str:
+    return str(call.processor.tokenizer.decode(call.inputs["input_ids"][0]))
+
+
+def _check_frames_reached(call: Call, clip: Path, indices: list[int], mode: str) -> None:
+    expected = _decoded(clip, indices)
+    if mode == "video":
+        (video,) = call.kwargs["videos"]
+        assert video.shape == (8, *expected[0].shape)
+        assert np.array_equal(video, np.stack(expected))
+        assert call.kwargs["do_sample_frames"] is False
+    else:
+        (images,) = call.kwargs["images"]
+        assert len(images) == 8
+        for got, want in zip(images, expected, strict=True):
+            assert np.array_equal(np.asarray(got), want)
+    # the model's input tensors are exactly the processor's output for these frames ...
+    assert _same_inputs(call.inputs, _reprocess(call, expected))
+    # ... and the order matters: the same frames reversed make different inputs
+    assert not _same_inputs(call.inputs, _reprocess(call, expected[::-1]))
+
+
+def _run_tamper(
+    name: str,
+    mode: str,
+    spy: Spy,
+    family_checkpoints: Callable[[str], Path],
+    family_tamper_set: Path,
+    frame_cache: Path,
+    out: Path,
+    *extra: str,
+    check_frames: bool = True,
+) -> dict[str, dict[str, Any]]:
+    checkpoint = family_checkpoints(name)
+    args = ["--frames", "8", "--model-arg", f"video_input={mode}", *extra]
+    result = _eval(str(family_tamper_set), checkpoint, out, frame_cache, *args)
+    assert result.exit_code == 0, result.output
+    rows = stored_rows(out)
+    assert len(rows) == 4
+    for sid, row in rows.items():
+        assert row["status"] in ("ok", "parse_fail"), (sid, row["error"])
+        assert json.loads(row["extra"])["n_images"] == 8
+    for sid, indices in EXPECTED_IDX.items():
+        assert json.loads(rows[sid]["frame_indices"]) == indices
+        if check_frames:
+            clip = family_tamper_set / CLIPS[sid]
+            _check_frames_reached(spy.for_sample(sid), clip, indices, mode)
+    return rows
+
+
+TAMPER_CASES = [
+    pytest.param(name, mode, id=f"{name}-{mode}")
+    for name, family in FAMILIES.items()
+    for mode in (("images", "video") if family.video else ("images",))
+]
+
+
+@pytest.mark.parametrize(("name", "mode"), TAMPER_CASES)
+def test_family_on_a_tamper_set(
+    name: str,
+    mode: str,
+    spy: Spy,
+    family_checkpoints: Callable[[str], Path],
+    family_tamper_set: Path,
+    frame_cache: Path,
+    tmp_path: Path,
+) -> None:
+    _run_tamper(
+        name, mode, spy, family_checkpoints, family_tamper_set, frame_cache, tmp_path / "run"
+    )
+    call = spy.for_sample("bikes__original")
+    text = _prompt_text(call)
+    timestamps = FAMILIES[name].timestamps
+    if mode == "video" and timestamps == "qwen2_5":
+        # 8 frames over 250 at 25 fps: 0.8 frames/s, 2 frames per temporal patch
+        assert call.inputs["second_per_grid_ts"].tolist() == pytest.approx([2.5])
+        carphone = spy.for_sample("carphone_pristine__original").inputs["second_per_grid_ts"]
+        assert carphone.tolist() == pytest.approx([2 / (8 / 120 * 30000 / 1001)])
+    if mode == "video" and timestamps == "qwen3":
+        # mean time of each 2-frame patch: (15 + 46) / 2 / 25 = 1.22 s ... (202 + 233) / 2 / 25
+        stamps = re.findall(r"<(\d+\.\d) seconds>", text)
+        assert stamps == ["1.2", "3.7", "6.2", "8.7"]
+    if mode == "video" and timestamps == "smolvlm":
+        assert "following series of eight frames from a 0:00:10 [H:MM:SS] video" in text
+        stamps = re.findall(r"Frame from (\d\d:\d\d):", text)
+        assert stamps == ["00:00", "00:01", "00:03", "00:04", "00:05", "00:06", "00:08", "00:09"]
+    if name == "gemma3":
+        bos = call.processor.tokenizer.bos_token_id
+        ids = call.inputs["input_ids"][0].tolist()
+        assert ids[0] == bos
+        assert ids.count(bos) == 1, "Gemma 3 prompt must start with exactly one <bos>"
+    if mode == "video":
+        assert call.kwargs["video_metadata"] == [{**BIKES_METADATA, "height": 272, "width": 640}]
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_family_on_the_mmr_demo(
+    name: str,
+    spy: Spy,
+    family_checkpoints: Callable[[str], Path],
+    frame_cache: Path,
+    tmp_path: Path,
+) -> None:
+    from PIL import Image
+
+    from mmrobust.datasets import load_dataset
+
+    result = _eval(
+        "mmr-demo", family_checkpoints(name), tmp_path / "run", frame_cache, "--limit", "4"
+    )
+    assert result.exit_code == 0, result.output
+    rows = stored_rows(tmp_path / "run")
+    samples = {s.id: s for s in load_dataset("mmr-demo").samples}
+    assert len(rows) == 4
+    for sid, row in rows.items():
+        assert row["status"] in ("ok", "parse_fail"), (sid, row["error"])
+        assert json.loads(row["extra"])["n_images"] == 1
+        call = spy.for_sample(sid)
+        (images,) = call.kwargs["images"]
+        image = samples[sid].image
+        assert image is not None
+        want = np.asarray(Image.open(image).convert("RGB"))
+        assert len(images) == 1 and np.array_equal(np.asarray(images[0]), want)
+        assert _same_inputs(call.inputs, _reprocess(call, [want]))
+
+
+def test_video_metadata_stays_with_its_clip_in_a_batch(
+    spy: Spy,
+    family_checkpoints: Callable[[str], Path],
+    family_tamper_set: Path,
+    frame_cache: Path,
+    tmp_path: Path,
+) -> None:
+    """Qwen3-VL, two clips of different fps in one batch: each prompt has its own clip's times."""
+    one = _run_tamper(
+        "qwen3_vl", "video", spy, family_checkpoints, family_tamper_set, frame_cache, tmp_path / "1"
+    )
+    spy.calls.clear()
+    two = _run_tamper(
+        "qwen3_vl",
+        "video",
+        spy,
+        family_checkpoints,
+        family_tamper_set,
+        frame_cache,
+        tmp_path / "2",
+        "--model-arg",
+        "batch_size=2",
+        check_frames=False,
+    )
+    assert any(len(c.sample_ids) == 2 for c in spy.calls)
+    for call in spy.calls:
+        tokenizer = call.processor.tokenizer
+        for row, sid in enumerate(call.sample_ids):
+            text = tokenizer.decode(call.inputs["input_ids"][row], skip_special_tokens=False)
+            stamps = [float(s) for s in re.findall(r"<(\d+\.\d) seconds>", text)]
+            meta = call.kwargs["video_metadata"][row]
+            idx, fps = meta["frames_indices"], meta["fps"]
+            want = [round((idx[i] + idx[i + 1]) / 2 / fps, 1) for i in range(0, 8, 2)]
+            assert stamps == pytest.approx(want, abs=0.051), sid
+            assert idx == json.loads(two[sid]["frame_indices"])
+    assert {s: r["raw_text"] for s, r in one.items()} == {s: r["raw_text"] for s, r in two.items()}
+
+
+@pytest.mark.parametrize("name", ["idefics3", "gemma3"])
+def test_video_input_without_a_video_processor_is_a_clear_refusal(
+    name: str,
+    family_checkpoints: Callable[[str], Path],
+    family_tamper_set: Path,
+    frame_cache: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    result = _eval(
+        str(family_tamper_set),
+        family_checkpoints(name),
+        tmp_path / "run",
+        frame_cache,
+        "--model-arg",
+        "video_input=video",
+    )
+    assert result.exit_code == 2
+    assert "video_input=video needs a processor with a video input" in result.output
+    assert "use video_input=images" in result.output
+
+
+def test_fingerprint_follows_the_chat_template_and_processor_config(
+    spy: Spy,
+    family_checkpoints: Callable[[str], Path],
+    family_tamper_set: Path,
+    frame_cache: Path,
+    tmp_path: Path,
+) -> None:
+    """Editing a local checkpoint's template or preprocessor config never reuses old answers.
+
+    Before, an edited ``chat_template.jinja`` left the fingerprint unchanged and the
+    re-run resumed the answers made with the old template.
+    """
+    checkpoint = tmp_path / "qwen2_vl"
+    shutil.copytree(family_checkpoints("qwen2_vl"), checkpoint)
+    data = str(family_tamper_set)
+
+    def run(out: str) -> Any:
+        return _eval(data, checkpoint, tmp_path / out, frame_cache, "--limit", "1")
+
+    def fingerprint(out: str) -> str:
+        (row,) = stored_rows(tmp_path / out).values()
+        return str(row["model_fp"])
+
+    assert run("a").exit_code == 0
+    again = run("a")
+    assert again.exit_code == 0 and "0 new rows, 1 resumed" in again.output
+
+    template = checkpoint / "chat_template.jinja"
+    template.write_text(template.read_text().replace("helpful assistant", "careful assistant"))
+    stale = run("a")
+    assert stale.exit_code == 2 and "already holds a run with a different model" in stale.output
+    assert run("b").exit_code == 0
+    assert "careful assistant" in _prompt_text(spy.calls[-1])
+
+    config = checkpoint / "processor_config.json"  # transformers 5 keeps every sub-processor here
+    settings = json.loads(config.read_text())
+    settings["image_processor"]["size"]["longest_edge"] = 28 * 28 * 9
+    config.write_text(json.dumps(settings))
+    assert run("b").exit_code == 2
+    assert run("c").exit_code == 0
+    assert len({fingerprint("a"), fingerprint("b"), fingerprint("c")}) == 3
+
+    run_block = json.loads((tmp_path / "c" / "metrics.json").read_text())["run"]
+    model_fp = run_block["model_fingerprint"]
+    assert re.fullmatch(r"[0-9a-f]{16}", model_fp["chat_template_sha256"])
+    assert re.fullmatch(r"[0-9a-f]{16}", model_fp["processor_config_sha256"])

@@ -426,3 +426,102 @@ def test_fingerprint_follows_the_chat_template_and_processor_config(
     model_fp = run_block["model_fingerprint"]
     assert re.fullmatch(r"[0-9a-f]{16}", model_fp["chat_template_sha256"])
     assert re.fullmatch(r"[0-9a-f]{16}", model_fp["processor_config_sha256"])
+
+
+def test_matching_torchvision_rule_and_messages() -> None:
+    import torch
+    import torchvision
+
+    from mmrobust.models._torchvision import matching_torchvision, torchvision_fix
+
+    assert matching_torchvision("2.14.1+cu130") == "0.29.1"
+    assert matching_torchvision("2.13.0+cpu") == "0.28.0"
+    assert matching_torchvision("2.6.0") == "0.21.0"
+    assert matching_torchvision("1.13.1") is None
+    # the pair installed by the test extra follows the rule
+    assert matching_torchvision(torch.__version__) == torchvision.__version__.split("+")[0]
+
+    cpu = torchvision_fix("torchvision is not installed", "2.13.0+cpu")
+    assert (
+        "pip install 'torchvision==0.28.0+cpu' --index-url https://download.pytorch.org/whl/cpu"
+        in cpu
+    )
+    cuda = torchvision_fix("torchvision is not installed", "2.14.1+cu130")
+    assert cuda.endswith("pip install 'torchvision==0.29.1' (the release for torch 2.14.1+cu130)")
+    assert "\n" not in cpu + cuda
+
+
+_CLI = (
+    "import sys\n"
+    "{prelude}\n"
+    "from mmrobust.cli import main\n"
+    "for name in sys.argv[1:]:\n"
+    "    sys.argv = ['mmrobust', 'eval', '--data', 'mmr-demo', '--limit', '1', '--model',\n"
+    "                'hf:' + name, '--model-arg', 'device=cpu', '--model-arg', 'max_new_tokens=1',\n"
+    "                '--out', name + '-run', '--bootstrap', '0', '-q']\n"
+    "    code = 0\n"
+    "    try:\n"
+    "        main()\n"
+    "    except SystemExit as exc:\n"
+    "        code = exc.code\n"
+    "    print('exit', code, flush=True)\n"
+)
+
+
+def _cli_without_torchvision(prelude: str, *checkpoints: Path, env: dict[str, str]) -> Any:
+    import os
+    import subprocess
+    import sys
+
+    code = _CLI.format(prelude=prelude)
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, checkpoints)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
+    )
+
+
+def test_missing_torchvision_is_a_one_line_error_naming_the_fix(
+    family_checkpoints: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """No torchvision (``sys.modules['torchvision'] = None``): video-capable families stop with one line; Idefics3 still runs."""
+    import torch
+
+    from mmrobust.models._torchvision import matching_torchvision
+
+    qwen = shutil.copytree(family_checkpoints("qwen2_vl"), tmp_path / "qwen2_vl")
+    idefics = shutil.copytree(family_checkpoints("idefics3"), tmp_path / "idefics3")
+    done = _cli_without_torchvision("sys.modules['torchvision'] = None", qwen, idefics, env={})
+    assert "Traceback" not in done.stderr, done.stderr
+    assert re.findall(r"^exit (\d+)$", done.stdout, re.M) == ["2", "0"]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    pair = matching_torchvision(torch.__version__)
+    assert errors == [
+        "error: hf: torchvision is not installed; transformers needs it for this model's "
+        f"image/video processor: pip install 'torchvision=={pair}' "
+        f"(the release for torch {torch.__version__})"
+    ]
+    assert (idefics.parent / "idefics3-run" / "results.sqlite").is_file()  # image-only family works
+
+
+def test_broken_torchvision_is_a_one_line_error(
+    family_checkpoints: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A torchvision built for another torch fails at import (``operator torchvision::nms does not exist``)."""
+    fake = tmp_path / "site" / "torchvision"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        "raise RuntimeError('operator torchvision::nms does not exist')\n"
+    )
+    idefics = shutil.copytree(family_checkpoints("idefics3"), tmp_path / "idefics3")
+    done = _cli_without_torchvision("", idefics, env={"PYTHONPATH": str(fake.parent)})
+    assert "Traceback" not in done.stderr, done.stderr
+    assert re.findall(r"^exit (\d+)$", done.stdout, re.M) == ["2"]
+    (error,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert error.startswith(
+        "error: hf: torchvision is installed but does not import "
+        "(operator torchvision::nms does not exist); "
+    )
+    assert "pip install 'torchvision==" in error

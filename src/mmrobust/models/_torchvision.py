@@ -47,14 +47,15 @@ def torchvision_problem() -> str | None:
     return None
 
 
-def torchvision_fix(problem: str) -> str:
-    """One-line message for ``problem`` that names the fix for the installed torch."""
-    try:
-        import torch
+def torchvision_fix(problem: str, torch_version: str | None = None) -> str:
+    """One-line message for ``problem`` that names the fix for ``torch_version`` (default: installed)."""
+    if torch_version is None:
+        try:
+            import torch
 
-        torch_version = str(torch.__version__)
-    except Exception:  # pragma: no cover - torch itself missing is reported elsewhere
-        torch_version = "unknown"
+            torch_version = str(torch.__version__)
+        except Exception:  # pragma: no cover - torch itself missing is reported elsewhere
+            torch_version = "unknown"
     pair = matching_torchvision(torch_version)
     if pair is None:
         fix = INSTALL_HINT

@@ -185,12 +185,21 @@ class HFModel(Model):
     def __init__(self, model_id: str, options: HFOptions) -> None:
         try:
             import torch
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ImportError(
+                f"the hf backend needs torch and transformers: pip install 'mmrobust[hf]' ({exc})"
+            ) from None
+        # a torchvision that does not import breaks transformers' imports too: check first
+        problem = torchvision_problem()
+        if problem is not None and "not installed" not in problem:
+            raise ImportError(torchvision_fix(problem))
+        try:
             import transformers
             from transformers import AutoModelForImageTextToText, AutoProcessor
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ImportError(
                 f"the hf backend needs torch and transformers: pip install 'mmrobust[hf]' ({exc})"
-            ) from exc
+            ) from None
 
         self.model_id = model_id
         self.options = options
@@ -210,9 +219,6 @@ class HFModel(Model):
         if options.device_map:
             model_kwargs["device_map"] = options.device_map
         model_kwargs.update(options.model_kwargs or {})
-        problem = torchvision_problem()
-        if problem is not None and "not installed" not in problem:
-            raise ImportError(torchvision_fix(problem))  # broken: fails anywhere in transformers
         try:
             self.processor = AutoProcessor.from_pretrained(
                 model_id, **common, **(options.processor_kwargs or {})

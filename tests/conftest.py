@@ -9,12 +9,18 @@ five effects, middle, 1 s, codec control on, seed 0 (x264 ``--preset ultrafast``
 to keep the session fast; everything else default). Returns the build folder
 holding ``manifest.jsonl`` (24 clips: 4 originals + 20 tampered).
 
+``family_checkpoints``: ``get(name) -> folder`` of the tiny random checkpoints of
+``tests/hf_families.py`` (built once per session, on first use).
+``family_tamper_set``: ``mmrobust tamper`` over bikes and carphone_pristine with
+``dropping`` (4 clips: 2 originals, 2 tampered). ``frame_cache``: a session frame cache.
+
 ``tests/synth.py`` has ``make_synthetic_video`` / ``read_frame_code`` for
 small synthetic clips that carry their frame index.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -55,3 +61,36 @@ def real_tamper_set(real_clips: dict[str, Path], tmp_path_factory: pytest.TempPa
     assert result.exit_code == 0, result.output
     assert (out / "manifest.jsonl").is_file()
     return out
+
+
+@pytest.fixture(scope="session")
+def family_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """``get(name) -> folder``: each family's tiny checkpoint, built once per session."""
+    from tests.hf_families import FAMILIES
+
+    root = tmp_path_factory.mktemp("hf-families")
+    built: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in built:
+            built[name] = FAMILIES[name].build(root / name, seed=0)
+        return built[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def family_tamper_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``mmrobust tamper`` over bikes and carphone_pristine, ``dropping`` only: 4 clips."""
+    out = tmp_path_factory.mktemp("family-tamper-set")
+    clips = sample_clips()
+    args = ["tamper", str(clips["bikes"]), str(clips["carphone_pristine"]), "--out", str(out)]
+    args += ["--effects", "dropping", "--position", "middle", "--duration", "1", "--seed", "0"]
+    result = CliRunner().invoke(app, [*args, "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="session")
+def frame_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("family-frame-cache")

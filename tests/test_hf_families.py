@@ -36,7 +36,6 @@ import pytest
 from typer.testing import CliRunner
 
 from mmrobust.cli import app
-from mmrobust.media import sample_clips
 from tests.hf_families import FAMILIES
 from tests.runs import stored_rows
 
@@ -110,37 +109,6 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> Spy:
     monkeypatch.setattr(HFModel, "_inputs", observed)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return record
-
-
-@pytest.fixture(scope="session")
-def family_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """``get(name) -> folder``: each family's tiny checkpoint, built once per session."""
-    root = tmp_path_factory.mktemp("hf-families")
-    built: dict[str, Path] = {}
-
-    def get(name: str) -> Path:
-        if name not in built:
-            built[name] = FAMILIES[name].build(root / name, seed=0)
-        return built[name]
-
-    return get
-
-
-@pytest.fixture(scope="session")
-def family_tamper_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``mmrobust tamper`` over bikes and carphone_pristine, ``dropping`` only: 4 clips."""
-    out = tmp_path_factory.mktemp("family-tamper-set")
-    clips = sample_clips()
-    args = ["tamper", str(clips["bikes"]), str(clips["carphone_pristine"]), "--out", str(out)]
-    args += ["--effects", "dropping", "--position", "middle", "--duration", "1", "--seed", "0"]
-    result = CliRunner().invoke(app, [*args, "--jobs", "1"])
-    assert result.exit_code == 0, result.output
-    return out
-
-
-@pytest.fixture(scope="session")
-def frame_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("family-frame-cache")
 
 
 def _eval(data: str, checkpoint: Path, out: Path, cache: Path, *extra: str) -> Any:

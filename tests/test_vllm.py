@@ -1,0 +1,89 @@
+"""Opt-in: a real vLLM server on 127.0.0.1 serving a tiny checkpoint, through ``openai:``.
+
+Runs when vLLM can be started (``MMROBUST_VLLM_PYTHON=/path/to/vllm-venv/bin/python``, or
+vLLM importable here); otherwise skipped with the reason. ``MMROBUST_VLLM_FAMILY``
+picks the family (default ``qwen2_vl``; any name of ``tests/hf_families.FAMILIES``).
+
+The same tiny checkpoint runs the tamper set (``--frames 8`` as images, then the
+video file with ``video=true``) and the MMR demo through ``openai:``, then through
+``hf:``; with frames sent at full size (``image_max_side=0``) the server's prompt
+token counts must equal ``hf:``'s for every image-mode sample (the chat template,
+the image placeholders and the vision token counts agree). The measured table for
+every family is ``benchmarks/vllm_families.py``'s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from mmrobust.cli import app
+from tests.hf_families import FAMILIES
+from tests.runs import stored_rows
+from tests.vllm_server import vllm_python, vllm_server
+
+pytestmark = pytest.mark.slow
+
+FAMILY = os.environ.get("MMROBUST_VLLM_FAMILY", "qwen2_vl")
+
+
+def _eval(data: str, spec: str, out: Path, *args: str) -> dict[str, dict[str, Any]]:
+    cmd = ["eval", "--data", data, "--model", spec, "--out", str(out), "--bootstrap", "0", "-q"]
+    result = CliRunner().invoke(app, [*cmd, *args])
+    assert result.exit_code == 0, result.output
+    return stored_rows(out)
+
+
+def test_vllm_server_matches_hf_prompt_tokens(
+    family_checkpoints: Callable[[str], Path],
+    family_tamper_set: Path,
+    frame_cache: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    python, reason = vllm_python()
+    if python is None:
+        print(f"SKIP vLLM integration test: {reason}")
+        pytest.skip(reason)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    family = FAMILIES[FAMILY]
+    checkpoint = family_checkpoints(FAMILY)
+    tamper = str(family_tamper_set)
+    cache = ["--cache-dir", str(frame_cache)]
+    limits = {"image": 8, "video": 1 if family.video else 0}
+    common = ["--model-arg", "max_tokens=2", "--model-arg", "image_max_side=0"]
+
+    with vllm_server(
+        python, checkpoint, served_name="tiny", log=tmp_path / "vllm.log", limit_mm=limits
+    ) as base_url:
+        served = ["--model-arg", f"base_url={base_url}", *common]
+        images = _eval(tamper, "openai:tiny", tmp_path / "v-img", *served, *cache, "--frames", "8")
+        mmr = _eval("mmr-demo", "openai:tiny", tmp_path / "v-mmr", *served, "--limit", "4")
+        video = (
+            _eval(tamper, "openai:tiny", tmp_path / "v-vid", *served, "--model-arg", "video=true")
+            if family.video
+            else {}
+        )
+    for rows in (images, mmr, video):
+        for sid, row in rows.items():
+            assert row["status"] in ("ok", "parse_fail"), (sid, row["error"])
+            assert row["prompt_tokens"] and row["prompt_tokens"] > 0
+
+    hf = ["--model-arg", "device=cpu", "--model-arg", "max_new_tokens=2"]
+    hf_images = _eval(tamper, f"hf:{checkpoint}", tmp_path / "h-img", *hf, *cache, "--frames", "8")
+    hf_mmr = _eval("mmr-demo", f"hf:{checkpoint}", tmp_path / "h-mmr", *hf, "--limit", "4")
+    table = {sid: (images[sid]["prompt_tokens"], hf_images[sid]["prompt_tokens"]) for sid in images}
+    table |= {sid: (mmr[sid]["prompt_tokens"], hf_mmr[sid]["prompt_tokens"]) for sid in mmr}
+    print(f"{FAMILY} prompt tokens (vLLM, hf):", json.dumps(table, sort_keys=True))
+    if video:
+        print(
+            f"{FAMILY} video=true prompt tokens:", {s: r["prompt_tokens"] for s, r in video.items()}
+        )
+    mismatched = {sid: pair for sid, pair in table.items() if pair[0] != pair[1]}
+    assert not mismatched, f"vLLM and hf: see different prompts: {mismatched}"

@@ -475,21 +475,29 @@ def test_missing_torchvision_is_a_one_line_error_naming_the_fix(
 
 
 def test_broken_torchvision_is_a_one_line_error(
-    family_checkpoints: Callable[[str], Path], tmp_path: Path
+    family_checkpoints: Callable[[str], Path],
+    family_tamper_set: Path,
+    frame_cache: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A torchvision built for another torch fails at import (``operator torchvision::nms does not exist``)."""
+    import sys
+
     fake = tmp_path / "site" / "torchvision"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text(
         "raise RuntimeError('operator torchvision::nms does not exist')\n"
     )
-    idefics = shutil.copytree(family_checkpoints("idefics3"), tmp_path / "idefics3")
-    done = _cli_without_torchvision("", idefics, env={"PYTHONPATH": str(fake.parent)})
-    assert "Traceback" not in done.stderr, done.stderr
-    assert re.findall(r"^exit (\d+)$", done.stdout, re.M) == ["2"]
-    (error,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert error.startswith(
+    monkeypatch.syspath_prepend(str(fake.parent))
+    monkeypatch.delitem(sys.modules, "torchvision", raising=False)  # next import: the broken one
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    result = _eval(
+        str(family_tamper_set), family_checkpoints("idefics3"), tmp_path / "r", frame_cache
+    )
+    assert result.exit_code == 2
+    assert result.output.startswith(
         "error: hf: torchvision is installed but does not import "
         "(operator torchvision::nms does not exist); "
     )
-    assert "pip install 'torchvision==" in error
+    assert result.output.count("\n") == 1 and "pip install 'torchvision==" in result.output

@@ -393,6 +393,8 @@ class HFModel(Model):
                 metadata = [video_metadata(r, f) for r, f in clips]
                 if all(m is not None for m in metadata):
                     call["video_metadata"] = metadata
+                else:  # frames not decoded by the runner: the processor will guess times
+                    log.warning("hf: video_input=video without the clip's fps and frame indices")
                 call["do_sample_frames"] = False  # mmrobust's frame policy already chose them
             if singles:
                 call["images"] = singles

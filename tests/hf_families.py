@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.hf_tiny import build_tiny_idefics3, train_tokenizer
+from tests.hf_tiny import IDEFICS3_SPECIAL, build_tiny_idefics3, train_tokenizer
 
 # --- chat templates (rendering like the released checkpoints' templates) ---------------
 
@@ -154,9 +154,16 @@ def _ids(tokenizer: Any, *tokens: str) -> list[int]:
     return [int(tokenizer.convert_tokens_to_ids(t)) for t in tokens]
 
 
-def _save(model: Any, processor: Any, tokenizer: Any, out: Path, eos: list[int]) -> Path:
+def _save(
+    model_cls: Any, config: Any, processor: Any, tok: Any, out: Path, seed: int, eos: list[int]
+) -> Path:
+    """Build ``model_cls(config)`` with seeded random weights and save it with ``processor``."""
+    import torch
+
+    torch.manual_seed(seed)
+    model = model_cls(config)
     model.generation_config.eos_token_id = eos if len(eos) > 1 else eos[0]
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     processor.save_pretrained(out)
@@ -168,9 +175,47 @@ def _save(model: Any, processor: Any, tokenizer: Any, out: Path, eos: list[int])
 _QWEN_PIXELS = {"min_pixels": 28 * 28, "max_pixels": 56 * 56}  # at most 2x2 merged tokens
 
 
+def _qwen_vl(
+    out: Path,
+    seed: int,
+    classes: tuple[Any, Any, Any],
+    *,
+    vision: dict[str, Any],
+    image_processor: Any,
+    video_processor: Any,
+    template: str,
+    rope: dict[str, Any] | None = None,
+    **text: Any,
+) -> Path:
+    """A Qwen-VL family checkpoint: ``classes`` = (config, model, processor) classes."""
+
+    config_cls, model_cls, processor_cls = classes
+    tok = _qwen_tokenizer()
+    names = ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
+    tokens = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
+    config = config_cls(
+        text_config={
+            **_TEXT,
+            "vocab_size": len(tok),
+            "rope_parameters": {"rope_type": "default", "mrope_section": [4, 6, 6], **(rope or {})},
+            "eos_token_id": tok.eos_token_id,
+            "pad_token_id": tok.pad_token_id,
+            **text,
+        },
+        vision_config=vision,
+        **dict(zip(names, _ids(tok, *tokens), strict=True)),
+    )
+    processor = processor_cls(
+        image_processor=image_processor,
+        video_processor=video_processor,
+        tokenizer=tok,
+        chat_template=template,
+    )
+    return _save(model_cls, config, processor, tok, out, seed, [tok.eos_token_id])
+
+
 def build_qwen2_vl(out: Path, *, seed: int = 0) -> Path:
     """Qwen2-VL (``Qwen/Qwen2-VL-2B-Instruct`` layout): 14-px patches, 2x2 merge, 2-frame temporal patches."""
-    import torch
     from transformers import (
         Qwen2VLConfig,
         Qwen2VLForConditionalGeneration,
@@ -179,45 +224,20 @@ def build_qwen2_vl(out: Path, *, seed: int = 0) -> Path:
         Qwen2VLVideoProcessor,
     )
 
-    tok = _qwen_tokenizer()
-    image_id, video_id, start_id, end_id = _ids(
-        tok, "<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>"
-    )
-    config = Qwen2VLConfig(
-        text_config={
-            **_TEXT,
-            "vocab_size": len(tok),
-            "rope_parameters": {"rope_type": "default", "mrope_section": [4, 6, 6]},
-            "bos_token_id": None,
-            "eos_token_id": tok.eos_token_id,
-            "pad_token_id": tok.pad_token_id,
-        },
-        vision_config={
-            "depth": 1,
-            "embed_dim": 32,
-            "hidden_size": 64,
-            "num_heads": 2,
-            "mlp_ratio": 2,
-        },
-        image_token_id=image_id,
-        video_token_id=video_id,
-        vision_start_token_id=start_id,
-        vision_end_token_id=end_id,
-    )
-    processor = Qwen2VLProcessor(
+    return _qwen_vl(
+        out,
+        seed,
+        (Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLProcessor),
+        vision={"depth": 1, "embed_dim": 32, "hidden_size": 64, "num_heads": 2, "mlp_ratio": 2},
         image_processor=Qwen2VLImageProcessor(**_QWEN_PIXELS),
         video_processor=Qwen2VLVideoProcessor(**_QWEN_PIXELS),
-        tokenizer=tok,
-        chat_template=_QWEN2_VL,
+        template=_QWEN2_VL,
+        bos_token_id=None,
     )
-    torch.manual_seed(seed)
-    model = Qwen2VLForConditionalGeneration(config)
-    return _save(model, processor, tok, out, [tok.eos_token_id])
 
 
 def build_qwen2_5_vl(out: Path, *, seed: int = 0) -> Path:
     """Qwen2.5-VL (``Qwen/Qwen2.5-VL-3B-Instruct`` layout): windowed vision attention, absolute time (2 tokens/s)."""
-    import torch
     from transformers import (
         Qwen2_5_VLConfig,
         Qwen2_5_VLForConditionalGeneration,
@@ -226,20 +246,11 @@ def build_qwen2_5_vl(out: Path, *, seed: int = 0) -> Path:
         Qwen2VLVideoProcessor,
     )
 
-    tok = _qwen_tokenizer()
-    image_id, video_id, start_id, end_id = _ids(
-        tok, "<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>"
-    )
-    config = Qwen2_5_VLConfig(
-        text_config={
-            **_TEXT,
-            "vocab_size": len(tok),
-            "rope_parameters": {"rope_type": "default", "mrope_section": [4, 6, 6]},
-            "bos_token_id": None,
-            "eos_token_id": tok.eos_token_id,
-            "pad_token_id": tok.pad_token_id,
-        },
-        vision_config={
+    return _qwen_vl(
+        out,
+        seed,
+        (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor),
+        vision={
             "depth": 2,
             "hidden_size": 32,
             "intermediate_size": 64,
@@ -249,25 +260,15 @@ def build_qwen2_5_vl(out: Path, *, seed: int = 0) -> Path:
             "fullatt_block_indexes": [1],
             "tokens_per_second": 2,
         },
-        image_token_id=image_id,
-        video_token_id=video_id,
-        vision_start_token_id=start_id,
-        vision_end_token_id=end_id,
-    )
-    processor = Qwen2_5_VLProcessor(
         image_processor=Qwen2VLImageProcessor(**_QWEN_PIXELS),
         video_processor=Qwen2VLVideoProcessor(**_QWEN_PIXELS),
-        tokenizer=tok,
-        chat_template=_QWEN2_VL,
+        template=_QWEN2_VL,
+        bos_token_id=None,
     )
-    torch.manual_seed(seed)
-    model = Qwen2_5_VLForConditionalGeneration(config)
-    return _save(model, processor, tok, out, [tok.eos_token_id])
 
 
 def build_qwen3_vl(out: Path, *, seed: int = 0) -> Path:
     """Qwen3-VL (``Qwen/Qwen3-VL-2B-Instruct`` layout): 16-px patches, deepstack, ``<t seconds>`` frame stamps."""
-    import torch
     from transformers import (
         Qwen2VLImageProcessor,
         Qwen3VLConfig,
@@ -276,24 +277,12 @@ def build_qwen3_vl(out: Path, *, seed: int = 0) -> Path:
         Qwen3VLVideoProcessor,
     )
 
-    tok = _qwen_tokenizer()
-    image_id, video_id, start_id, end_id = _ids(
-        tok, "<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>"
-    )
-    config = Qwen3VLConfig(
-        text_config={
-            **_TEXT,
-            "head_dim": 32,
-            "vocab_size": len(tok),
-            "rope_parameters": {
-                "rope_type": "default",
-                "mrope_section": [4, 6, 6],
-                "mrope_interleaved": True,
-            },
-            "eos_token_id": tok.eos_token_id,
-            "pad_token_id": tok.pad_token_id,
-        },
-        vision_config={
+    pixels = {"size": {"shortest_edge": 32 * 32, "longest_edge": 64 * 64}}
+    return _qwen_vl(
+        out,
+        seed,
+        (Qwen3VLConfig, Qwen3VLForConditionalGeneration, Qwen3VLProcessor),
+        vision={
             "depth": 1,
             "hidden_size": 32,
             "intermediate_size": 64,
@@ -302,21 +291,12 @@ def build_qwen3_vl(out: Path, *, seed: int = 0) -> Path:
             "num_position_embeddings": 16,
             "deepstack_visual_indexes": [0],
         },
-        image_token_id=image_id,
-        video_token_id=video_id,
-        vision_start_token_id=start_id,
-        vision_end_token_id=end_id,
-    )
-    pixels = {"size": {"shortest_edge": 32 * 32, "longest_edge": 64 * 64}}
-    processor = Qwen3VLProcessor(
         image_processor=Qwen2VLImageProcessor(patch_size=16, **pixels),
         video_processor=Qwen3VLVideoProcessor(patch_size=16, **pixels),
-        tokenizer=tok,
-        chat_template=_QWEN3_VL,
+        template=_QWEN3_VL,
+        rope={"mrope_interleaved": True},
+        head_dim=32,
     )
-    torch.manual_seed(seed)
-    model = Qwen3VLForConditionalGeneration(config)
-    return _save(model, processor, tok, out, [tok.eos_token_id])
 
 
 # --- LLaVA-OneVision / LLaVA-NeXT-Video -------------------------------------------------
@@ -333,7 +313,6 @@ _SIGLIP = {
 
 def build_llava_onevision(out: Path, *, seed: int = 0) -> Path:
     """LLaVA-OneVision (``llava-hf/llava-onevision-qwen2-0.5b-ov-hf`` layout): SigLIP + Qwen2, anyres tiles."""
-    import torch
     from transformers import (
         LlavaOnevisionConfig,
         LlavaOnevisionForConditionalGeneration,
@@ -369,14 +348,19 @@ def build_llava_onevision(out: Path, *, seed: int = 0) -> Path:
         vision_feature_select_strategy="full",
         chat_template=_LLAVA_ONEVISION,
     )
-    torch.manual_seed(seed)
-    model = LlavaOnevisionForConditionalGeneration(config)
-    return _save(model, processor, tok, out, [tok.eos_token_id])
+    return _save(
+        LlavaOnevisionForConditionalGeneration,
+        config,
+        processor,
+        tok,
+        out,
+        seed,
+        [tok.eos_token_id],
+    )
 
 
 def build_llava_next_video(out: Path, *, seed: int = 0) -> Path:
     """LLaVA-NeXT-Video (``llava-hf/LLaVA-NeXT-Video-7B-hf`` layout): CLIP + Llama, pooled video tokens."""
-    import torch
     from transformers import (
         LlavaNextImageProcessor,
         LlavaNextVideoConfig,
@@ -429,9 +413,15 @@ def build_llava_next_video(out: Path, *, seed: int = 0) -> Path:
         num_additional_image_tokens=1,
         chat_template=_LLAVA_NEXT_VIDEO,
     )
-    torch.manual_seed(seed)
-    model = LlavaNextVideoForConditionalGeneration(config)
-    return _save(model, processor, tok, out, [tok.eos_token_id])
+    return _save(
+        LlavaNextVideoForConditionalGeneration,
+        config,
+        processor,
+        tok,
+        out,
+        seed,
+        [tok.eos_token_id],
+    )
 
 
 # --- SmolVLM2 ----------------------------------------------------------------------------
@@ -439,7 +429,6 @@ def build_llava_next_video(out: Path, *, seed: int = 0) -> Path:
 
 def build_smolvlm2(out: Path, *, seed: int = 0) -> Path:
     """SmolVLM2 (``HuggingFaceTB/SmolVLM2-256M-Video-Instruct`` layout): ``Frame from mm:ss`` video prompt."""
-    import torch
     from transformers import (
         SmolVLMConfig,
         SmolVLMForConditionalGeneration,
@@ -448,16 +437,7 @@ def build_smolvlm2(out: Path, *, seed: int = 0) -> Path:
         SmolVLMVideoProcessor,
     )
 
-    special = [
-        "<|endoftext|>",
-        "<|im_start|>",
-        "<end_of_utterance>",
-        "<fake_token_around_image>",
-        "<image>",
-        "<global-img>",
-        "<video>",
-        *(f"<row_{i + 1}_col_{j + 1}>" for i in range(6) for j in range(6)),
-    ]
+    special = [*IDEFICS3_SPECIAL, "<video>"]
     tok = train_tokenizer(
         special, bos="<|im_start|>", eos="<end_of_utterance>", pad="<|endoftext|>"
     )
@@ -486,9 +466,9 @@ def build_smolvlm2(out: Path, *, seed: int = 0) -> Path:
         image_seq_len=4,
         chat_template=_SMOLVLM2,
     )
-    torch.manual_seed(seed)
-    model = SmolVLMForConditionalGeneration(config)
-    return _save(model, processor, tok, out, [tok.eos_token_id])
+    return _save(
+        SmolVLMForConditionalGeneration, config, processor, tok, out, seed, [tok.eos_token_id]
+    )
 
 
 # --- Gemma 3 -----------------------------------------------------------------------------
@@ -496,7 +476,6 @@ def build_smolvlm2(out: Path, *, seed: int = 0) -> Path:
 
 def build_gemma3(out: Path, *, seed: int = 0) -> Path:
     """Gemma 3 (``google/gemma-3-4b-it`` layout): SigLIP + Gemma 3 text; the tokenizer adds ``<bos>`` and so does the template."""
-    import torch
     from transformers import (
         Gemma3Config,
         Gemma3ForConditionalGeneration,
@@ -555,9 +534,15 @@ def build_gemma3(out: Path, *, seed: int = 0) -> Path:
         image_seq_length=4,
         chat_template=_GEMMA3,
     )
-    torch.manual_seed(seed)
-    model = Gemma3ForConditionalGeneration(config)
-    return _save(model, processor, tok, out, [tok.eos_token_id, end_of_turn])
+    return _save(
+        Gemma3ForConditionalGeneration,
+        config,
+        processor,
+        tok,
+        out,
+        seed,
+        [tok.eos_token_id, end_of_turn],
+    )
 
 
 # --- InternVL (HF-native) -----------------------------------------------------------------
@@ -565,7 +550,6 @@ def build_gemma3(out: Path, *, seed: int = 0) -> Path:
 
 def build_internvl(out: Path, *, seed: int = 0) -> Path:
     """InternVL 3 in HF format (``OpenGVLab/InternVL3-1B-hf`` layout): InternViT + Qwen2, pixel shuffle 0.5."""
-    import torch
     from transformers import (
         GotOcr2ImageProcessor,
         InternVLConfig,
@@ -615,9 +599,9 @@ def build_internvl(out: Path, *, seed: int = 0) -> Path:
         image_seq_length=4,
         chat_template=_INTERNVL,
     )
-    torch.manual_seed(seed)
-    model = InternVLForConditionalGeneration(config)
-    return _save(model, processor, tok, out, [tok.eos_token_id])
+    return _save(
+        InternVLForConditionalGeneration, config, processor, tok, out, seed, [tok.eos_token_id]
+    )
 
 
 # --- the table ---------------------------------------------------------------------------

@@ -32,6 +32,18 @@ SENTENCES = [
 ]
 
 
+IDEFICS3_SPECIAL = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<end_of_utterance>",
+    "<fake_token_around_image>",
+    "<image>",
+    "<global-img>",
+    *(f"<row_{i + 1}_col_{j + 1}>" for i in range(6) for j in range(6)),
+]
+"""Special tokens of the Idefics3 / SmolVLM tokenizer (SmolVLM2 adds ``<video>``)."""
+
+
 def train_tokenizer(
     special: list[str],
     *,
@@ -85,17 +97,8 @@ def build_tiny_idefics3(out: Path, *, seed: int = 0) -> Path:
         Idefics3ImageProcessorPil,
     )
 
-    special = [
-        "<|endoftext|>",
-        "<|im_start|>",
-        "<end_of_utterance>",
-        "<fake_token_around_image>",
-        "<image>",
-        "<global-img>",
-        *(f"<row_{i + 1}_col_{j + 1}>" for i in range(6) for j in range(6)),
-    ]
     tokenizer = train_tokenizer(
-        special, bos="<|im_start|>", eos="<end_of_utterance>", pad="<|endoftext|>"
+        IDEFICS3_SPECIAL, bos="<|im_start|>", eos="<end_of_utterance>", pad="<|endoftext|>"
     )
     image_processor = Idefics3ImageProcessorPil(
         size={"longest_edge": 32}, max_image_size={"longest_edge": 32}, do_image_splitting=False
@@ -145,4 +148,10 @@ def build_tiny_idefics3(out: Path, *, seed: int = 0) -> Path:
     return out
 
 
-__all__ = ["CHAT_TEMPLATE", "SENTENCES", "build_tiny_idefics3", "train_tokenizer"]
+__all__ = [
+    "CHAT_TEMPLATE",
+    "IDEFICS3_SPECIAL",
+    "SENTENCES",
+    "build_tiny_idefics3",
+    "train_tokenizer",
+]

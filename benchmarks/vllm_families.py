@@ -62,7 +62,7 @@ def _tokens(rows: dict[str, tuple], sid: str) -> str:
 
 def main() -> None:
     from tests.hf_families import FAMILIES
-    from tests.vllm_server import vllm_python, vllm_server
+    from tests.vllm_server import build_checkpoint, vllm_python, vllm_server
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--families", default="all", help="comma-separated names, or all")
@@ -89,7 +89,11 @@ def main() -> None:
     print("|" + "---|" * 9)
     for name in list(FAMILIES) if a.families == "all" else a.families.split(","):
         fam = FAMILIES[name]
-        ckpt = fam.build(root / name / "checkpoint", seed=0)
+        ckpt = root / name / "checkpoint"
+        if python is not None:  # saved by vLLM's transformers, as a hub checkpoint would be
+            build_checkpoint(python, name, ckpt)
+        else:
+            fam.build(ckpt, seed=0)
         hf = ["--model-arg", "device=cpu", "--model-arg", "max_new_tokens=2"]
         out = root / name
         hf_img, hf_img_rows = _eval(str(tamper), f"hf:{ckpt}", out / "hf-img", *hf, *cache)

@@ -155,9 +155,22 @@ def _ids(tokenizer: Any, *tokens: str) -> list[int]:
 
 
 def _save(
-    model_cls: Any, config: Any, processor: Any, tok: Any, out: Path, seed: int, eos: list[int]
+    model_cls: Any,
+    config: Any,
+    processor: Any,
+    tok: Any,
+    out: Path,
+    seed: int,
+    eos: list[int],
+    *,
+    hub_vision_names: bool = False,
 ) -> Path:
-    """Build ``model_cls(config)`` with seeded random weights and save it with ``processor``."""
+    """Build ``model_cls(config)`` with seeded random weights and save it with ``processor``.
+
+    ``hub_vision_names``: write a SigLIP/CLIP tower's weights as the released
+    checkpoints name them (``vision_tower.vision_model.*``). transformers 5 saves
+    them as ``vision_tower.*``, which it loads back but vLLM 0.32 does not.
+    """
     import torch
 
     torch.manual_seed(seed)
@@ -167,6 +180,20 @@ def _save(
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     processor.save_pretrained(out)
+    if hub_vision_names:
+        from safetensors.torch import load_file, save_file
+
+        weights = out / "model.safetensors"
+        prefix, nested = "vision_tower.", "vision_tower.vision_model."
+        tensors = {
+            (
+                nested + k[len(prefix) :]
+                if k.startswith(prefix) and not k.startswith(nested)
+                else k
+            ): v
+            for k, v in load_file(str(weights)).items()
+        }
+        save_file(tensors, str(weights), metadata={"format": "pt"})
     return out
 
 
@@ -356,6 +383,7 @@ def build_llava_onevision(out: Path, *, seed: int = 0) -> Path:
         out,
         seed,
         [tok.eos_token_id],
+        hub_vision_names=True,
     )
 
 
@@ -421,6 +449,7 @@ def build_llava_next_video(out: Path, *, seed: int = 0) -> Path:
         out,
         seed,
         [tok.eos_token_id],
+        hub_vision_names=True,
     )
 
 
@@ -505,6 +534,7 @@ def build_gemma3(out: Path, *, seed: int = 0) -> Path:
             "eoi_token": "<end_of_image>",
             "image_token": "<image_soft_token>",
         },
+        added_tokens=["\n", "\n\n", "\n\n\n", "\n\n\n\n"],  # single tokens in Gemma's vocab
     )
     boi, eoi, image, end_of_turn = _ids(
         tok, "<start_of_image>", "<end_of_image>", "<image_soft_token>", "<end_of_turn>"
@@ -542,6 +572,7 @@ def build_gemma3(out: Path, *, seed: int = 0) -> Path:
         out,
         seed,
         [tok.eos_token_id, end_of_turn],
+        hub_vision_names=True,
     )
 
 

@@ -10,6 +10,7 @@ tests use it to check the plumbing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +53,15 @@ def train_tokenizer(
     pad: str,
     prepend_bos: bool = False,
     extra_special_tokens: dict[str, str] | None = None,
+    added_tokens: Sequence[str] = (),
     vocab_size: int = 400,
 ) -> Any:
     """A byte-level BPE ``PreTrainedTokenizerFast`` trained on ``SENTENCES``.
 
     ``special`` tokens come first (ids 0, 1, ...); ``prepend_bos`` adds ``bos``
     to every encoded text, as Gemma's and Llama's tokenizers do;
-    ``extra_special_tokens`` become tokenizer attributes (``tokenizer.image_token``).
+    ``extra_special_tokens`` become tokenizer attributes (``tokenizer.image_token``);
+    ``added_tokens`` are whole (non-special) tokens, e.g. Gemma's ``"\\n\\n"``.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
@@ -80,9 +83,12 @@ def train_tokenizer(
     kwargs: dict[str, Any] = {}
     if extra_special_tokens:
         kwargs["extra_special_tokens"] = extra_special_tokens
-    return PreTrainedTokenizerFast(
+    tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=bpe, bos_token=bos, eos_token=eos, pad_token=pad, **kwargs
     )
+    if added_tokens:
+        tokenizer.add_tokens(list(added_tokens))
+    return tokenizer
 
 
 def build_tiny_idefics3(out: Path, *, seed: int = 0) -> Path:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from typer.testing import CliRunner
 from mmrobust.cli import app
 from tests.hf_families import FAMILIES
 from tests.runs import stored_rows
-from tests.vllm_server import vllm_python, vllm_server
+from tests.vllm_server import build_checkpoint, vllm_python, vllm_server
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +40,6 @@ def _eval(data: str, spec: str, out: Path, *args: str) -> dict[str, dict[str, An
 
 
 def test_vllm_server_matches_hf_prompt_tokens(
-    family_checkpoints: Callable[[str], Path],
     family_tamper_set: Path,
     frame_cache: Path,
     tmp_path: Path,
@@ -53,7 +51,8 @@ def test_vllm_server_matches_hf_prompt_tokens(
         pytest.skip(reason)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     family = FAMILIES[FAMILY]
-    checkpoint = family_checkpoints(FAMILY)
+    # saved by the server's transformers, as a hub checkpoint would be; hf: loads it too
+    checkpoint = build_checkpoint(python, FAMILY, tmp_path / FAMILY)
     tamper = str(family_tamper_set)
     cache = ["--cache-dir", str(frame_cache)]
     limits = {"image": 8, "video": 1 if family.video else 0}

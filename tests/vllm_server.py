@@ -48,6 +48,35 @@ def vllm_python() -> tuple[str | None, str]:
     )
 
 
+def build_checkpoint(python: str, family: str, out: Path, *, seed: int = 0) -> Path:
+    """Build a family's tiny checkpoint with ``python``'s transformers (vLLM's), return ``out``.
+
+    transformers releases save some architectures under different weight names
+    (5.24 writes a SigLIP tower as ``vision_tower.embeddings``, the released checkpoints
+    and vLLM 0.32 expect ``vision_tower.vision_model.embeddings``); a checkpoint saved by
+    the server's own transformers loads in both, as a hub checkpoint does.
+
+    Raises:
+        RuntimeError: the build failed (the message ends with its last output line).
+    """
+    code = (
+        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+        "from tests.hf_families import FAMILIES; "
+        "FAMILIES[sys.argv[2]].build(Path(sys.argv[3]), seed=int(sys.argv[4]))"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [python, "-c", code, str(root), family, str(out), str(seed)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"building {family} with {python} failed: {last}")
+    return out
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -62,7 +91,7 @@ def vllm_server(
     served_name: str,
     log: Path,
     limit_mm: Mapping[str, int] | None = None,
-    max_model_len: int = 4096,
+    max_model_len: int = 2048,
     extra_args: Sequence[str] = (),
     timeout_s: float | None = None,
 ) -> Iterator[str]:
@@ -149,4 +178,4 @@ def _tail(log: Path, lines: int = 15) -> str:
     return " | ".join(text[-lines:])
 
 
-__all__ = ["ENV_PYTHON", "vllm_python", "vllm_server"]
+__all__ = ["ENV_PYTHON", "build_checkpoint", "vllm_python", "vllm_server"]

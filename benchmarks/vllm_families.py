@@ -17,6 +17,7 @@ Without vLLM only the ``hf:`` columns are filled. Asserts nothing.
 from __future__ import annotations
 
 import argparse
+import signal
 import sqlite3
 import sys
 import tempfile
@@ -32,6 +33,24 @@ from mmrobust.media import sample_clips
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+NOISE = [
+    # random weights often generate special tokens or lone UTF-8 bytes, which vLLM's
+    # detokenizer turns into "" (an empty reply is an error); 16 tokens and special tokens
+    # kept make a non-empty reply, and so a row with the server's prompt token count
+    "--model-arg",
+    "max_tokens=16",
+    "--model-arg",
+    'extra_body={"skip_special_tokens": false}',
+    "--model-arg",
+    "max_retries=0",
+]
+STOP: list[int] = []
+
+
+def _stop(signum: int, _frame: object) -> None:
+    STOP.append(signum)
+
+
 def _rows(run: Path) -> dict[str, tuple[str, int | None, str | None]]:
     if not (run / "results.sqlite").is_file():
         return {}
@@ -41,6 +60,8 @@ def _rows(run: Path) -> dict[str, tuple[str, int | None, str | None]]:
 
 
 def _eval(data: str, spec: str, out: Path, *args: str) -> tuple[str, dict[str, tuple]]:
+    if STOP:  # SIGTERM: leave (the server context stops the server)
+        raise SystemExit(143)
     cmd = ["eval", "--data", data, "--model", spec, "--out", str(out), "--bootstrap", "0", "-q"]
     result = CliRunner().invoke(app, [*cmd, *args])
     rows = _rows(out)
@@ -64,6 +85,7 @@ def main() -> None:
     from tests.hf_families import FAMILIES
     from tests.vllm_server import build_checkpoint, vllm_python, vllm_server
 
+    signal.signal(signal.SIGTERM, _stop)
     ap = argparse.ArgumentParser()
     ap.add_argument("--families", default="all", help="comma-separated names, or all")
     ap.add_argument("--out", type=Path, default=None)
@@ -121,7 +143,7 @@ def main() -> None:
                     limit_mm={"image": 8, "video": 1},
                 ) as url:
                     started = f"{time.monotonic() - t0:.0f}"
-                    served = ["--model-arg", f"base_url={url}", "--model-arg", "max_tokens=2"]
+                    served = ["--model-arg", f"base_url={url}", *NOISE]
                     full = [*served, "--model-arg", "image_max_side=0"]
                     v_img, v_img_rows = _eval(str(tamper), "openai:tiny", out / "v-img", *full)
                     video = [*served, "--model-arg", "video=true"]

@@ -2,9 +2,9 @@
 
 A byte-level BPE tokenizer is trained here with ``tokenizers`` on a few
 sentences (plus the special tokens the Idefics3 processor needs), the model
-has one text and one vision layer of width 32, and images are 32x32 with
-8-pixel patches (4 image tokens after pixel shuffle). The folder is about
-300 KB; building it takes a second or two on CPU. The output text is noise:
+has one text layer of width 64 (two heads of 32) and one vision layer of
+width 32, and images are 32x32 with 8-pixel patches (4 image tokens after
+pixel shuffle). The folder is about 300 KB; building it takes a second or two on CPU. The output text is noise:
 tests use it to check the plumbing.
 """
 
@@ -120,8 +120,8 @@ def build_tiny_idefics3(out: Path, *, seed: int = 0) -> Path:
         text_config={
             "model_type": "llama",
             "vocab_size": vocab,
-            "hidden_size": 32,
-            "intermediate_size": 64,
+            "hidden_size": 64,  # head_dim 32: vLLM's CPU attention has no head_dim 16
+            "intermediate_size": 128,
             "num_hidden_layers": 1,
             "num_attention_heads": 2,
             "num_key_value_heads": 1,

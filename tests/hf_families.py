@@ -405,11 +405,14 @@ def build_llava_next_video(out: Path, *, seed: int = 0) -> Path:
         prepend_bos=True,
     )
     image_id, video_id = _ids(tok, "<image>", "<video>")
-    pinpoints = [[32, 32], [32, 64], [64, 32], [64, 64]]
+    # 16-px frames of 4-px patches: vLLM's video pooler needs image_size >= patch_size**2
+    pinpoints = [[16, 16], [16, 32], [32, 16], [32, 32]]
     config = LlavaNextVideoConfig(
         vision_config={
             "model_type": "clip_vision_model",
             **_SIGLIP,
+            "image_size": 16,
+            "patch_size": 4,
             "projection_dim": 32,
         },
         text_config={
@@ -429,14 +432,14 @@ def build_llava_next_video(out: Path, *, seed: int = 0) -> Path:
         video_seq_length=4,
         spatial_pool_stride=2,
     )
-    crop = {"height": 32, "width": 32}
+    crop = {"height": 16, "width": 16}
     processor = LlavaNextVideoProcessor(
-        video_processor=LlavaNextVideoVideoProcessor(size={"shortest_edge": 32}, crop_size=crop),
+        video_processor=LlavaNextVideoVideoProcessor(size={"shortest_edge": 16}, crop_size=crop),
         image_processor=LlavaNextImageProcessor(
-            size={"shortest_edge": 32}, crop_size=crop, image_grid_pinpoints=pinpoints
+            size={"shortest_edge": 16}, crop_size=crop, image_grid_pinpoints=pinpoints
         ),
         tokenizer=tok,
-        patch_size=8,
+        patch_size=4,
         vision_feature_select_strategy="default",
         num_additional_image_tokens=1,
         chat_template=_LLAVA_NEXT_VIDEO,

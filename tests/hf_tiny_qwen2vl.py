@@ -1,8 +1,8 @@
 """Build a tiny, randomly initialised Qwen2-VL checkpoint offline.
 
 Real classes throughout: ``Qwen2VLConfig`` / ``Qwen2VLForConditionalGeneration``,
-``Qwen2VLProcessor`` with the PIL image processor (and the video processor,
-which needs ``torchvision``), a ``Qwen2TokenizerFast`` over a byte-level BPE
+``Qwen2VLProcessor`` with the PIL image processor and the video processor (which
+the processor requires and which needs ``torchvision`` in transformers 5), a ``Qwen2TokenizerFast`` over a byte-level BPE
 trained here on a few sentences with Qwen's special tokens, and the chat
 template of ``Qwen/Qwen2-VL-2B-Instruct`` (``chat_template.json`` of the hub
 repository; the default system message included). The model has one text and
@@ -50,13 +50,23 @@ SPECIAL = [
 ]
 
 
-def build_tiny_qwen2vl(out: Path, *, seed: int = 0, video: bool = True) -> Path:
+def build_tiny_qwen2vl(
+    out: Path,
+    *,
+    seed: int = 0,
+    hidden: int = 32,
+    layers: int = 1,
+    lm_head_std: float | None = None,
+) -> Path:
     """Write a tiny Qwen2-VL model + processor to ``out`` and return it.
 
     Args:
         out: folder (created).
         seed: torch seed of the random weights.
-        video: include the video processor (needs ``torchvision``).
+        hidden, layers: width and depth of the language model (head size stays 16).
+        lm_head_std: re-draw the output layer with this standard deviation (the
+            default 0.02 caps the logits near zero, so a frozen output layer, as
+            under LoRA, could never express a confident answer).
     """
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -94,17 +104,12 @@ def build_tiny_qwen2vl(out: Path, *, seed: int = 0, video: bool = True) -> Path:
         temporal_patch_size=2,
         merge_size=2,
     )
-    video_processor = None
-    if video:
-        from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+    # Qwen2VLProcessor requires a video processor; in transformers 5 it needs torchvision
+    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
-        video_processor = Qwen2VLVideoProcessor(
-            min_pixels=pixels,
-            max_pixels=pixels,
-            patch_size=8,
-            temporal_patch_size=2,
-            merge_size=2,
-        )
+    video_processor = Qwen2VLVideoProcessor(
+        min_pixels=pixels, max_pixels=pixels, patch_size=8, temporal_patch_size=2, merge_size=2
+    )
     processor = Qwen2VLProcessor(
         image_processor=image_processor,
         tokenizer=tokenizer,
@@ -115,21 +120,22 @@ def build_tiny_qwen2vl(out: Path, *, seed: int = 0, video: bool = True) -> Path:
     config = Qwen2VLConfig(
         text_config={
             "vocab_size": len(tokenizer),
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
+            "hidden_size": hidden,
+            "intermediate_size": 2 * hidden,
+            "num_hidden_layers": layers,
+            "num_attention_heads": hidden // 16,
             "num_key_value_heads": 1,
             "max_position_embeddings": 2048,
             "rope_parameters": {"rope_type": "default", "mrope_section": [2, 3, 3]},
             "tie_word_embeddings": False,
+            "bos_token_id": None,
             "eos_token_id": ids["<|im_end|>"],
             "pad_token_id": ids["<|endoftext|>"],
         },
         vision_config={
             "depth": 1,
             "embed_dim": 32,
-            "hidden_size": 32,
+            "hidden_size": hidden,
             "num_heads": 2,
             "mlp_ratio": 2,
             "patch_size": 8,
@@ -144,6 +150,9 @@ def build_tiny_qwen2vl(out: Path, *, seed: int = 0, video: bool = True) -> Path:
     )
     torch.manual_seed(seed)
     model = Qwen2VLForConditionalGeneration(config)
+    if lm_head_std is not None:
+        with torch.no_grad():
+            model.lm_head.weight.normal_(0.0, lm_head_std)
     model.generation_config.eos_token_id = ids["<|im_end|>"]
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     out.mkdir(parents=True, exist_ok=True)

@@ -116,6 +116,19 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _checkpointing(config_cls: Any, enabled: bool) -> dict[str, bool]:
+    """Activation checkpointing under its current name (transformers >= 5.24 renamed it)."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(config_cls)}
+    key = (
+        "activation_checkpointing"
+        if "activation_checkpointing" in names
+        else "gradient_checkpointing"
+    )
+    return {key: enabled}
+
+
 def _run_fingerprint(config: FinetuneConfig, report: DataReport) -> dict[str, Any]:
     settings = {
         k: v
@@ -322,7 +335,6 @@ def run_finetune(
         bf16=dtype == "bfloat16",
         fp16=dtype == "float16",
         use_cpu=config.device == "cpu",
-        gradient_checkpointing=config.gradient_checkpointing,
         logging_steps=config.logging_steps,
         save_strategy="steps",
         save_steps=config.save_steps,
@@ -337,6 +349,7 @@ def run_finetune(
         include_num_input_tokens_seen="non_padding",
         dataloader_num_workers=config.num_workers,
         deepspeed=str(config.deepspeed) if config.deepspeed else None,
+        **_checkpointing(SFTConfig, config.gradient_checkpointing),
     )  # created before the model, so DeepSpeed ZeRO-3 can partition it while loading
 
     model, processor = load_for_training(

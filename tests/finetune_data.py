@@ -5,9 +5,13 @@ local fake OpenAI server (``tests/fake_openai_server.py``, 127.0.0.1): four
 plain-colour images, two positive/negative pairs each, 8 pairs in all, with
 the correct letters spread over A-D. ``widen_text_model`` re-initialises a
 tiny checkpoint's language model wider and deeper from its own config class
-(random, seeded) with a confident output layer: a 1-layer, 32-wide random
-model under LoRA cannot learn 16 question -> letter mappings in a few dozen
-steps, a 2-layer, 64-wide one can (measured: loss 9.9 -> 0.1 in 60 steps).
+(random, seeded). Two settings make a random model stand in for a pretrained
+one under LoRA (frozen base, frozen output layer): weights drawn with std 0.2
+instead of 0.02, so the last position's hidden state carries the question
+(with 0.02 it is nearly the same for every prompt), and an output layer with
+std 0.5, so logits can be confident. Measured on the 8 generated pairs, 30
+LoRA steps: 8 of 8 pairs learnt with these, 0 of 8 (loss stuck at ln 4 per
+letter) with std 0.02 after 60 steps.
 """
 
 from __future__ import annotations
@@ -114,7 +118,7 @@ PAIRS: dict[str, list[dict[str, Any]]] = {
             ),
         },
         {
-            "category": "attribute/presence",
+            "category": "attribute/existence",
             "positive": _qa(
                 "Is there any text?",
                 ["Yes, a word.", "Yes, a number.", "A sign.", "No, there is none."],
@@ -175,13 +179,19 @@ def generate_pairs(root: Path) -> Path:
 
 
 def widen_text_model(
-    folder: Path, *, hidden: int = 64, layers: int = 2, lm_head_std: float = 0.5, seed: int = 0
+    folder: Path,
+    *,
+    hidden: int = 64,
+    layers: int = 2,
+    initializer_range: float = 0.2,
+    lm_head_std: float = 0.5,
+    seed: int = 0,
 ) -> Path:
     """Re-initialise ``folder``'s model (random, seeded) with a wider, deeper language model.
 
     Built from the checkpoint's own config class (``from_config``); the
-    processor files are left as they are. The output layer is drawn with
-    ``lm_head_std`` so a frozen output layer can express a confident answer.
+    processor files are left as they are (see the module docstring for the
+    two standard deviations). For configs without per-layer lists (Idefics3).
     """
     import torch
     from transformers import AutoConfig, AutoModelForImageTextToText, GenerationConfig
@@ -194,6 +204,7 @@ def widen_text_model(
     text.num_hidden_layers = layers
     text.num_attention_heads = hidden // head_dim
     text.num_key_value_heads = 1
+    text.initializer_range = config.initializer_range = initializer_range
     torch.manual_seed(seed)
     model = AutoModelForImageTextToText.from_config(config)
     with torch.no_grad():

@@ -57,6 +57,7 @@ def build_tiny_qwen2vl(
     hidden: int = 32,
     layers: int = 1,
     lm_head_std: float | None = None,
+    initializer_range: float = 0.02,
 ) -> Path:
     """Write a tiny Qwen2-VL model + processor to ``out`` and return it.
 
@@ -67,6 +68,7 @@ def build_tiny_qwen2vl(
         lm_head_std: re-draw the output layer with this standard deviation (the
             default 0.02 caps the logits near zero, so a frozen output layer, as
             under LoRA, could never express a confident answer).
+        initializer_range: standard deviation of the other random weights.
     """
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -128,6 +130,7 @@ def build_tiny_qwen2vl(
             "max_position_embeddings": 2048,
             "rope_parameters": {"rope_type": "default", "mrope_section": [2, 3, 3]},
             "tie_word_embeddings": False,
+            "initializer_range": initializer_range,
             "bos_token_id": None,
             "eos_token_id": ids["<|im_end|>"],
             "pad_token_id": ids["<|endoftext|>"],
@@ -147,6 +150,7 @@ def build_tiny_qwen2vl(
         vision_start_token_id=ids["<|vision_start|>"],
         vision_end_token_id=ids["<|vision_end|>"],
         tie_word_embeddings=False,
+        initializer_range=initializer_range,
     )
     torch.manual_seed(seed)
     model = Qwen2VLForConditionalGeneration(config)

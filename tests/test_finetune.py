@@ -43,9 +43,9 @@ if not all(importlib.util.find_spec(m) for m in ("torch", "transformers", "peft"
     pytest.skip("needs the train extra: pip install -e '.[train]'", allow_module_level=True)
 
 FAMILIES = ["idefics3", "qwen2vl"]
-# the closed-loop run: 60 optimizer steps over the 16 generated questions (batch 8)
+# the closed-loop run: 30 optimizer steps over the 16 generated questions (batch 8)
 LOOP_ARGS = [
-    "--global-batch", "8", "--per-device-batch", "8", "--max-steps", "60", "--lr", "5e-3",
+    "--global-batch", "8", "--per-device-batch", "8", "--max-steps", "30", "--lr", "5e-3",
     "--lora-r", "64", "--lora-alpha", "128", "--device", "cpu", "--seed", "0", "-q",
 ]  # fmt: skip
 
@@ -77,7 +77,9 @@ def _build(family: str, folder: Path) -> Path:
         pytest.skip(f"Qwen2-VL's processor needs a working torchvision ({exc})")
     from tests.hf_tiny_qwen2vl import build_tiny_qwen2vl
 
-    return build_tiny_qwen2vl(folder, seed=0, hidden=64, layers=2, lm_head_std=0.5)
+    return build_tiny_qwen2vl(
+        folder, seed=0, hidden=64, layers=2, lm_head_std=0.5, initializer_range=0.2
+    )
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
@@ -296,7 +298,7 @@ def _pairs_as_trained(run: Path) -> int:
     rows = stored_rows(run)
     groups: dict[str, list[bool]] = {}
     for sample_id, row in rows.items():
-        groups.setdefault(sample_id.split("#")[0], []).append(row["extracted"] == row["answer"])
+        groups.setdefault(sample_id.split("#")[0], []).append(row["letter"] == row["answer"])
     return sum(all(v) for v in groups.values())
 
 
@@ -304,7 +306,7 @@ def _pairs_as_trained(run: Path) -> int:
 def test_finetune_closes_the_mmr_loop(
     checkpoint: tuple[str, Path], generated: Path, tmp_path: Path
 ) -> None:
-    base = checkpoint[1]
+    family, base = checkpoint
     mmr = generated / "mmr.json"
     before = _eval(base, mmr, tmp_path / "before")
     out = tmp_path / "ft"
@@ -313,12 +315,13 @@ def test_finetune_closes_the_mmr_loop(
         ["finetune", "--model", f"hf:{base}", "--data", str(mmr), "--out", str(out), *LOOP_ARGS],
     )
     assert run.exit_code == 0, run.output
-    assert "trained on 16 samples (skipped none); 60 steps" in run.output
+    assert "trained on 16 samples (skipped none); 30 steps" in run.output
 
-    # the training loss falls by at least 90% (first step vs the mean of the last five)
+    # the training loss falls by at least 95% (first step vs the mean of the last five;
+    # measured 11.5 -> 0.001 on Idefics3, 12.0 -> 0.005 on Qwen2-VL)
     losses = [float(r["loss"]) for r in _csv(out / "loss.csv")]
-    assert len(losses) == 60
-    assert sum(losses[-5:]) / 5 <= 0.10 * losses[0], losses
+    assert len(losses) == 30
+    assert sum(losses[-5:]) / 5 <= 0.05 * losses[0], losses
 
     # the adapter loads into `hf:` and the answers move to the trained ones
     after = _eval(base, mmr, tmp_path / "after", "--model-arg", f"adapter={out}")
@@ -331,9 +334,24 @@ def test_finetune_closes_the_mmr_loop(
     )
     assert compared.exit_code == 0, compared.output
     paired = json.loads(compared.output)
-    assert paired["n"] == 16 and paired["b"].endswith(f"+adapter:{out}")
-    assert paired["b_only_correct"] >= 12 and paired["a_only_correct"] == 0
-    assert paired["p_value"] < 0.001  # McNemar exact, two-sided
+    assert paired["n"] == 16 and paired["a_only_correct"] == 0
+    assert paired["b_only_correct"] >= 12 and paired["p_value"] < 0.001  # McNemar exact
+    run_args = json.loads((tmp_path / "after" / "run.json").read_text())["run"]["model_args"]
+    assert run_args["adapter"] == str(out)
+    if family == "idefics3":  # base and fine-tuned side by side (once: the report takes seconds)
+        report = CliRunner().invoke(
+            app,
+            [
+                "report",
+                str(tmp_path / "before"),
+                str(tmp_path / "after"),
+                "--out",
+                str(tmp_path / "r"),
+            ],
+        )
+        assert report.exit_code == 0, report.output
+        assert f"hf:{base} [before] | RA ↑ | 0.00" in report.output
+        assert f"hf:{base} [after] | RA ↑ | 100.00" in report.output
 
     card = json.loads((out / "training_card.json").read_text())
     assert card["status"] == "finished" and card["base"]["model"] == str(base)
@@ -344,7 +362,7 @@ def test_finetune_closes_the_mmr_loop(
     assert (hyper["warmup_ratio"], hyper["weight_decay"], hyper["seed"]) == (0.03, 0.0, 0)
     assert hyper["gradient_accumulation_steps"] == 1 and hyper["effective_global_batch"] == 8
     assert {"torch", "transformers", "peft", "trl"} <= set(card["versions"])
-    assert card["result"]["steps"] == 60 and card["result"]["input_tokens_seen"] > 0
+    assert card["result"]["steps"] == 30 and card["result"]["input_tokens_seen"] > 0
     assert (out / "adapter_config.json").is_file() and (out / "adapter_model.safetensors").is_file()
     assert (out / "README.md").read_text().startswith(f"# {base} fine-tuned with mmrobust")
     assert (out / "loss.png").read_bytes()[:4] == b"\x89PNG"
@@ -399,7 +417,7 @@ def test_resume_after_kill_ends_at_the_same_loss(
     with pytest.raises(KeyboardInterrupt):
         run_finetune(killed, progress=False, callbacks=[Kill()])
     saved = tmp_path / "killed" / "checkpoints"
-    assert sorted(p.name for p in saved.iterdir()) == ["checkpoint-3", "checkpoint-6"]
+    assert sorted(p.name for p in saved.glob("checkpoint-*")) == ["checkpoint-3", "checkpoint-6"]
     assert not (tmp_path / "killed" / "training_card.json").exists()
     # a save cut short by the kill is passed over
     partial = saved / "checkpoint-9"

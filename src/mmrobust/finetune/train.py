@@ -137,7 +137,7 @@ def _run_fingerprint(config: FinetuneConfig, report: DataReport) -> dict[str, An
     }
     return {
         "settings": settings,
-        "data": sorted((f.source, f.sha256) for f in report.files),
+        "data": sorted([f.source, f.sha256] for f in report.files),
         "chat_template": config.chat_template.read_text(encoding="utf-8")
         if config.chat_template
         else None,

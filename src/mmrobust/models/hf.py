@@ -198,8 +198,6 @@ class HFModel(Model):
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ValueError(f"hf: cannot load {model_id!r}: {reason}") from exc
         self.model, self._adapter = maybe_apply_adapter(self.model, options.adapter)
-        if self._adapter:  # base and fine-tuned runs get different names in reports
-            self.name = f"hf:{model_id}+adapter:{self._adapter['path']}"
         if not options.device_map:
             self.model.to(self.device)
         self.model.eval()

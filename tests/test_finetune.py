@@ -46,7 +46,7 @@ FAMILIES = ["idefics3", "qwen2vl"]
 # the closed-loop run: 30 optimizer steps over the 16 generated questions (batch 8)
 LOOP_ARGS = [
     "--global-batch", "8", "--per-device-batch", "8", "--max-steps", "30", "--lr", "5e-3",
-    "--lora-r", "64", "--lora-alpha", "128", "--device", "cpu", "--seed", "0", "-q",
+    "--lora-r", "64", "--lora-alpha", "128", "--device", "cpu", "--seed", "0", "--merge", "-q",
 ]  # fmt: skip
 
 
@@ -338,7 +338,15 @@ def test_finetune_closes_the_mmr_loop(
     assert paired["b_only_correct"] >= 12 and paired["p_value"] < 0.001  # McNemar exact
     run_args = json.loads((tmp_path / "after" / "run.json").read_text())["run"]["model_args"]
     assert run_args["adapter"] == str(out)
-    if family == "idefics3":  # base and fine-tuned side by side (once: the report takes seconds)
+    if family == "idefics3":  # once: each of these takes seconds
+        # the merged folder is a plain checkpoint giving the adapter run's answers
+        _eval(out / "merged", mmr, tmp_path / "merged")
+        merged_rows = stored_rows(tmp_path / "merged")
+        adapter_rows = stored_rows(tmp_path / "after")
+        assert {k: r["raw_text"] for k, r in merged_rows.items()} == {
+            k: r["raw_text"] for k, r in adapter_rows.items()
+        }
+        # base and fine-tuned side by side
         report = CliRunner().invoke(
             app,
             [
@@ -436,6 +444,52 @@ def test_resume_after_kill_ends_at_the_same_loss(
     assert resumed.final_loss == pytest.approx(whole.final_loss, abs=1e-5)
     assert resumed.steps == whole.steps == 12
     assert run_finetune(killed, progress=False).already_done
+
+
+def test_progress_bar_shows_loss_and_tokens_per_second() -> None:
+    from types import SimpleNamespace
+
+    from mmrobust.finetune.callbacks import ProgressCallback
+
+    bar = ProgressCallback()
+    state = SimpleNamespace(
+        is_world_process_zero=True, max_steps=10, global_step=4, num_input_tokens_seen=1000
+    )
+    bar.on_train_begin(None, state, None)  # a resumed run starts at its checkpoint's step
+    task = bar._progress.tasks[0]
+    assert (task.total, task.completed, task.fields["loss"]) == (10, 4, "-")
+    state.global_step, state.num_input_tokens_seen = 5, 1800
+    bar.on_log(None, state, None, logs={"loss": 1.23456})
+    bar.on_step_end(None, state, None)
+    task = bar._progress.tasks[0]
+    assert task.completed == 5 and task.fields["loss"] == "1.2346"
+    assert float(task.fields["tps"].replace(",", "")) > 0  # 800 tokens over the elapsed time
+    bar.on_train_end(None, state, None)
+    assert bar._progress is None
+
+
+def test_full_finetuning_trains_the_language_model_only(
+    idefics3: Path, generated: Path, tmp_path: Path
+) -> None:
+    from safetensors.torch import load_file
+
+    from mmrobust.finetune import FinetuneConfig, run_finetune
+
+    result = run_finetune(
+        FinetuneConfig(
+            model=str(idefics3), data=[generated / "mmr.json"], out=tmp_path / "full",
+            method="full", projector="frozen", global_batch=8, per_device_batch=8, max_steps=2,
+            learning_rate=1e-3, device="cpu",
+        ),
+        progress=False,
+    )  # fmt: skip
+    assert result.steps == 2 and not (tmp_path / "full" / "adapter_config.json").exists()
+    before = load_file(idefics3 / "model.safetensors")
+    after = load_file(tmp_path / "full" / "model.safetensors")
+    changed = {k for k in before if not bool((before[k] == after[k]).all())}
+    assert changed and all(k.startswith("model.text_model.") for k in changed)
+    assert any(".layers.0.self_attn.q_proj" in k for k in changed)
+    assert result.card["hyperparameters"]["trained_projector"] is None
 
 
 # --- command-line errors ----------------------------------------------------------------------

@@ -37,6 +37,7 @@ from mmrobust.finetune.model import (
 from mmrobust.finetune.outputs import (
     card_markdown,
     complete_checkpoints,
+    loss_rows,
     plot_loss,
     write_loss_csv,
 )
@@ -116,7 +117,7 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _checkpointing(config_cls: Any, enabled: bool) -> dict[str, bool]:
+def _checkpointing(config_cls: Any, enabled: bool) -> dict[str, Any]:
     """Activation checkpointing under its current name (transformers >= 5.24 renamed it)."""
     import dataclasses
 
@@ -150,6 +151,8 @@ def prepare_rows(
     encoder: Encoder,
     max_length: int,
     problems: list[Problem],
+    *,
+    progress: bool = False,
 ) -> list[dict[str, Any]]:
     """Render and encode each conversation once; keep the trainable ones as dataset rows.
 
@@ -161,8 +164,10 @@ def prepare_rows(
     Raises:
         TemplateError: the chat template cannot locate assistant turns (all samples would fail).
     """
+    from rich.progress import track
+
     rows = []
-    for conversation in conversations:
+    for conversation in track(conversations, description="checking data", disable=not progress):
         rendered = renderer.render(conversation)
         try:
             batch = encoder.encode([rendered], [conversation.images])
@@ -226,6 +231,19 @@ def _trainer_class() -> Any:
     return MMRTrainer
 
 
+def _merge_saved(config: FinetuneConfig, out: Path, say: Callable[[str], None]) -> None:
+    """Write ``out/merged`` from the saved adapter (one process; after a multi-GPU run)."""
+    from mmrobust.models._adapter import apply_adapter
+
+    model, processor = load_for_training(
+        config.model_id, dtype=_resolve_dtype(config), revision=config.revision,
+        trust_remote_code=config.trust_remote_code, processor_kwargs=config.processor_kwargs,
+    )  # fmt: skip
+    apply_adapter(model, out).save_pretrained(str(out / "merged"))
+    processor.save_pretrained(str(out / "merged"))
+    say(f"wrote {out / 'merged'}")
+
+
 def run_finetune(
     config: FinetuneConfig,
     *,
@@ -274,6 +292,7 @@ def run_finetune(
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     checkpoints = out / "checkpoints"
+    main_process = os.environ.get("RANK", "0") == "0"  # under accelerate/torchrun: write once
 
     conversations, report = load_training_data(
         config.data,
@@ -305,16 +324,19 @@ def run_finetune(
         if card_path.is_file():
             card = json.loads(card_path.read_text(encoding="utf-8"))
             if card.get("status") == "finished":
-                say(f"{out} already holds this finished run; nothing to do")
+                say(f"{out} already holds this finished run; nothing to train")
+                if config.merge and config.method == "lora" and not (out / "merged").is_dir():
+                    _merge_saved(config, out, say)
                 result = card["result"]
                 return FinetuneResult(
                     out, card["data"]["trained"], card["data"]["skipped"], result["steps"],
                     result["first_loss"], result["final_loss"], None, True, card,
                 )  # fmt: skip
-    if not config.resume:
-        shutil.rmtree(checkpoints, ignore_errors=True)
-        (out / CARD).unlink(missing_ok=True)
-    write_json(previous, fingerprint)
+    if main_process:
+        if not config.resume:
+            shutil.rmtree(checkpoints, ignore_errors=True)
+            (out / CARD).unlink(missing_ok=True)
+        write_json(previous, fingerprint)
 
     dtype = _resolve_dtype(config)
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
@@ -367,13 +389,15 @@ def run_finetune(
     try:
         renderer = ChatRenderer(processor)
         encoder = Encoder(processor)
-        rows = prepare_rows(conversations, renderer, encoder, config.max_length, report.problems)
+        rows = prepare_rows(
+            conversations, renderer, encoder, config.max_length, report.problems,
+            progress=progress and main_process,
+        )  # fmt: skip
     except TemplateError as exc:
         raise FinetuneError(f"finetune: {config.model_id}: {exc}") from None
-    write_json(
-        out / "data_report.json",
-        {**report.summary(), "problems": [vars(p) for p in report.problems]},
-    )
+    if main_process:
+        problems = [vars(p) for p in report.problems]
+        write_json(out / "data_report.json", {**report.summary(), "problems": problems})
     counts = report.counts()
     if counts:
         say(
@@ -426,15 +450,21 @@ def run_finetune(
     trainer.train(resume_from_checkpoint=str(resumed_from) if resumed_from else None)
 
     trainer.save_model(str(out))
-    processor.save_pretrained(str(out))
-    if config.merge and config.method == "lora":
-        merged = trainer.model.merge_and_unload()
-        merged.save_pretrained(str(out / "merged"))
-        processor.save_pretrained(str(out / "merged"))
+    main_process = bool(trainer.is_world_process_zero())
+    if main_process:
+        processor.save_pretrained(str(out))
+    if config.merge and config.method == "lora" and main_process:
+        if trainer.is_deepspeed_enabled:  # partitioned weights: merge from the saved adapter
+            say("not merged under DeepSpeed: re-run the same command in one process for OUT/merged")
+        else:
+            merged = trainer.model.merge_and_unload()
+            merged.save_pretrained(str(out / "merged"))
+            processor.save_pretrained(str(out / "merged"))
 
     history = trainer.state.log_history
-    rows_loss = write_loss_csv(history, loss_csv)
-    if rows_loss:
+    rows_loss = loss_rows(history)
+    if rows_loss and main_process:
+        write_loss_csv(history, loss_csv)
         plot_loss(
             rows_loss,
             out / "loss.png",
@@ -497,7 +527,7 @@ def run_finetune(
         if torch.cuda.is_available() and config.device != "cpu"
         else "cpu",
     }
-    if trainer.is_world_process_zero():
+    if main_process:
         write_json(out / CARD, card)
         (out / "README.md").write_text(card_markdown(card), encoding="utf-8")
     result = card["result"]

@@ -196,6 +196,12 @@ def eval_cmd(
         help="Model SPEC of an LLM judge for replies extraction cannot parse (off).",
     ),
     judge_arg: list[str] = typer.Option([], "--judge-arg", help="KEY=VALUE for the judge."),
+    retry_failed: bool = typer.Option(
+        False,
+        "--retry-failed",
+        help="On resume, also ask again samples whose row is a final error "
+        "(rejected, empty_reply, media_error, ...).",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Run a model over a dataset; write RUN_DIR/{results.sqlite,run.json,metrics.json}. Re-running resumes."""
@@ -217,6 +223,7 @@ def eval_cmd(
             permute=permute, frames=frames, fps=fps, max_frames=max_frames, extract=extract,
             official=official, limit=limit, workers=workers, seed=seed, cache_dir=cache_dir,
             n_resamples=bootstrap, judge=judge, judge_args=parse_model_args(judge_arg),
+            retry_failed=retry_failed,
         )  # fmt: skip
         result = run_eval(config, progress=not quiet)
     except (FileNotFoundError, DatasetError, UnknownNameError, ValueError) as exc:

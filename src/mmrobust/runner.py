@@ -12,6 +12,9 @@ take over without changing the store, the metrics or the CLI.
 * A ``Sample.error`` becomes a ``data_error`` row without calling the model.
 * A ``MediaError`` while decoding becomes a ``media_error`` row.
 * A model that raises for a batch gives ``model_error`` rows for that batch.
+* An empty reply is ``empty_reply``; a server's permanent refusal is
+  ``rejected`` (both final); a refusal that names a server limit every sample
+  will hit stops the run at once with the fix (``models/limits.py``).
 * Ctrl-C cancels pending work, keeps every row already written and still
   writes ``metrics.json`` for what finished (``RunResult.interrupted``).
 * Re-running the same command skips finished rows (resume).
@@ -41,6 +44,7 @@ from mmrobust.media.sampling import FramePolicy, frame_indices, window_coverage
 from mmrobust.metrics import compute_metrics
 from mmrobust.models.base import Model, Request, Response
 from mmrobust.prompts import PromptConfig, build_prompt
+from mmrobust.redact import scrub_args
 from mmrobust.status import Status
 from mmrobust.store import TRANSIENT, ResultStore, RunKey, StoredRow
 
@@ -79,6 +83,7 @@ class EvalConfig:
     n_resamples: int = 1000
     judge: str | None = None
     judge_args: dict[str, str] = field(default_factory=dict)
+    retry_failed: bool = False
 
     def policy(self) -> FramePolicy:
         """The frame sampling policy these options describe."""
@@ -391,6 +396,10 @@ class SampleProcessor:
         if resp.status is not Status.OK:
             status = resp.status if resp.status.is_error else Status.MODEL_ERROR
             return self._row(sample, status, error=resp.error, rule=status.value, **common)
+        if not (resp.text or "").strip():  # every backend: an empty answer is no answer
+            return self._row(
+                sample, Status.EMPTY_REPLY, error="empty reply", rule="empty_reply", **common
+            )
         ex = extract(
             resp.text or "",
             meta["options"],
@@ -447,12 +456,20 @@ def run_key(
     )
 
 
+def config_record(config: EvalConfig) -> dict[str, Any]:
+    """The ``config`` block of ``run.json``: the options, with secrets and URL credentials masked."""
+    record = asdict(config)
+    record["model_args"] = scrub_args(config.model_args)
+    record["judge_args"] = scrub_args(config.judge_args)
+    return record
+
+
 def run_block(config: EvalConfig, model: Model) -> dict[str, Any]:
     """The ``run`` block of ``metrics.json``: model, prompt, frames policy, extraction mode."""
     pc = config.prompt_config()
     return {
         "model": config.model,
-        "model_args": {k: v for k, v in config.model_args.items() if "key" not in k.lower()},
+        "model_args": scrub_args(config.model_args),
         "model_fingerprint": model.fingerprint(),
         "prompt": {
             "template": pc.template or "default",
@@ -558,14 +575,22 @@ def check_usable(samples: Sequence[Sample], config: EvalConfig) -> None:
         )
 
 
-def unfinished(store: ResultStore, key: RunKey, samples: Sequence[Sample]) -> list[Sample]:
+def unfinished(
+    store: ResultStore, key: RunKey, samples: Sequence[Sample], *, retry_failed: bool = False
+) -> list[Sample]:
     """Samples without a finished row under ``key``.
 
     A row counts as finished only if its status is not transient and the stored
     sample equals the current one (same media path, window, options, meta such
     as the clip's sha256), so a rebuilt or edited dataset is asked again.
+    ``retry_failed`` also asks again every sample whose row is a final error
+    (``rejected``, ``empty_reply``, ``media_error`` ...; ``Status.is_error``).
     """
-    stored = {r.sample.id: r for r in store.rows(key) if r.status not in TRANSIENT}
+    stored = {
+        r.sample.id: r
+        for r in store.rows(key)
+        if r.status not in TRANSIENT and not (retry_failed and r.status.is_error)
+    }
     return [s for s in samples if s.id not in stored or stored[s.id].sample != s]
 
 
@@ -608,7 +633,7 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
     cache_dir = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
     run_info: dict[str, Any] = {
         "mmrobust_version": __version__,
-        "config": asdict(config),
+        "config": config_record(config),
         "dataset": {
             "name": dataset.name,
             "benchmark": dataset.benchmark,
@@ -633,7 +658,7 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
     aborted: str | None = None
     n_new = 0
     try:
-        todo = unfinished(store, key, samples)
+        todo = unfinished(store, key, samples, retry_failed=config.retry_failed)
         processor = SampleProcessor(
             model,
             key,
@@ -735,6 +760,7 @@ def _drive(
         failed = 0
         for rows in executor.run(processor, items):
             for row in rows:
+                _stop_on_server_limit(row, written[0])
                 store.put(row)
                 written[0] += 1
                 failed += row.status is not Status.OK
@@ -748,6 +774,22 @@ def _drive(
                     "finished rows are kept, fix the cause and re-run the same command to resume",
                     written[0],
                 )
+
+
+def _stop_on_server_limit(row: StoredRow, written: int) -> None:
+    """Raise ``RunAborted`` for a rejection that names a limit every sample will hit.
+
+    The row is not stored: nothing about the sample is known, and after the fix
+    (fewer frames, a server restarted with a higher limit) it must be asked again.
+    """
+    limit = row.extra.get("server_limit") if row.status is Status.REJECTED else None
+    if isinstance(limit, dict):
+        raise RunAborted(
+            f"the server refused sample {row.sample.id!r} with a limit every sample will hit "
+            f"({row.error}); {limit.get('fix', 'change the request or the server')}; "
+            "finished rows are kept, re-run to resume",
+            written,
+        )
 
 
 def load_run_config(run_dir: str | Path) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from mmrobust.cli import app
 from mmrobust.media import VideoWriter, read_frames, sample_clips
-from mmrobust.models.openai_compat import OpenAICompatModel, make
 from mmrobust.models.base import Request
+from mmrobust.models.openai_compat import OpenAICompatModel, make
 from mmrobust.status import Status
 from tests.fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply
 from tests.runs import stored_rows
@@ -40,7 +40,8 @@ def _eval(server: FakeOpenAIServer, data: Path, out: Path, *args: str) -> Any:
         "eval", "--data", str(data), "--model", "openai:test",
         "--model-arg", f"base_url={server.base_url}",
         "--model-arg", "backoff_initial=0.01", "--model-arg", "backoff_max=0.02",
-        "--out", str(out), "--bootstrap", "0", "-q", *args,
+        "--out", str(out), "--bootstrap", "0", "-q",
+        "--cache-dir", str(out.parent / "frame-cache"), *args,
     ]  # fmt: skip
     return CliRunner().invoke(app, cli)
 
@@ -70,7 +71,9 @@ def test_samples_the_server_always_rejects_do_not_block_the_run(tmp_path: Path) 
         assert len(server.chat_requests) == 42  # refusals are not retried
         rows = stored_rows(out)
         assert sorted(r["status"] for r in rows.values()) == ["ok"] * 30 + ["rejected"] * 12
-        assert "HTTP 400: " in rows["bad00"]["error"] and "cannot identify" in rows["bad00"]["error"]
+        assert (
+            "HTTP 400: " in rows["bad00"]["error"] and "cannot identify" in rows["bad00"]["error"]
+        )
         metrics = json.loads((out / "metrics.json").read_text())
         assert metrics["status_counts"] == {"ok": 30, "rejected": 12}
         assert metrics["error_rate"] == pytest.approx(12 / 42)

@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -45,6 +46,7 @@ from mmrobust.metrics import compute_metrics
 from mmrobust.models.base import Model, Request, Response
 from mmrobust.prompts import PromptConfig, build_prompt
 from mmrobust.redact import scrub_args
+from mmrobust.runlock import LOCK_FILE, RunLock
 from mmrobust.status import Status
 from mmrobust.store import TRANSIENT, ResultStore, RunKey, StoredRow
 
@@ -421,19 +423,26 @@ def _dropped_frames(sample: Sample) -> int | None:
 
 
 def load_image(path: str | Path) -> np.ndarray:
-    """Read an image as ``(H, W, 3) uint8 RGB``.
+    """Read an image as ``(H, W, 3) uint8 RGB``, longer side at most
+    ``media.limits.MAX_FRAME_SIDE`` (3584 px; larger images are downscaled).
 
     Raises:
-        MediaError: unreadable or not an image.
+        MediaError: unreadable, not an image, or over ``MAX_FRAME_PIXELS``.
     """
     import cv2
 
-    from mmrobust.media import MediaError
+    from mmrobust.media import MediaError, limits
 
     data = np.fromfile(str(path), dtype=np.uint8) if Path(path).is_file() else None
     img = cv2.imdecode(data, cv2.IMREAD_COLOR) if data is not None and data.size else None
     if img is None:
         raise MediaError(path, "cannot read image")
+    reason = limits.too_large(img.shape[1], img.shape[0])
+    if reason is not None:
+        raise MediaError(path, reason)
+    fit = limits.fit_within(img.shape[1], img.shape[0])
+    if fit is not None:
+        img = cv2.resize(img, fit, interpolation=cv2.INTER_AREA)
     return np.ascontiguousarray(cv2.cvtColor(img, cv2.COLOR_BGR2RGB))
 
 
@@ -531,6 +540,21 @@ class RunConflictError(ValueError):
     """The run folder already holds a run of another model, configuration or dataset."""
 
 
+def _resolved(source: str) -> str:
+    """``source`` as an absolute, symlink-free path when it names a file or folder."""
+    return os.path.realpath(source) if source and os.path.exists(source) else source
+
+
+def same_source(old: object, new: str) -> bool:
+    """Whether two spellings of a dataset path name the same place (``./d.jsonl``,
+    ``sub/../d.jsonl``, an absolute path, a symlink); ``mmr-demo`` and other names compare as is."""
+    if not isinstance(old, str):
+        return False
+    if old == new:
+        return True
+    return os.path.realpath(os.path.expanduser(old)) == os.path.realpath(os.path.expanduser(new))
+
+
 def check_same_run(run_dir: Path, key: RunKey, dataset: Dataset) -> None:
     """Refuse to mix runs in one folder: same model/prompt/frames key and same dataset only.
 
@@ -551,7 +575,7 @@ def check_same_run(run_dir: Path, key: RunKey, dataset: Dataset) -> None:
     what = []
     if old_key != key:
         what.append(f"model/prompt/frames (was {old.get('config', {}).get('model')!r})")
-    if old_data.get("source") != dataset.source:
+    if not same_source(old_data.get("source"), dataset.source):
         what.append(f"dataset (was {old_data.get('source')!r})")
     if what:
         raise RunConflictError(
@@ -624,12 +648,35 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
     )
     samples = select_samples(dataset, config.limit)
     check_usable(samples, config)
-    model = model or load_model(config.model, config.model_args)
-    judge = load_judge(config.judge, config.judge_args) if config.judge else None
     run_dir = Path(config.out)
-    key = run_key(model, pconf, policy, text_only=config.text_only)
-    check_same_run(run_dir, key, dataset)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    created = not run_dir.exists()
+    lock = RunLock(run_dir).acquire()  # one process per run folder, from here to the end
+    try:
+        model = model or load_model(config.model, config.model_args)
+        judge = load_judge(config.judge, config.judge_args) if config.judge else None
+        key = run_key(model, pconf, policy, text_only=config.text_only)
+        check_same_run(run_dir, key, dataset)  # under the lock: no other run can slip in
+        return _evaluate(config, dataset, samples, model, judge, key, progress=progress)
+    finally:
+        lock.release()
+        if created and {p.name for p in run_dir.iterdir()} <= {LOCK_FILE}:
+            shutil.rmtree(run_dir, ignore_errors=True)  # nothing was run: leave no folder
+
+
+def _evaluate(
+    config: EvalConfig,
+    dataset: Dataset,
+    samples: list[Sample],
+    model: Model,
+    judge: Judge | None,
+    key: RunKey,
+    *,
+    progress: bool,
+) -> RunResult:
+    """The body of :func:`run_eval`, run while the run folder's lock is held."""
+    policy = config.policy()
+    pconf = config.prompt_config()
+    run_dir = Path(config.out)
     cache_dir = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
     run_info: dict[str, Any] = {
         "mmrobust_version": __version__,
@@ -637,7 +684,7 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
         "dataset": {
             "name": dataset.name,
             "benchmark": dataset.benchmark,
-            "source": dataset.source,
+            "source": _resolved(dataset.source),
             "data_hash": dataset.data_hash,
             "n_samples": len(dataset.samples),
             "n_selected": len(samples),
@@ -839,8 +886,24 @@ def rescore(
     Raises:
         FileNotFoundError: not a run folder.
         ValueError: unknown extraction mode.
+        RunLockedError: another process is running in that folder.
     """
-    info = load_run_config(run_dir)
+    load_run_config(run_dir)  # not a run folder: fail before the lock file is made
+    with RunLock(run_dir):  # read, re-extract and write with no eval running there
+        info = load_run_config(run_dir)
+        return _rescore(run_dir, info, extract_mode, failures, n_resamples, judge, judge_args)
+
+
+def _rescore(
+    run_dir: str | Path,
+    info: dict[str, Any],
+    extract_mode: str | None,
+    failures: str | None,
+    n_resamples: int | None,
+    judge: str | None,
+    judge_args: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    """The body of :func:`rescore`, run while the run folder's lock is held."""
     cfg = info["config"]
     run = info.get("run", {})
     mode = extract_mode or run.get("extraction") or cfg.get("extract", "lenient")

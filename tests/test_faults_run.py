@@ -1,0 +1,230 @@
+"""Run-folder faults that used to mix, corrupt or crash a run (issue 17 items 4, 5, 6, 11 and
+the judge): two processes on one ``--out``, a full disk, an absurd frame size, a dataset path
+spelled two ways, a dead judge."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mmrobust.models.base import Model, Request, Response
+from mmrobust.runner import EvalConfig, run_eval
+
+YN = {"A": "Yes", "B": "No"}
+
+
+def _write(path: Path, n: int, **extra: object) -> Path:
+    rows = [
+        {"id": f"s{i}", "question": f"q{i}", "options": YN, "answer": "A", **extra}
+        for i in range(n)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+class _Gated(Model):
+    """Answers "A" once ``gate`` is set (keeps a run busy while another one starts)."""
+
+    media_input = "none"
+    name = "gated"
+
+    def __init__(self, gate: threading.Event) -> None:
+        self.gate = gate
+        self.started = threading.Event()
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        self.started.set()
+        self.gate.wait(30)
+        return [Response(text="A") for _ in requests]
+
+
+# -- item 5: one process per run folder -----------------------------------------------------
+
+
+def test_a_second_run_on_the_same_folder_fails_at_once_naming_the_holder(tmp_path: Path) -> None:
+    data = _write(tmp_path / "d.jsonl", 4)
+    cfg = EvalConfig(data=str(data), model="gated", out=str(tmp_path / "run"), n_resamples=0)
+    gate = threading.Event()
+    first = _Gated(gate)
+    results: list[object] = []
+    worker = threading.Thread(
+        target=lambda: results.append(run_eval(cfg, progress=False, model=first))
+    )
+    worker.start()
+    try:
+        assert first.started.wait(10)
+        opened = threading.Event()
+        opened.set()
+        second = _Gated(opened)  # the same command again: same model, same data, same folder
+        with pytest.raises(ValueError, match=rf"in use by .*PID {os.getpid()}") as err:
+            run_eval(cfg, progress=False, model=second)
+        assert not second.started.is_set()  # refused before asking anything
+        assert "another --out" in str(err.value)
+    finally:
+        gate.set()
+        worker.join(30)
+    assert results and getattr(results[0], "n_new", None) == 4
+    # the lock ends with the run: the same command now resumes
+    again = run_eval(cfg, progress=False, model=_Gated(gate))
+    assert (again.n_new, again.n_skipped) == (0, 4)
+
+
+_HOLD = """
+import sys, time
+from mmrobust.runlock import RunLock
+RunLock(sys.argv[1]).acquire()
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_lock_names_another_process_and_dies_with_it(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from mmrobust.cli import app
+
+    data = _write(tmp_path / "d.jsonl", 2)
+    out = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(out)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        res = CliRunner().invoke(
+            app,
+            [
+                "eval",
+                "--data",
+                str(data),
+                "--model",
+                "constant:B",
+                "--out",
+                str(out),
+                "-q",
+                "--bootstrap",
+                "0",
+            ],
+        )
+        assert res.exit_code == 2, res.output
+        assert f"PID {holder.pid}" in res.output and "Traceback" not in res.output
+        assert not (out / "results.sqlite").exists()
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+    # a killed holder leaves the file but not the lock
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--data",
+            str(data),
+            "--model",
+            "constant:B",
+            "--out",
+            str(out),
+            "-q",
+            "--bootstrap",
+            "0",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+
+
+# -- item 11: the same dataset under another spelling resumes ------------------------------
+
+
+def test_resume_accepts_the_same_dataset_under_another_spelling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "sub").mkdir()
+    data = _write(tmp_path / "d.jsonl", 3)
+    out = tmp_path / "run"
+    first = run_eval(EvalConfig(data=str(data), model="constant:A", out=str(out)), progress=False)
+    assert first.n_new == 3
+    monkeypatch.chdir(tmp_path / "sub")
+    for spelling in ("../d.jsonl", "../sub/../d.jsonl", "./../d.jsonl"):
+        res = run_eval(
+            EvalConfig(data=spelling, model="constant:A", out=str(out), n_resamples=0),
+            progress=False,
+        )
+        assert (res.n_new, res.n_skipped) == (0, 3), spelling
+    with pytest.raises(ValueError, match="different dataset"):  # another file is still refused
+        other = _write(tmp_path / "e.jsonl", 3)
+        run_eval(EvalConfig(data=str(other), model="constant:A", out=str(out)), progress=False)
+
+
+# -- item 6: an absurd frame size is capped before frames are stacked -----------------------
+
+
+class _Shapes(Model):
+    """Records the shape of every frame it is shown."""
+
+    media_input = "frames"
+    name = "shapes"
+
+    def __init__(self) -> None:
+        self.shapes: list[tuple[int, ...]] = []
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        for r in requests:
+            self.shapes += [f.shape for f in r.frames]
+        return [Response(text="A") for _ in requests]
+
+
+def test_huge_png_renamed_mp4_is_capped_and_an_absurd_one_is_a_media_error(
+    tmp_path: Path,
+) -> None:
+    import cv2
+
+    big = np.zeros((3000, 4000, 3), np.uint8)  # over the 3584 px cap (a 12 MP photo)
+    big[:, :2000] = 255
+    cv2.imwrite(str(tmp_path / "big.png"), big)
+    os.replace(tmp_path / "big.png", tmp_path / "big.mp4")
+    (tmp_path / "absurd.mp4").write_bytes(_png_header(12000, 12000))  # the issue's 12000x12000
+    rows = [
+        {"id": "big", "video": "big.mp4", "question": "q", "options": YN, "answer": "A"},
+        {"id": "absurd", "video": "absurd.mp4", "question": "q", "options": YN, "answer": "A"},
+    ]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    model = _Shapes()
+    res = run_eval(
+        EvalConfig(
+            data=str(data),
+            model="shapes",
+            out=str(tmp_path / "run"),
+            n_resamples=0,
+            cache_dir=str(tmp_path / "cache"),
+        ),
+        progress=False,
+        model=model,
+    )
+    assert res.metrics["status_counts"] == {"ok": 1, "media_error": 1}
+    assert len(model.shapes) == 8 and set(model.shapes) == {(2688, 3584, 3)}  # 4000x3000 scaled
+    from tests.runs import stored_rows
+
+    absurd = stored_rows(tmp_path / "run")["absurd"]
+    assert "12000x12000" in absurd["error"] and "larger than" in absurd["error"]
+
+
+def _png_header(width: int, height: int) -> bytes:
+    """A PNG whose header says ``width`` x ``height`` (its pixel data is one tiny IDAT)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    idat = zlib.compress(b"\x00" * 64)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")

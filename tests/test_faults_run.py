@@ -228,3 +228,66 @@ def _png_header(width: int, height: int) -> bytes:
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     idat = zlib.compress(b"\x00" * 64)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
+# -- item 4: a full disk under --out stops the run cleanly ----------------------------------
+
+
+def _limit_file_size() -> None:  # runs in the child: files may not grow past 64 KiB
+    import resource
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes fail with EFBIG instead of a kill
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE fault injection")
+def test_full_disk_under_out_stops_with_one_line_and_resumes(tmp_path: Path) -> None:
+    from mmrobust.store import ResultStore
+
+    data = _write(tmp_path / "d.jsonl", 300)
+    cmd = [sys.executable, "-m", "mmrobust.cli", "eval", "--data", str(data)]
+    cmd += ["--model", "constant:A", "--out", str(tmp_path / "run"), "-q", "--bootstrap", "0"]
+    full = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=_limit_file_size)
+    assert full.returncode == 3, full.stderr
+    assert "Traceback" not in full.stderr and full.stderr.count("\n") == 1, full.stderr
+    assert "cannot write" in full.stderr and "results.sqlite" in full.stderr
+    with ResultStore(tmp_path / "run", readonly=True) as store:
+        kept = len(store.rows())
+        assert 0 < kept < 300 and store.count_duplicates() == 0
+    again = run_eval(
+        EvalConfig(data=str(data), model="constant:A", out=str(tmp_path / "run"), n_resamples=0),
+        progress=False,
+    )
+    assert (again.n_new, again.n_skipped) == (300 - kept, kept)
+
+
+def test_no_space_for_metrics_json_is_one_line_and_the_store_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from typer.testing import CliRunner
+
+    import mmrobust.runner as runner_module
+    from mmrobust.cli import app
+
+    real_replace = os.replace
+
+    def enospc(src: object, dst: object) -> None:
+        if str(dst).endswith("metrics.json"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_replace(src, dst)  # type: ignore[arg-type]
+
+    data = _write(tmp_path / "d.jsonl", 5)
+    args = ["eval", "--data", str(data), "--model", "constant:A", "--out", str(tmp_path / "run")]
+    args += ["-q", "--bootstrap", "0"]
+    monkeypatch.setattr(runner_module.os, "replace", enospc)
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 3, res.output
+    assert "metrics.json: No space left on device" in res.output
+    assert "Traceback" not in res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+    assert not list((tmp_path / "run").glob(".*.tmp"))  # no half-written temporary left
+    monkeypatch.setattr(runner_module.os, "replace", real_replace)
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0 and "0 new rows, 5 resumed" in again.output

@@ -211,6 +211,7 @@ def eval_cmd(
     from mmrobust.registry import UnknownNameError
     from mmrobust.report.tables import summary_text
     from mmrobust.runner import EvalConfig, run_eval
+    from mmrobust.store import RunFolderWriteError
 
     if extract not in EXTRACT_MODES:
         raise _fail(f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {extract!r}")
@@ -226,6 +227,12 @@ def eval_cmd(
             retry_failed=retry_failed,
         )  # fmt: skip
         result = run_eval(config, progress=not quiet)
+    except RunFolderWriteError as exc:
+        raise _fail(
+            f"{exc}; rows written so far are kept: free space (or copy the run folder "
+            "elsewhere) and re-run the command to resume",
+            3,
+        ) from None
     except (FileNotFoundError, DatasetError, UnknownNameError, ValueError) as exc:
         raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     typer.echo(summary_text(result.metrics))
@@ -275,8 +282,8 @@ def rescore_cmd(
             run_dir, extract_mode=extract, failures=failures, n_resamples=bootstrap,
             judge=judge, judge_args=parse_model_args(judge_arg),
         )  # fmt: skip
-    except (FileNotFoundError, ValueError, UnknownNameError) as exc:
-        raise _fail(str(exc).splitlines()[0]) from None
+    except (OSError, ValueError, UnknownNameError) as exc:  # OSError: missing, full disk
+        raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     typer.echo(summary_text(metrics))
 
 
@@ -293,7 +300,7 @@ def report_cmd(
 
     try:
         site = build_site(run_dirs, out, title=title)
-    except (FileNotFoundError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # OSError: missing folder, full disk under --out
         raise _fail(str(exc).splitlines()[0]) from None
     typer.echo(site.tables.markdown.read_text(encoding="utf-8"))
     typer.echo(f"wrote {site.tables.markdown.parent}; open {site.index_html}")

@@ -61,8 +61,11 @@ class RunLock:
                     "use another --out (two runs in one folder would mix their rows)"
                 ) from None
         info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(info).encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(info).encode(), 0)
+        except OSError:  # a full disk: the lock holds all the same, without its note
+            pass
         self._fd = fd
         return self
 

@@ -48,7 +48,7 @@ from mmrobust.prompts import PromptConfig, build_prompt
 from mmrobust.redact import scrub_args
 from mmrobust.runlock import LOCK_FILE, RunLock
 from mmrobust.status import Status
-from mmrobust.store import TRANSIENT, ResultStore, RunKey, StoredRow
+from mmrobust.store import TRANSIENT, ResultStore, RunFolderWriteError, RunKey, StoredRow
 
 RUN_FILE = "run.json"
 METRICS_FILE = "metrics.json"
@@ -217,9 +217,19 @@ def _hash(obj: Any) -> str:
 
 
 def _atomic_write_json(path: Path, obj: Any) -> None:
+    """Write ``obj`` as JSON via a temporary file and a rename (the old file stays whole).
+
+    Raises:
+        RunFolderWriteError: the file cannot be written (full disk, quota, read-only).
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    text = json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n"
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RunFolderWriteError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _git_sha() -> str | None:
@@ -638,6 +648,9 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
     Raises:
         FileNotFoundError, DatasetError, UnknownNameError: the dataset cannot be loaded.
         ValueError, UnknownNameError: bad model spec or options.
+        RunLockedError: another process is running in ``config.out``.
+        RunFolderWriteError: ``config.out`` cannot be written (full disk); rows
+            committed before are kept and a re-run resumes.
     """
     from mmrobust.models.spec import load_model
 
@@ -729,6 +742,9 @@ def _evaluate(
             executor.cancel()
             interrupted = True
             aborted = str(exc)
+        except RunFolderWriteError:  # full disk: stop now; committed rows are intact
+            executor.cancel()
+            raise
         n_new = written[0]
         rows = store.rows(key, sample_ids=[s.id for s in samples])
         metrics = score_rows(

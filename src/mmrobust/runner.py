@@ -578,7 +578,7 @@ def check_same_run(run_dir: Path, key: RunKey, dataset: Dataset) -> None:
         old = json.loads(path.read_text(encoding="utf-8"))
         old_key = RunKey(**old["key"])
         old_data = old.get("dataset", {})
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         raise RunConflictError(
             f"{path} is not a readable run.json; use a new --out or remove the folder"
         ) from None
@@ -867,7 +867,7 @@ def load_run_config(run_dir: str | Path) -> dict[str, Any]:
         raise FileNotFoundError(f"not a run folder (no {RUN_FILE}): {run_dir}")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ValueError(f"{path}: not valid JSON ({exc})") from None
     missing = [k for k in ("config", "key") if not isinstance(data, dict) or k not in data]
     if missing:

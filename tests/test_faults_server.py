@@ -271,3 +271,42 @@ def test_keys_and_url_passwords_are_nowhere_in_the_run_folder(
     if secret == "url_password":
         info = json.loads((out / "run.json").read_text())
         assert info["config"]["model_args"]["base_url"].startswith("http://***@127.0.0.1:")
+
+
+# -- the judge: its failure reason is stored and a dead judge stops the run -----------------
+
+
+def test_a_dead_judge_stores_its_reason_and_stops_the_run(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    data = _jsonl(tmp_path / "d.jsonl", [f"s{i}" for i in range(20)])
+    out = tmp_path / "run"
+    cli = ["eval", "--data", str(data), "--model", "constant:perhaps", "--out", str(out)]
+    cli += ["--bootstrap", "0", "-q", "--judge", "openai:judge"]
+    cli += ["--judge-arg", f"base_url=http://127.0.0.1:{port}/v1", "--judge-arg", "max_retries=0"]
+    res = CliRunner().invoke(app, cli)
+    assert res.exit_code == 3, res.output  # like a dead model: 8 in a row stop the run
+    assert "the judge failed on 8 consecutive replies" in res.output
+    assert "connection error" in res.output and "rescore" in res.output
+    rows = stored_rows(out)
+    assert len(rows) == 8 and {r["status"] for r in rows.values()} == {"judge_error"}
+    assert all(r["error"].startswith("judge api_error: connection error") for r in rows.values())
+
+    with FakeOpenAIServer(responder=lambda _r: Reply.ok("B")) as judge:  # the judge is back
+        fixed = CliRunner().invoke(
+            app,
+            [
+                "rescore",
+                str(out),
+                "--judge",
+                "openai:judge",
+                "--judge-arg",
+                f"base_url={judge.base_url}",
+            ],
+        )
+        assert fixed.exit_code == 0, fixed.output
+    assert {r["status"] for r in stored_rows(out).values()} == {"ok"}
+    assert {r["error"] for r in stored_rows(out).values()} == {None}

@@ -271,7 +271,7 @@ def rescore_cmd(
     from mmrobust.models.spec import parse_model_args
     from mmrobust.registry import UnknownNameError
     from mmrobust.report.tables import summary_text
-    from mmrobust.runner import rescore
+    from mmrobust.runner import RunAborted, rescore
 
     if extract is not None and extract not in EXTRACT_MODES:
         raise _fail(f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {extract!r}")
@@ -282,6 +282,8 @@ def rescore_cmd(
             run_dir, extract_mode=extract, failures=failures, n_resamples=bootstrap,
             judge=judge, judge_args=parse_model_args(judge_arg),
         )  # fmt: skip
+    except RunAborted as exc:  # a dead judge: nothing was changed
+        raise _fail(str(exc), 3) from None
     except (OSError, ValueError, UnknownNameError) as exc:  # OSError: missing, full disk
         raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     typer.echo(summary_text(metrics))

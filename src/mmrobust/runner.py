@@ -420,7 +420,17 @@ class SampleProcessor:
             answer=meta["answer"],
         )
         if ex.status is Status.PARSE_FAIL and self.judge is not None:
-            ex = self.judge(sample.id, sample.question, meta["options"], resp.text or "")
+            verdict = self.judge(sample.id, sample.question, meta["options"], resp.text or "")
+            if verdict.cause is not None:  # the judge's backend failed: kept for the stop rule
+                common["extra"] = {**common["extra"], "judge_status": verdict.cause.value}
+            return self._row(
+                sample,
+                verdict.status,
+                letter=verdict.letter,
+                rule=verdict.rule,
+                error=verdict.error,
+                **common,
+            )
         return self._row(sample, ex.status, letter=ex.letter, rule=ex.rule, **common)
 
 
@@ -807,6 +817,7 @@ def _drive(
     )
 
     streak: list[StoredRow] = []  # consecutive rows with a transient failure
+    judge_streak: list[StoredRow] = []  # consecutive judged rows whose judge backend failed
     limit = max(ABORT_AFTER, 2 * getattr(executor, "workers", 1))
     with Progress(
         TextColumn("[bold]eval[/]"),
@@ -828,6 +839,8 @@ def _drive(
                 written[0] += 1
                 failed += row.status is not Status.OK
                 streak = [*streak, row] if row.status in TRANSIENT else []
+                if (row.rule or "").startswith("judge"):
+                    judge_streak = [*judge_streak, row] if judge_failed(row) else []
             bar.update(task, advance=len(rows), errors=failed)
             if len(streak) >= limit:
                 first = streak[0]
@@ -837,6 +850,21 @@ def _drive(
                     "finished rows are kept, fix the cause and re-run the same command to resume",
                     written[0],
                 )
+            if len(judge_streak) >= limit:
+                raise RunAborted(
+                    f"stopped: the judge failed on {len(judge_streak)} consecutive replies "
+                    f"({judge_streak[0].error or 'no detail'}); finished rows are kept, fix the "
+                    "judge and re-run to resume (`mmrobust rescore RUN_DIR --judge SPEC` "
+                    "judges the judge_error rows again)",
+                    written[0],
+                )
+
+
+def judge_failed(row: StoredRow) -> bool:
+    """True for a ``judge_error`` row whose judge backend failed (down, timing out, raising),
+    not one whose judge answered something unusable."""
+    cause = row.extra.get("judge_status")
+    return row.status is Status.JUDGE_ERROR and cause in {s.value for s in TRANSIENT}
 
 
 def _stop_on_server_limit(row: StoredRow, written: int) -> None:
@@ -929,6 +957,7 @@ def _rescore(
     with ResultStore(run_dir) as store:
         rows = store.rows(key)
         updates = []
+        judge_streak = 0  # consecutive replies the judge's backend failed on
         for row in rows:
             if row.status.is_error and row.status is not Status.JUDGE_ERROR:
                 continue
@@ -940,9 +969,20 @@ def _rescore(
                 answer=row.answer,
             )
             if ex.status is Status.PARSE_FAIL and judge_model is not None:
-                ex = judge_model(row.sample.id, row.sample.question, row.options, row.raw_text)
-            updates.append((row, {"letter": ex.letter, "status": ex.status, "rule": ex.rule}))
-            row.letter, row.status, row.rule = ex.letter, ex.status, ex.rule
+                verdict = judge_model(row.sample.id, row.sample.question, row.options, row.raw_text)
+                failed = verdict.cause is not None and verdict.cause in TRANSIENT
+                judge_streak = judge_streak + 1 if failed else 0
+                if judge_streak >= ABORT_AFTER:
+                    raise RunAborted(
+                        f"the judge failed on {judge_streak} consecutive replies "
+                        f"({verdict.error}); nothing was changed",
+                        0,
+                    )
+                ex = verdict
+            error = getattr(ex, "error", None)  # a judge's reason for no verdict
+            new = {"letter": ex.letter, "status": ex.status, "rule": ex.rule, "error": error}
+            updates.append((row, new))
+            row.letter, row.status, row.rule, row.error = ex.letter, ex.status, ex.rule, error
         store.update_extractions(updates)
     benchmark = info.get("dataset", {}).get("benchmark") or (
         rows[0].sample.benchmark if rows else "generic"

@@ -309,16 +309,18 @@ class ResultStore:
         return [RunKey(*r) for r in cur]
 
     def update_extractions(self, updates: Sequence[tuple[StoredRow, Mapping[str, Any]]]) -> None:
-        """Set ``letter``, ``status`` and ``rule`` of several rows in one transaction (rescore)."""
+        """Set ``letter``, ``status``, ``rule`` (and ``error`` when given) of several rows in
+        one transaction (rescore)."""
         with self._db:
             for row, new in updates:
                 self._db.execute(
-                    "UPDATE results SET letter=?, status=?, rule=? WHERE sample_id=? AND "
+                    "UPDATE results SET letter=?, status=?, rule=?, error=? WHERE sample_id=? AND "
                     "model_fp=? AND prompt_fp=? AND policy_fp=?",
                     (
                         new["letter"],
                         Status(new["status"]).value,
                         new["rule"],
+                        new.get("error", row.error),
                         row.sample.id,
                         row.key.model_fp,
                         row.key.prompt_fp,

@@ -94,6 +94,8 @@ def test_lock_names_another_process_and_dies_with_it(tmp_path: Path) -> None:
 
     data = _write(tmp_path / "d.jsonl", 2)
     out = tmp_path / "run"
+    args = ["eval", "--data", str(data), "--model", "constant:B", "--out", str(out), "-q"]
+    args += ["--bootstrap", "0"]
     holder = subprocess.Popen(
         [sys.executable, "-c", _HOLD, str(out)], stdout=subprocess.PIPE, text=True
     )
@@ -101,18 +103,7 @@ def test_lock_names_another_process_and_dies_with_it(tmp_path: Path) -> None:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         res = CliRunner().invoke(
             app,
-            [
-                "eval",
-                "--data",
-                str(data),
-                "--model",
-                "constant:B",
-                "--out",
-                str(out),
-                "-q",
-                "--bootstrap",
-                "0",
-            ],
+            args,
         )
         assert res.exit_code == 2, res.output
         assert f"PID {holder.pid}" in res.output and "Traceback" not in res.output
@@ -123,18 +114,7 @@ def test_lock_names_another_process_and_dies_with_it(tmp_path: Path) -> None:
     # a killed holder leaves the file but not the lock
     res = CliRunner().invoke(
         app,
-        [
-            "eval",
-            "--data",
-            str(data),
-            "--model",
-            "constant:B",
-            "--out",
-            str(out),
-            "-q",
-            "--bootstrap",
-            "0",
-        ],
+        args,
     )
     assert res.exit_code == 0, res.output
 

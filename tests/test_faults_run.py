@@ -161,15 +161,17 @@ class _Shapes(Model):
 
 
 def test_huge_png_renamed_mp4_is_capped_and_an_absurd_one_is_a_media_error(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import cv2
 
-    big = np.zeros((3000, 4000, 3), np.uint8)  # over the 3584 px cap (a 12 MP photo)
-    big[:, :2000] = 255
+    big = np.zeros((2000, 3700, 3), np.uint8)  # over the 3584 px cap
+    big[:, :1800] = 255
     cv2.imwrite(str(tmp_path / "big.png"), big)
     os.replace(tmp_path / "big.png", tmp_path / "big.mp4")
-    (tmp_path / "absurd.mp4").write_bytes(_png_header(12000, 12000))  # the 12000x12000
+    # the pixel limit scaled down 13x (the real one, 2**27, is the 12000x12000 PNG)
+    monkeypatch.setattr("mmrobust.media.limits.MAX_FRAME_PIXELS", 10_000_000)
+    (tmp_path / "absurd.mp4").write_bytes(_png_header(4000, 3000))
     rows = [
         {"id": "big", "video": "big.mp4", "question": "q", "options": YN, "answer": "A"},
         {"id": "absurd", "video": "absurd.mp4", "question": "q", "options": YN, "answer": "A"},
@@ -184,16 +186,17 @@ def test_huge_png_renamed_mp4_is_capped_and_an_absurd_one_is_a_media_error(
             out=str(tmp_path / "run"),
             n_resamples=0,
             cache_dir=str(tmp_path / "cache"),
+            frames=2,  # what counts is the size of each frame
         ),
         progress=False,
         model=model,
     )
     assert res.metrics["status_counts"] == {"ok": 1, "media_error": 1}
-    assert len(model.shapes) == 8 and set(model.shapes) == {(2688, 3584, 3)}  # 4000x3000 scaled
+    assert len(model.shapes) == 2 and set(model.shapes) == {(1937, 3584, 3)}  # 3700x2000 scaled
     from tests.runs import stored_rows
 
     absurd = stored_rows(tmp_path / "run")["absurd"]
-    assert "12000x12000" in absurd["error"] and "larger than" in absurd["error"]
+    assert "4000x3000" in absurd["error"] and "larger than the 10,000,000 pixels" in absurd["error"]
 
 
 def _png_header(width: int, height: int) -> bytes:

@@ -39,9 +39,10 @@ def fit_within(width: int, height: int, max_side: int | None = None) -> tuple[in
 def too_large(width: int, height: int) -> str | None:
     """The ``MediaError`` reason for a frame over ``MAX_FRAME_PIXELS``, else ``None``."""
     if width * height > MAX_FRAME_PIXELS:
+        side = int(MAX_FRAME_PIXELS**0.5)
         return (
             f"frame size {width}x{height} is larger than the {MAX_FRAME_PIXELS:,} pixels "
-            "mmrobust decodes (about 11585x11585)"
+            f"mmrobust decodes (about {side}x{side})"
         )
     return None
 

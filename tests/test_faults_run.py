@@ -12,6 +12,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -160,43 +161,50 @@ class _Shapes(Model):
         return [Response(text="A") for _ in requests]
 
 
-def test_huge_png_renamed_mp4_is_capped_and_an_absurd_one_is_a_media_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _shapes_run(tmp_path: Path, videos: dict[str, Path]) -> tuple[_Shapes, dict[str, Any]]:
+    rows = [
+        {"id": sid, "video": str(v), "question": "q", "options": YN, "answer": "A"}
+        for sid, v in videos.items()
+    ]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    model = _Shapes()
+    cfg = EvalConfig(
+        data=str(data),
+        model="shapes",
+        out=str(tmp_path / "run"),
+        n_resamples=0,
+        cache_dir=str(tmp_path / "cache"),
+        frames=2,  # what counts is the size of each frame
+    )
+    run_eval(cfg, progress=False, model=model)
+    from tests.runs import stored_rows
+
+    return model, stored_rows(tmp_path / "run")
+
+
+def test_huge_png_renamed_mp4_reaches_the_model_capped(tmp_path: Path) -> None:
     import cv2
 
     big = np.zeros((2000, 3700, 3), np.uint8)  # over the 3584 px cap
     big[:, :1800] = 255
     cv2.imwrite(str(tmp_path / "big.png"), big)
     os.replace(tmp_path / "big.png", tmp_path / "big.mp4")
-    # the pixel limit scaled down 13x (the real one, 2**27, is the 12000x12000 PNG)
+    model, rows = _shapes_run(tmp_path, {"big": tmp_path / "big.mp4"})
+    assert rows["big"]["status"] == "ok"
+    assert len(model.shapes) == 2 and set(model.shapes) == {(1937, 3584, 3)}  # 3700x2000 scaled
+
+
+def test_an_absurd_frame_size_is_a_media_error_before_decoding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the pixel limit scaled down 13x (the real one, 2**27, refuses the 12000x12000 PNG)
     monkeypatch.setattr("mmrobust.media.limits.MAX_FRAME_PIXELS", 10_000_000)
     (tmp_path / "absurd.mp4").write_bytes(_png_header(4000, 3000))
-    rows = [
-        {"id": "big", "video": "big.mp4", "question": "q", "options": YN, "answer": "A"},
-        {"id": "absurd", "video": "absurd.mp4", "question": "q", "options": YN, "answer": "A"},
-    ]
-    data = tmp_path / "d.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    model = _Shapes()
-    res = run_eval(
-        EvalConfig(
-            data=str(data),
-            model="shapes",
-            out=str(tmp_path / "run"),
-            n_resamples=0,
-            cache_dir=str(tmp_path / "cache"),
-            frames=2,  # what counts is the size of each frame
-        ),
-        progress=False,
-        model=model,
-    )
-    assert res.metrics["status_counts"] == {"ok": 1, "media_error": 1}
-    assert len(model.shapes) == 2 and set(model.shapes) == {(1937, 3584, 3)}  # 3700x2000 scaled
-    from tests.runs import stored_rows
-
-    absurd = stored_rows(tmp_path / "run")["absurd"]
-    assert "4000x3000" in absurd["error"] and "larger than the 10,000,000 pixels" in absurd["error"]
+    model, rows = _shapes_run(tmp_path, {"absurd": tmp_path / "absurd.mp4"})
+    assert rows["absurd"]["status"] == "media_error" and model.shapes == []
+    assert "4000x3000" in rows["absurd"]["error"]
+    assert "larger than the 10,000,000 pixels" in rows["absurd"]["error"]
 
 
 def _png_header(width: int, height: int) -> bytes:

@@ -159,7 +159,7 @@ def trickle(env: Env) -> Result:
 def full_disk(env: Env) -> Result:
     """--out on a full filesystem: one-line stop, non-zero exit, store intact."""
     data = _jsonl(env.folder("disk") / "d.jsonl", [f"s{i}-" + "x" * 200 for i in range(3000)])
-    mnt = env.folder("disk") / "mnt"
+    mnt = env.folder("disk/mnt")
     mounted = (
         os.geteuid() == 0
         and subprocess.run(

@@ -27,18 +27,8 @@ from typer.testing import CliRunner
 from mmrobust.cli import app
 from mmrobust.mmrdata.prompts import EXTRACTION_PROMPT
 from tests.fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply
-
-COLOURS = {
-    "red": (220, 30, 30),
-    "green": (30, 200, 40),
-    "blue": (20, 40, 210),
-    "gray": (128, 128, 128),
-}
-
-
-def _qa(question: str, options: list[str], answer: str) -> dict[str, Any]:
-    return {"question": question, "options": options, "answer": answer}
-
+from tests.test_mmr_pipeline import COLOURS
+from tests.test_mmr_pipeline import qa as _qa
 
 PAIRS: dict[str, list[dict[str, Any]]] = {
     "red": [

@@ -63,8 +63,9 @@ class ProgressCallback(TrainerCallback):
         self._progress.update(self._task, completed=state.global_step, loss=loss, tps=f"{tps:,.0f}")
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
-        if logs and "loss" in logs:
+        if logs and "loss" in logs:  # logged after on_step_end: refresh the bar with it
             self._loss = float(logs["loss"])
+            self.on_step_end(args, state, control)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._progress is not None:

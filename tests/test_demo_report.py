@@ -20,15 +20,14 @@ from typer.testing import CliRunner
 from mmrobust.cli import app
 from mmrobust.report.html import HtmlRun, write_html
 from mmrobust.report.site import build_site
+from tests.shared_data import MMR_JSON
 
 TAMPER_RUNS = ("forensic", "constant-A", "constant-B", "random-0")
 MMR_RUNS = ("constant-A", "random-0", "blind-overlap")
 INJECTED = '<script>document.title="PWNED"</script><img src=x onerror="document.title=\'PWNED\'">'
 
 
-MMR_JSON = (
-    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mmr" / "MMR-benchmark.json"
-)
+pytestmark = pytest.mark.slow  # one real demo run (24 clips built, 7 runs): ~20-50 s on 2 cores
 
 
 @pytest.fixture(scope="session")

@@ -649,7 +649,8 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
         items = batches(todo, model.batch_size)
         written: list[int] = [0]
         try:
-            _drive(executor, processor, items, store, len(todo), progress, written)
+            label = f"{config.model} on {dataset.name}" + (" (text only)" if config.text_only else "")
+            _drive(executor, processor, items, store, len(todo), progress, written, label=label)
         except KeyboardInterrupt:
             executor.cancel()
             interrupted = True
@@ -703,8 +704,12 @@ def _drive(
     total: int,
     progress: bool,
     written: list[int],
+    *,
+    label: str = "eval",
 ) -> None:
     """Run items through the executor and store each row at once; ``written[0]`` counts rows.
+
+    ``label`` names the bar (the model and the dataset), so several runs in one log stay apart.
 
     Raises:
         RunAborted: ``ABORT_AFTER`` (or twice the workers) consecutive transient failures.
@@ -717,11 +722,12 @@ def _drive(
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
+    from rich.markup import escape
 
     streak: list[StoredRow] = []  # consecutive rows with a transient failure
     limit = max(ABORT_AFTER, 2 * getattr(executor, "workers", 1))
     with Progress(
-        TextColumn("[bold]eval[/]"),
+        TextColumn("[bold]{task.description}[/]"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -731,7 +737,7 @@ def _drive(
         disable=not progress,
         transient=False,
     ) as bar:
-        task = bar.add_task("eval", total=total, errors=0)
+        task = bar.add_task(escape(label), total=total, errors=0)
         failed = 0
         for rows in executor.run(processor, items):
             for row in rows:

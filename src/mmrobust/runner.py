@@ -649,7 +649,9 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
         items = batches(todo, model.batch_size)
         written: list[int] = [0]
         try:
-            label = f"{config.model} on {dataset.name}" + (" (text only)" if config.text_only else "")
+            label = f"{config.model} on {dataset.name}" + (
+                " (text only)" if config.text_only else ""
+            )
             _drive(executor, processor, items, store, len(todo), progress, written, label=label)
         except KeyboardInterrupt:
             executor.cancel()
@@ -714,6 +716,7 @@ def _drive(
     Raises:
         RunAborted: ``ABORT_AFTER`` (or twice the workers) consecutive transient failures.
     """
+    from rich.markup import escape
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -722,7 +725,6 @@ def _drive(
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
-    from rich.markup import escape
 
     streak: list[StoredRow] = []  # consecutive rows with a transient failure
     limit = max(ABORT_AFTER, 2 * getattr(executor, "workers", 1))

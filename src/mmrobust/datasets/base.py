@@ -35,7 +35,6 @@ HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
 """A hub dataset id (``owner/name``): read by the MMR loader when no such local path exists."""
 
 
-
 def _is_video_name(path: Path) -> bool:
     """Whether the file name says video (``video/*`` MIME type: .mp4, .avi, .mov, .webm ...)."""
     kind = mimetypes.guess_type(path.name)[0] or ""

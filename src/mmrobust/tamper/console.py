@@ -137,7 +137,9 @@ def build_with_progress(
     n_err = len(report.errors)
     errors = f"{n_err} error{'' if n_err == 1 else 's'}"
     if not report.out_dir.exists():
-        con.print(f"nothing built ({errors}); {escape(str(out_dir))} was not created", soft_wrap=True)
+        con.print(
+            f"nothing built ({errors}); {escape(str(out_dir))} was not created", soft_wrap=True
+        )
         return report
     con.print(
         f"[bold]{len(report.entries)}[/] clips ({report.built} built, {report.skipped} already "

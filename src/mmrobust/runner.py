@@ -42,7 +42,7 @@ from mmrobust.metrics import compute_metrics
 from mmrobust.models.base import Model, Request, Response
 from mmrobust.prompts import PromptConfig, build_prompt
 from mmrobust.status import Status
-from mmrobust.store import TRANSIENT, ResultStore, RunKey, StoredRow
+from mmrobust.store import STORE_FILE, TRANSIENT, ResultStore, RunKey, StoredRow
 
 RUN_FILE = "run.json"
 METRICS_FILE = "metrics.json"
@@ -791,7 +791,9 @@ def rescore(
 
     Rows that answered (``ok`` / ``parse_fail``) are re-extracted from their
     raw text with ``extract_mode`` and updated in the store; error rows stay.
-    ``metrics.json`` and the ``run`` block of ``run.json`` are rewritten.
+    ``metrics.json`` and the ``run`` block of ``run.json`` are rewritten;
+    ``run.json``'s ``rescore`` block says what changed (extraction and failure
+    policy before/after, rows re-extracted, rows whose letter or status changed).
 
     Args:
         run_dir: a folder written by :func:`run_eval`.
@@ -813,12 +815,14 @@ def rescore(
     fail = failures or run.get("failures", "exclude")
     key = RunKey(**info["key"])
     judge_model = load_judge(judge, judge_args) if judge else None
+    changed = 0
     with ResultStore(run_dir) as store:
         rows = store.rows(key)
         updates = []
         for row in rows:
             if row.status.is_error and row.status is not Status.JUDGE_ERROR:
                 continue
+            before = (row.letter, row.status)
             ex = extract(
                 row.raw_text,
                 row.options,
@@ -830,6 +834,7 @@ def rescore(
                 ex = judge_model(row.sample.id, row.sample.question, row.options, row.raw_text)
             updates.append((row, {"letter": ex.letter, "status": ex.status, "rule": ex.rule}))
             row.letter, row.status, row.rule = ex.letter, ex.status, ex.rule
+            changed += (row.letter, row.status) != before
         store.update_extractions(updates)
     benchmark = info.get("dataset", {}).get("benchmark") or (
         rows[0].sample.benchmark if rows else "generic"
@@ -846,6 +851,14 @@ def rescore(
     run["judge"] = judge_model.describe() if judge_model is not None else None
     metrics["run"] = run
     metrics["complete"] = len(rows) == info.get("dataset", {}).get("n_selected", len(rows))
+    info["rescore"] = {  # what this rescore changed (``mmrobust rescore`` prints it)
+        "extraction": [info.get("run", {}).get("extraction"), mode],
+        "failures": [info.get("run", {}).get("failures"), fail],
+        "rows_reextracted": len(updates),
+        "rows_changed": changed,
+        "rows_total": len(rows),
+        "files": [STORE_FILE, METRICS_FILE, RUN_FILE],
+    }
     info["run"] = run
     info["rescored_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     _atomic_write_json(Path(run_dir) / METRICS_FILE, metrics)

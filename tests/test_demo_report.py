@@ -39,6 +39,7 @@ def demo_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert result.exit_code == 0, result.output
     assert "report:" in result.output
+    (out / "console.txt").write_text(result.output)
     return out
 
 
@@ -81,6 +82,13 @@ def test_demo_on_the_official_mmr_file_reproduces_its_facts(demo_out: Path) -> N
     assert a["defects"] and "attribute/number/04" in a["defects"][0]
     page = (demo_out / "report" / "index.html").read_text()
     assert "Leading questions on MMR-benchmark" in page
+    # the official file runs without images: marked text-only in the summary and leaderboard
+    console = (demo_out / "console.txt").read_text()
+    assert re.search(
+        r"mmr__constant-A\s+│ mmr\s+│ text only\s+│ 300 pairs │ RA 6.67%  MR 73.68%", console
+    )
+    assert re.search(r"mmr-demo__constant-A\s+│ mmr\s+│ question only", console)
+    assert '<tr class="run"><td>constant:A (text only)</td><td>RA</td>' in page
 
 
 def _browser_data(page: str) -> dict:

@@ -84,7 +84,7 @@ def table7(runs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
             row[t] = rounded_pct(f1.get(t))
         row["Overall"] = rounded_pct(f1.get("overall"))
         ci = m.get("f1_ci95", {}).get("overall")
-        row["Overall 95% CI"] = pct_interval(ci) if ci else ""
+        row["Overall 95% CI"] = pct_interval(ci)
         row["n"] = m.get("n_samples")
         row["Parse fail"] = rounded_pct(m.get("parse_fail_rate"))
         row["Errors"] = rounded_pct(m.get("error_rate"))

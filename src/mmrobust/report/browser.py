@@ -14,9 +14,10 @@ Document layout (``payload``):
 * ``prompts``: distinct prompt texts (a row points at one by index);
 * ``samples``: one object per (dataset, sample id):
   ``id``, ``d`` (dataset), ``b`` (benchmark), ``t`` (type or category), ``k`` (task),
-  ``p`` (polarity), ``a`` (truth, "A. Yes"), ``m`` (media path), ``th`` (thumbnail,
-  relative), ``te`` (why there is none), ``n`` (frames in the clip), ``w`` (tamper
-  window ``[start, end)``), ``fs`` (distinct frame-index lists), ``r`` (answers).
+  ``p`` (polarity), ``a`` (truth, "A. Yes"), ``m`` (media path), ``v`` (1: a video),
+  ``th`` (thumbnail, relative), ``te`` (why there is none), ``n`` (frames in the
+  clip), ``w`` (tamper window ``[start, end)``), ``fs`` (distinct frame-index
+  lists), ``r`` (answers).
 * an answer: ``[run, raw, letter, status, correct, error, covered, pred_type,
   pred_window, frames (index into fs or -1), prompt (index into prompts)]``.
 
@@ -222,6 +223,7 @@ def build_payload(
                 "p": s.polarity or "",
                 "a": f"{truth.answer}. {truth.options.get(truth.answer, '')}",
                 "m": str(s.video or s.image or ""),
+                "v": int(s.video is not None),
                 "th": strip.file if strip else "",
                 "te": strip.error if strip and strip.error else "",
                 "n": n_frames,

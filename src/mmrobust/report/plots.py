@@ -81,6 +81,18 @@ def _legend_below(fig: Any, ax: Any, n_items: int) -> None:
     fig.legend(handles, labels, loc="outside lower center", ncol=min(max(1, n_items), 4))
 
 
+def _mark_empty_bars(ax: Any, xs: Any, values: Any, half: float, colour: str) -> None:
+    """Tell a bar of 0 (a flat mark and "0") from a missing one ("n/a"), both invisible as bars."""
+    for p, v in zip(xs, values, strict=True):
+        if np.isnan(v):
+            ax.text(p, 1.5, "n/a", ha="center", va="bottom", rotation=90, fontsize=7,
+                    color="#667085")  # fmt: skip
+        elif v == 0:
+            ax.plot([p - half, p + half], [0.4, 0.4], color=colour, linewidth=2.5,
+                    solid_capstyle="butt")  # fmt: skip
+            ax.text(p, 1.5, "0", ha="center", va="bottom", fontsize=7, color=colour)
+
+
 def plot_f1_per_type(
     runs: Mapping[str, Mapping[str, Any]], path: str | Path, *, dataset: str = ""
 ) -> Figure:
@@ -121,14 +133,7 @@ def plot_f1_per_type(
                 pos, vals, yerr=np.nan_to_num(err), fmt="none", ecolor="#1d2330", elinewidth=0.9,
                 capsize=2,
             )  # fmt: skip
-            for p, v in zip(pos, vals, strict=True):
-                if np.isnan(v):
-                    ax.text(p, 1.5, "n/a", ha="center", va="bottom", rotation=90, fontsize=7,
-                            color="#667085")  # fmt: skip
-                elif v == 0:
-                    ax.plot([p - width * 0.46, p + width * 0.46], [0.4, 0.4], color=colour,
-                            linewidth=2.5, solid_capstyle="butt")  # fmt: skip
-                    ax.text(p, 1.5, "0", ha="center", va="bottom", fontsize=7, color=colour)
+            _mark_empty_bars(ax, pos, vals, width * 0.46, colour)
         ax.axhline(200 / 3, color="#667085", linestyle="--", linewidth=1,
                    label='always "Yes" (66.7)')  # fmt: skip
         ax.set_xticks(x, [h for _, h in types])
@@ -226,10 +231,7 @@ def plot_mmr_accuracy(
             (0.2, neg, "negative (leading) questions", PALETTE[1]),
         ):
             ax.bar(x + offset, vals, 0.38, label=name, color=colour)
-            for p, v in zip(x + offset, vals, strict=True):
-                if v == 0:
-                    ax.plot([p - 0.17, p + 0.17], [0.4, 0.4], color=colour, linewidth=2.5)
-                    ax.text(p, 1.5, "0", ha="center", va="bottom", fontsize=7, color=colour)
+            _mark_empty_bars(ax, x + offset, vals, 0.17, colour)
         ax.set_xticks(x, [short.get(n, n) for n in names], rotation=35, ha="right")
         ax.set_ylabel("accuracy (%)")
         ax.set_ylim(0, 105)

@@ -15,10 +15,9 @@ to :data:`SECTION_BUILDERS` (see :class:`mmrobust.report.html.Section`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -109,48 +108,39 @@ def leaderboards(
     from mmrobust.report.mmr import table2
     from mmrobust.report.tables import TABLE7_NOTE, per_task_table, table7
 
+    layouts = {  # benchmark -> (Table frame, published rows, caption, title, decimals)
+        "tamper": (table7, _published_table7, TABLE7_NOTE,
+                   "Tamper detection F1 (%) on {} (MVTamperBench Table 7 layout)", 1),
+        "mmr": (table2, _published_table2, MMR_NOTE,
+                "Leading questions on {} (MMR Table 2 layout, %)", 2),
+    }  # fmt: skip
     tables: list[Table] = []
     for g in group_runs(runs, labels):
-        metrics: Mapping[str, Mapping[str, Any]] = {lab: r.metrics for lab, r in g.runs.items()}
-        if g.benchmark == "tamper":
-            frame = table7(metrics)
-            classes = ["run"] * len(frame)
-            note = TABLE7_NOTE
-            if published:
-                frame, classes, extra = _published_table7(frame)
-                note += extra
-            tables.append(
-                frame_to_table(
-                    frame,
-                    f"Tamper detection F1 (%) on {g.where} (MVTamperBench Table 7 layout)",
-                    note=note,
-                    row_classes=classes,
-                    group="tamper",
-                )
+        if g.benchmark not in layouts:
+            continue
+        shape, add_published, note, title, digits = layouts[g.benchmark]
+        frame = shape({lab: r.metrics for lab, r in g.runs.items()})
+        classes = ["run"] * len(frame)
+        if published:
+            frame, classes, extra = add_published(frame)
+            note += extra
+        tables.append(
+            frame_to_table(
+                frame,
+                title.format(g.where),
+                note=note,
+                digits=digits,
+                row_classes=classes,
+                group=g.benchmark,
             )
+        )
+        if g.benchmark == "tamper":
             for lab, r in g.runs.items():
                 per_task = per_task_table(r.metrics)
                 if not per_task.empty and len(per_task) > 1:
                     tables.append(
                         frame_to_table(per_task, f"Per task x type F1 (%): {lab} on {g.dataset}")
                     )
-        elif g.benchmark == "mmr":
-            frame = table2(metrics)
-            classes = ["run"] * len(frame)
-            note = MMR_NOTE
-            if published:
-                frame, classes, extra = _published_table2(frame)
-                note += extra
-            tables.append(
-                frame_to_table(
-                    frame,
-                    f"Leading questions on {g.where} (MMR Table 2 layout, %)",
-                    note=note,
-                    digits=2,
-                    row_classes=classes,
-                    group="mmr",
-                )
-            )
     return tables
 
 

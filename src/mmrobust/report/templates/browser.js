@@ -177,7 +177,7 @@
     head.appendChild(tags);
     c.appendChild(head);
     if (s.th) {
-      var strip = el("div", "strip"), img = el("img", s.b === "mmr" || !s.n ? "still" : "");
+      var strip = el("div", "strip"), img = el("img", s.v ? "" : "still");
       img.loading = "lazy";
       img.src = s.th;
       img.alt = "frames of " + s.m;
@@ -189,7 +189,7 @@
         (data.thumb_seconds ? " within " + data.thumb_seconds + " s" : "") +
         "; mmrobust report --thumbs N --thumb-seconds S): " + s.m));
     }
-    if (s.n && (s.w || shown.some(function (a) { return a[8] || a[9] >= 0; }))) {
+    if (s.v && s.n && (s.w || shown.some(function (a) { return a[8] || a[9] >= 0; }))) {
       var tl = timeline(s, shown);
       if (tl) { c.appendChild(tl); }
     }

@@ -118,16 +118,21 @@ def main() -> None:
             run_dirs.append(out)
         mllm_like(run_dirs[-1])
         report = base / "report"
-        t0 = time.perf_counter()
+        t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
         site = build_site(run_dirs, report, max_thumbs=a.thumbs)
         wall = time.perf_counter() - t0
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+        peak = r1.ru_maxrss / 1024
         size = site.index_html.stat().st_size / 2**20
-        thumbs = sum(f.stat().st_size for f in (report / "thumbs").glob("*.jpg")) / 2**20
+        strips = list((report / "thumbs").glob("*.jpg"))
+        thumbs = sum(f.stat().st_size for f in strips) / 2**20
+        load = os.getloadavg()[0]
         print(
-            f"report of {a.runs} runs x {a.clips} rows: {wall:.1f} s wall, peak RSS {peak:.0f} MiB "
-            f"(the whole process), index.html {size:.1f} MB, {a.thumbs} thumbnail strips "
-            f"{thumbs:.1f} MB beside it"
+            f"report of {a.runs} runs x {a.clips} rows: {wall:.1f} s wall, {cpu:.1f} s CPU "
+            f"(load average {load:.1f} on {os.cpu_count()} cores), peak RSS {peak:.0f} MiB (the "
+            f"whole process), index.html {size:.1f} MB; {len(strips)} of {a.thumbs} thumbnail "
+            f"strips drawn within the time budget, {thumbs:.1f} MB beside it"
         )
         browser = shutil.which("chromium") or shutil.which("chromium-browser")
         if browser:

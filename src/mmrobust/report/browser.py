@@ -1,7 +1,7 @@
 """The sample browser's data: one compact JSON document the page renders a page at a time.
 
 Scale: ``index.html`` carries every sample of every run (3 runs x 20,922 clips
-is about 11 MB, see ``benchmarks/report_scale.py``), never an image. The page
+is 12.5 MB, see ``benchmarks/report_scale.py``), never an image. The page
 script filters all samples in memory and builds the DOM for one page of cards
 (50 by default), so the browser stays responsive at any size. Thumbnail strips
 are JPEG files beside the page, drawn for at most ``max_thumbs`` samples (the

@@ -197,6 +197,12 @@ def eval_cmd(
         help="Model SPEC of an LLM judge for replies extraction cannot parse (off).",
     ),
     judge_arg: list[str] = typer.Option([], "--judge-arg", help="KEY=VALUE for the judge."),
+    retry_failed: bool = typer.Option(
+        False,
+        "--retry-failed",
+        help="On resume, also ask again samples whose row is a final error "
+        "(rejected, empty_reply, media_error, ...).",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Run a model over a dataset; write RUN_DIR/{results.sqlite,run.json,metrics.json}. Re-running resumes."""
@@ -206,6 +212,7 @@ def eval_cmd(
     from mmrobust.registry import UnknownNameError
     from mmrobust.report.tables import summary_text
     from mmrobust.runner import EvalConfig, run_eval
+    from mmrobust.store import RunFolderWriteError
 
     if extract not in EXTRACT_MODES:
         raise _fail(f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {extract!r}")
@@ -218,8 +225,15 @@ def eval_cmd(
             permute=permute, frames=frames, fps=fps, max_frames=max_frames, extract=extract,
             official=official, limit=limit, workers=workers, seed=seed, cache_dir=cache_dir,
             n_resamples=bootstrap, judge=judge, judge_args=parse_model_args(judge_arg),
+            retry_failed=retry_failed,
         )  # fmt: skip
         result = run_eval(config, progress=not quiet)
+    except RunFolderWriteError as exc:
+        raise _fail(
+            f"{exc}; rows written so far are kept: free space (or copy the run folder "
+            "elsewhere) and re-run the command to resume",
+            3,
+        ) from None
     except (FileNotFoundError, DatasetError, UnknownNameError, ValueError) as exc:
         raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     typer.echo(summary_text(result.metrics))
@@ -258,7 +272,7 @@ def rescore_cmd(
     from mmrobust.models.spec import parse_model_args
     from mmrobust.registry import UnknownNameError
     from mmrobust.report.tables import rescore_text, summary_text
-    from mmrobust.runner import rescore
+    from mmrobust.runner import RunAborted, rescore
 
     if extract is not None and extract not in EXTRACT_MODES:
         raise _fail(f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {extract!r}")
@@ -269,8 +283,10 @@ def rescore_cmd(
             run_dir, extract_mode=extract, failures=failures, n_resamples=bootstrap,
             judge=judge, judge_args=parse_model_args(judge_arg),
         )  # fmt: skip
-    except (FileNotFoundError, ValueError, UnknownNameError) as exc:
-        raise _fail(str(exc).splitlines()[0]) from None
+    except RunAborted as exc:  # a dead judge: nothing was changed
+        raise _fail(str(exc), 3) from None
+    except (OSError, ValueError, UnknownNameError) as exc:  # OSError: missing, full disk
+        raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     typer.echo(rescore_text(run_dir))
     typer.echo(summary_text(metrics))
 
@@ -306,7 +322,7 @@ def report_cmd(
             run_dirs, out, title=title, published=published, max_thumbs=thumbs,
             thumb_seconds=thumb_seconds,
         )  # fmt: skip
-    except (FileNotFoundError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # OSError: missing folder, full disk under --out
         raise _fail(str(exc).splitlines()[0]) from None
     typer.echo(site.tables.markdown.read_text(encoding="utf-8"))
     typer.echo(f"wrote {site.tables.markdown.parent}; open {site.index_html}")

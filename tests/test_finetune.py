@@ -330,7 +330,7 @@ def test_finetune_closes_the_mmr_loop(
     assert before["UR"] <= 2 and after["UR"] >= 7 and after["RA"] >= 87.5
 
     compared = CliRunner().invoke(
-        app, ["compare", str(tmp_path / "before"), str(tmp_path / "after")]
+        app, ["compare", str(tmp_path / "before"), str(tmp_path / "after"), "--json"]
     )
     assert compared.exit_code == 0, compared.output
     paired = json.loads(compared.output)

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Json
 
+from mmrobust.models._adapter import maybe_apply_adapter
 from mmrobust.models._encode import cap_size
 from mmrobust.models._options import parse_options
 from mmrobust.models._torchvision import torchvision_fix, torchvision_problem
@@ -79,6 +80,8 @@ class HFOptions(BaseModel):
             (``'{"max_pixels": 401408}'``).
         model_kwargs: JSON object for ``from_pretrained`` of the model
             (``'{"attn_implementation": "sdpa"}'``).
+        adapter: a PEFT adapter folder (``mmrobust finetune`` output) merged into
+            the model after loading (needs ``peft``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -97,6 +100,7 @@ class HFOptions(BaseModel):
     chat_template: Path | None = None
     processor_kwargs: Json[dict[str, Any]] | None = None
     model_kwargs: Json[dict[str, Any]] | None = None
+    adapter: Path | None = None
 
 
 def build_messages(request: Request, n_frames: int, video_input: str) -> list[dict[str, Any]]:
@@ -232,6 +236,7 @@ class HFModel(Model):
         except (OSError, ValueError, KeyError) as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ValueError(f"hf: cannot load {model_id!r}: {reason}") from exc
+        self.model, self._adapter = maybe_apply_adapter(self.model, options.adapter)
         if not options.device_map:
             self.model.to(self.device)
         self.model.eval()
@@ -316,6 +321,7 @@ class HFModel(Model):
             "chat_template_sha256": self._template_sha256,
             "processor_config_sha256": self._processor_sha256,
             "processor_kwargs": o.processor_kwargs,
+            **({"adapter": self._adapter} if self._adapter else {}),
             **self._versions,
         }
 

@@ -145,6 +145,8 @@ class StoredRow:
             polarity=s.polarity,
             window_covered=self.window_covered,
             extra=extra,
+            rule=self.rule,
+            meta=dict(s.meta),
         )
 
 

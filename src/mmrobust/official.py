@@ -148,6 +148,22 @@ def tamper_reference(name: str | None = None) -> TamperReference:
     return _REGISTRY.get((name or DEFAULT_TAMPER_REFERENCE).strip().lower())
 
 
+def reference_block(benchmark: str, reference: str | None = None) -> dict[str, Any] | None:
+    """What ``run.json`` / ``metrics.json`` record as the reference an official run reproduces.
+
+    ``tamper``: the VLMEvalKit version; ``mmr``: the MMR authors' scripts;
+    ``None`` for other benchmarks (they have no reference scorer).
+
+    Raises:
+        UnknownNameError: unknown ``reference``.
+    """
+    if benchmark == "tamper":
+        return tamper_reference(reference).describe()
+    if benchmark == "mmr":
+        return dict(MMR_REFERENCE)
+    return None
+
+
 # --------------------------------------------------------------------------- tamper decision
 
 Outcome = Literal["correct", "wrong", "failed"]
@@ -316,6 +332,7 @@ __all__ = [
     "TamperReference",
     "infer_option",
     "mmr_pair_outcome",
+    "reference_block",
     "reference_names",
     "tamper_decision",
     "tamper_reference",

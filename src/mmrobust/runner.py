@@ -40,6 +40,7 @@ from mmrobust.judge import Judge, load_judge
 from mmrobust.media.sampling import FramePolicy, frame_indices, window_coverage
 from mmrobust.metrics import compute_metrics
 from mmrobust.models.base import Model, Request, Response
+from mmrobust.official import reference_block, tamper_reference
 from mmrobust.prompts import PromptConfig, build_prompt
 from mmrobust.status import Status
 from mmrobust.store import TRANSIENT, ResultStore, RunKey, StoredRow
@@ -52,9 +53,16 @@ METRICS_FILE = "metrics.json"
 class EvalConfig:
     """Everything ``mmrobust eval`` takes (also the ``config`` block of ``run.json``).
 
-    ``official`` switches to the reference protocol for tamper data:
-    VLMEvalKit's prompt framing and ``(A) Yes`` options, 8 segment-centre
-    frames, ``official`` extraction, and parse failures scored as wrong.
+    ``official`` switches to the reference protocol: for tamper data
+    VLMEvalKit's prompt (system text of the ``reference`` version; question,
+    frames, instruction; ``(A) Yes`` options; prefill), 8 segment-centre
+    frames with the reference's repeats on short clips, its decision rules,
+    every failed row scored as wrong; for MMR the record's raw question text,
+    MMR's extractor and pairing by file position.
+
+    ``reference`` names the VLMEvalKit version official tamper mode reproduces
+    (:func:`mmrobust.official.tamper_reference`; default: the integration
+    commit ``eb58e9e``, the paper's numbers). Recorded in ``run.json``.
     """
 
     data: str
@@ -79,11 +87,12 @@ class EvalConfig:
     n_resamples: int = 1000
     judge: str | None = None
     judge_args: dict[str, str] = field(default_factory=dict)
+    reference: str | None = None
 
     def policy(self) -> FramePolicy:
         """The frame sampling policy these options describe."""
         if self.official:
-            return FramePolicy(mode="segments", n_frames=8)
+            return FramePolicy(mode="segments", n_frames=8, short_clips="repeat")
         if self.fps is not None:
             return FramePolicy(mode="fps", fps=self.fps, max_frames=self.max_frames)
         return FramePolicy(mode="segments", n_frames=self.frames)
@@ -96,6 +105,7 @@ class EvalConfig:
             option_style=style,  # type: ignore[arg-type]
             permute=self.permute,
             official=self.official,
+            reference=tamper_reference(self.reference).name if self.official else None,
         )
 
     def extract_mode(self) -> str:
@@ -274,8 +284,10 @@ class SampleProcessor:
         text_only: bool,
         cache_dir: Path | None,
         judge: Judge | None = None,
+        reference: str | None = None,
     ) -> None:
         self.model = model
+        self.reference = reference
         self.judge = judge
         self.key = key
         self.prompt_config = prompt_config
@@ -350,6 +362,7 @@ class SampleProcessor:
                 assistant_prefill=prompt.assistant_prefill,
                 frames=frames,
                 frame_indices=indices,
+                media_offset=prompt.media_offset,
                 video=None if mode == "none" else sample.video,
                 image=None if mode == "none" else sample.image,
             )
@@ -388,6 +401,9 @@ class SampleProcessor:
             "extra": dict(resp.extra),
             **meta,
         }
+        if meta.get("frame_indices"):
+            shown = meta["frame_indices"]
+            common["extra"]["frames_repeated"] = len(shown) - len(set(shown))
         if resp.status is not Status.OK:
             status = resp.status if resp.status.is_error else Status.MODEL_ERROR
             return self._row(sample, status, error=resp.error, rule=status.value, **common)
@@ -397,6 +413,7 @@ class SampleProcessor:
             mode=self.extract_mode,
             benchmark=sample.benchmark,
             answer=meta["answer"],
+            reference=self.reference,
         )
         if ex.status is Status.PARSE_FAIL and self.judge is not None:
             ex = self.judge(sample.id, sample.question, meta["options"], resp.text or "")
@@ -447,9 +464,14 @@ def run_key(
     )
 
 
-def run_block(config: EvalConfig, model: Model) -> dict[str, Any]:
-    """The ``run`` block of ``metrics.json``: model, prompt, frames policy, extraction mode."""
+def run_block(config: EvalConfig, model: Model, benchmark: str | None = None) -> dict[str, Any]:
+    """The ``run`` block of ``metrics.json``: model, prompt, frames policy, extraction mode.
+
+    ``reference`` names the reference code (repository, commit) official
+    extraction reproduces for ``benchmark``, else ``None``.
+    """
     pc = config.prompt_config()
+    official = config.extract_mode() == "official"
     return {
         "model": config.model,
         "model_args": {k: v for k, v in config.model_args.items() if "key" not in k.lower()},
@@ -459,6 +481,7 @@ def run_block(config: EvalConfig, model: Model) -> dict[str, Any]:
             "option_style": pc.option_style,
             "permute": pc.permute,
             "official": pc.official,
+            **({"reference": pc.reference} if pc.reference else {}),
         },
         "frames": "none (text only)"
         if config.text_only or model.media_input == "none"
@@ -470,6 +493,7 @@ def run_block(config: EvalConfig, model: Model) -> dict[str, Any]:
         "extraction": config.extract_mode(),
         "failures": config.failures(),
         "text_only": config.text_only,
+        "reference": reference_block(benchmark or "", config.reference) if official else None,
     }
 
 
@@ -481,14 +505,34 @@ def score_rows(
     n_resamples: int,
     seed: int,
     defects: Sequence[str] = (),
+    extract_mode: str = "lenient",
 ) -> dict[str, Any]:
-    """Metrics over stored rows (dispatching on ``benchmark``); always has ``defects``."""
-    records = [r.to_record() for r in rows]
+    """Metrics over stored rows (dispatching on ``benchmark``); always has ``defects``.
+
+    Rows are scored in a canonical order (by sample id), so ``metrics.json``
+    (confidence intervals included) is byte-identical whatever order the rows
+    were stored in: worker count, completion order, kill and resume.
+    ``extract_mode == "official"`` selects the reference's scoring: MMR pairs
+    by file position; tamper adds ``official_accuracy`` when ``failures`` is
+    ``"wrong"``.
+    """
+    records = [r.to_record() for r in sorted(rows, key=lambda r: r.sample.id)]
+    official = extract_mode == "official"
     kw: dict[str, Any] = {}
     if benchmark == "tamper":
-        kw = {"failures": failures, "n_resamples": n_resamples, "seed": seed}
+        kw = {
+            "failures": failures,
+            "n_resamples": n_resamples,
+            "seed": seed,
+            "official": official and failures == "wrong",
+        }
     elif benchmark == "mmr":
-        kw = {"n_boot": n_resamples, "seed": seed, "defects": list(defects)}
+        kw = {
+            "n_boot": n_resamples,
+            "seed": seed,
+            "defects": list(defects),
+            "pairing": "position" if official else "content",
+        }
     metrics = compute_metrics(records, benchmark, **kw)
     metrics.setdefault("defects", list(defects))
     return metrics
@@ -619,7 +663,10 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
             "defects": dataset.defects,
         },
         "key": asdict(key),
-        "run": {**run_block(config, model), "judge": judge.describe() if judge else None},
+        "run": {
+            **run_block(config, model, dataset.benchmark),
+            "judge": judge.describe() if judge else None,
+        },
         "policy": asdict(policy),
         "seeds": {"seed": config.seed, "bootstrap_seed": config.seed},
         "versions": _versions(),
@@ -643,6 +690,7 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
             text_only=config.text_only,
             cache_dir=cache_dir,
             judge=judge,
+            reference=config.reference,
         )
         workers = config.workers or max(1, model.max_concurrency)
         executor: Executor = ThreadExecutor(workers) if workers > 1 else SerialExecutor()
@@ -666,6 +714,7 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
             n_resamples=config.n_resamples,
             seed=config.seed,
             defects=dataset.defects,
+            extract_mode=config.extract_mode(),
         )
         metrics["run"] = run_info["run"]
         metrics["complete"] = len(rows) == len(samples) and not interrupted
@@ -778,6 +827,7 @@ def rescore(
     n_resamples: int | None = None,
     judge: str | None = None,
     judge_args: Mapping[str, str] | None = None,
+    reference: str | None = None,
 ) -> dict[str, Any]:
     """Recompute extraction and metrics from stored raw answers (no call to the evaluated model).
 
@@ -793,16 +843,25 @@ def rescore(
         judge: model spec of an LLM judge for replies extraction cannot parse
             (off unless given; ``judge_error`` rows are re-judged).
         judge_args: ``--judge-arg`` pairs for the judge.
+        reference: VLMEvalKit version for official tamper decisions (default: the
+            run's, else the integration commit). The prompt stays the run's.
 
     Raises:
         FileNotFoundError: not a run folder.
         ValueError: unknown extraction mode.
+        UnknownNameError: unknown ``reference``.
     """
     info = load_run_config(run_dir)
     cfg = info["config"]
     run = info.get("run", {})
     mode = extract_mode or run.get("extraction") or cfg.get("extract", "lenient")
     fail = failures or run.get("failures", "exclude")
+    previous = run.get("reference") or {}
+    ref_name = (
+        reference
+        or (previous.get("name") if previous.get("benchmark") == "tamper" else None)
+        or cfg.get("reference")
+    )
     key = RunKey(**info["key"])
     judge_model = load_judge(judge, judge_args) if judge else None
     with ResultStore(run_dir) as store:
@@ -817,6 +876,7 @@ def rescore(
                 mode=mode,
                 benchmark=row.sample.benchmark,
                 answer=row.answer,
+                reference=ref_name,
             )
             if ex.status is Status.PARSE_FAIL and judge_model is not None:
                 ex = judge_model(row.sample.id, row.sample.question, row.options, row.raw_text)
@@ -833,8 +893,10 @@ def rescore(
         n_resamples=cfg.get("n_resamples", 1000) if n_resamples is None else n_resamples,
         seed=cfg.get("seed", 0),
         defects=info.get("dataset", {}).get("defects", []),
+        extract_mode=mode,
     )
     run = {**run, "extraction": mode, "failures": fail}
+    run["reference"] = reference_block(benchmark, ref_name) if mode == "official" else None
     run["judge"] = judge_model.describe() if judge_model is not None else None
     metrics["run"] = run
     metrics["complete"] = len(rows) == info.get("dataset", {}).get("n_selected", len(rows))

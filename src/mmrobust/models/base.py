@@ -8,10 +8,10 @@ A model never sees the ground truth, and ``models`` never imports ``store``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 
@@ -46,6 +46,11 @@ class Request:
         frame_indices: source frame index of each entry of ``frames`` (video only).
         video: path of the video, if the sample has one.
         image: path of the image, if the sample has one.
+        media_offset: where the media go inside ``prompt``: a character offset
+            ``k`` means ``prompt[:k]``, then the frames/image, then ``prompt[k:]``
+            (VLMEvalKit's question / frames / instruction order in official
+            mode). ``None``: the backend's default place. A backend that cannot
+            interleave still sends the whole ``prompt``.
     """
 
     sample_id: str
@@ -58,6 +63,7 @@ class Request:
     frame_indices: tuple[int, ...] = ()
     video: Path | None = None
     image: Path | None = None
+    media_offset: int | None = None
 
 
 @dataclass
@@ -120,4 +126,24 @@ class Model(ABC):
         """Release resources (servers, GPU memory). Default: nothing."""
 
 
-__all__ = ["MediaInput", "Model", "Request", "Response"]
+P = TypeVar("P")
+
+
+def place_media(
+    request: Request, media: Sequence[P], text: Callable[[str], P], *, before: bool = True
+) -> list[P]:
+    """Message parts: the media and the prompt text in the order the request asks for.
+
+    With ``request.media_offset`` k: ``text(prompt[:k])``, the media,
+    ``text(prompt[k:])`` (empty texts left out). Otherwise the media
+    ``before`` (default) or after one ``text(prompt)`` part. Pure.
+    """
+    k = request.media_offset
+    if k is None or not media:
+        part = text(request.prompt)
+        return [*media, part] if before else [part, *media]
+    head, tail = request.prompt[:k], request.prompt[k:]
+    return [*([text(head)] if head else []), *media, *([text(tail)] if tail else [])]
+
+
+__all__ = ["MediaInput", "Model", "Request", "Response", "place_media"]

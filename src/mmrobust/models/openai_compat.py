@@ -39,7 +39,7 @@ from tenacity.wait import wait_base, wait_random_exponential
 from mmrobust import __version__
 from mmrobust.models._encode import file_data_url, file_url, frame_data_url
 from mmrobust.models._options import parse_options
-from mmrobust.models.base import MediaInput, Model, Request, Response
+from mmrobust.models.base import MediaInput, Model, Request, Response, place_media
 from mmrobust.status import Status
 
 _ERROR_BODY_CHARS = 200
@@ -69,11 +69,13 @@ class OpenAIOptions(BaseModel):
             sampled frames (``media_input = "path"``); the server samples frames.
         video_transport: ``data`` (base64 data URL, works remotely) or
             ``file`` (``file://`` URL; vLLM needs ``--allowed-local-media-path``).
-        media_position: media parts ``before`` (default) or ``after`` the prompt text.
+        media_position: media parts ``before`` (default) or ``after`` the prompt text;
+            a request with ``media_offset`` (official mode) puts them inside the text.
         prefill: how a request's assistant prefill is sent: ``continue``
             (assistant message plus vLLM/SGLang ``continue_final_message``),
-            ``message`` (assistant message only), ``drop`` (not sent; recorded
-            in ``Response.extra``).
+            ``message`` (assistant message only), ``user`` (a last text part of
+            the user message, as VLMEvalKit's API wrappers send it), ``drop``
+            (not sent; recorded in ``Response.extra``).
         seed: sampling seed passed to the server, if set.
         extra_body: JSON object merged into every request body
             (``'{"top_k": 1}'``, vLLM ``mm_processor_kwargs``).
@@ -97,7 +99,7 @@ class OpenAIOptions(BaseModel):
     video: bool = False
     video_transport: Literal["data", "file"] = "data"
     media_position: Literal["before", "after"] = "before"
-    prefill: Literal["continue", "message", "drop"] = "continue"
+    prefill: Literal["continue", "message", "user", "drop"] = "continue"
     seed: int | None = None
     extra_body: Json[dict[str, Any]] | None = None
 
@@ -359,7 +361,8 @@ class OpenAICompatModel(Model):
 
         The user message holds the media parts (frames in ``Request.frames``
         order, or the video/image file in ``path`` mode) before or after the
-        prompt text (``media_position``).
+        prompt text (``media_position``), or between ``prompt[:k]`` and
+        ``prompt[k:]`` when the request has ``media_offset`` k.
 
         Raises:
             ValueError: a frame is not ``(H, W, 3) uint8``.
@@ -367,8 +370,12 @@ class OpenAICompatModel(Model):
         """
         o = self.options
         media = self._media_parts(request)
-        text_part = {"type": "text", "text": request.prompt}
-        content = [*media, text_part] if o.media_position == "before" else [text_part, *media]
+        content = place_media(
+            request,
+            media,
+            lambda t: {"type": "text", "text": t},
+            before=o.media_position == "before",
+        )
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
@@ -385,6 +392,8 @@ class OpenAICompatModel(Model):
         if request.assistant_prefill:
             if o.prefill == "drop":
                 extra["prefill_dropped"] = True
+            elif o.prefill == "user":
+                content.append({"type": "text", "text": request.assistant_prefill})
             else:
                 messages.append({"role": "assistant", "content": request.assistant_prefill})
                 if o.prefill == "continue":

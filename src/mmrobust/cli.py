@@ -177,7 +177,12 @@ def eval_cmd(
     official: bool = typer.Option(
         False,
         "--official",
-        help="Reference protocol: VLMEvalKit prompt, 8 frames, official extraction, parse failures wrong.",
+        help="Reference protocol: the reference's prompt, frames and decisions; failures wrong.",
+    ),
+    reference: str | None = typer.Option(
+        None,
+        "--reference",
+        help="VLMEvalKit version --official reproduces: eb58e9e/integration (default) or e8e78f0/head.",
     ),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N samples."),
     workers: int | None = typer.Option(
@@ -217,6 +222,7 @@ def eval_cmd(
             permute=permute, frames=frames, fps=fps, max_frames=max_frames, extract=extract,
             official=official, limit=limit, workers=workers, seed=seed, cache_dir=cache_dir,
             n_resamples=bootstrap, judge=judge, judge_args=parse_model_args(judge_arg),
+            reference=reference,
         )  # fmt: skip
         result = run_eval(config, progress=not quiet)
     except (FileNotFoundError, DatasetError, UnknownNameError, ValueError) as exc:
@@ -251,6 +257,11 @@ def rescore_cmd(
         None, "--judge", help="Model SPEC of an LLM judge for replies extraction cannot parse."
     ),
     judge_arg: list[str] = typer.Option([], "--judge-arg", help="KEY=VALUE for the judge."),
+    reference: str | None = typer.Option(
+        None,
+        "--reference",
+        help="VLMEvalKit version for official tamper decisions (default: the run's).",
+    ),
 ) -> None:
     """Recompute extraction and metrics from stored raw answers, without calling the model."""
     from mmrobust.extract import EXTRACT_MODES
@@ -266,7 +277,7 @@ def rescore_cmd(
     try:
         metrics = rescore(
             run_dir, extract_mode=extract, failures=failures, n_resamples=bootstrap,
-            judge=judge, judge_args=parse_model_args(judge_arg),
+            judge=judge, judge_args=parse_model_args(judge_arg), reference=reference,
         )  # fmt: skip
     except (FileNotFoundError, ValueError, UnknownNameError) as exc:
         raise _fail(str(exc).splitlines()[0]) from None

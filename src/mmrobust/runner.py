@@ -637,6 +637,8 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
     from mmrobust.models.spec import load_model
 
     policy = config.policy()  # validates frame options early
+    if config.reference is not None:
+        tamper_reference(config.reference)  # an unknown version fails before any work
     pconf = config.prompt_config()
     dataset = load_dataset(
         config.data, config.format, images=config.images, text_only=config.text_only
@@ -852,6 +854,8 @@ def rescore(
         UnknownNameError: unknown ``reference``.
     """
     info = load_run_config(run_dir)
+    if reference is not None:
+        tamper_reference(reference)
     cfg = info["config"]
     run = info.get("run", {})
     mode = extract_mode or run.get("extraction") or cfg.get("extract", "lenient")

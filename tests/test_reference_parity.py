@@ -16,7 +16,10 @@ The rules, in our words (each decision below was worked out from them by hand):
 
 1. A reply is scored against the ground truth only, written ``"(a) yes"``.
    An empty reply is an empty cell of the prediction sheet and is never scored
-   (``F``: the F1 counts it wrong, the accuracy ratings count it right).
+   (``F``: the F1 counts it wrong, the accuracy ratings count it right). So is a
+   reply that pandas (2.x) reads back from the sheet as a missing value:
+   ``"None"``, ``"NA"``, ``"null"``... (``vlmeval/smp/file.py`` loads it with
+   ``pd.read_excel``).
 2. First token (reply lower-cased, stripped, split on single spaces), with dots
    removed, inside ``"(a)"``: right. So ``")"``, ``"("``, a whitespace-only reply
    and ``"b) Yes"`` with truth B are right.
@@ -31,9 +34,11 @@ The rules, in our words (each decision below was worked out from them by hand):
    lengths, commit c337155), so ``"Yes, it is tampered."`` is wrong for either truth.
 6. Otherwise wrong.
 
-The scratch run that executed the reference functions themselves on 4,999
-replies x 2 truths x 2 versions agreed on every decision (see the issue's
-closing note); these tests pin the decisions without needing that code.
+A scratch run that executed the reference functions themselves (outside the
+repository) on 5,000 replies x 2 truths x 2 versions, each reply passed through
+a spreadsheet written and read with pandas as VLMEvalKit does, agreed on all
+20,000 decisions (docs/official.md, "Agreement"); these tests pin the
+decisions without needing that code.
 
 MMR reference: BAAI-DCAI/Multimodal-Robustness-Benchmark at
 ``b85b573034be5b97a06d230f3724b8259500cf7d``,
@@ -88,7 +93,9 @@ PARITY: list[tuple[str, str, str]] = [
     ("b) Yes", "RR", "RR"),  # truth A: rule 5 "yes"; truth B: rule 2 "b)" in "(b)"
     ("a) No", "RR", "RR"),  # rule 4 is case-sensitive: "a" is no letter
     ("Not sure", "WR", "WR"),  # "not" contains "no"
-    ("None", "WR", "WR"),
+    ("None", "FF", "FF"),  # rule 1: pandas reads the cell "None" back as missing
+    ("NA", "FF", "FF"),
+    ("none", "WR", "WR"),  # not a missing-value string: "none" contains "no"
     ("The video is not tampered.", "WR", "WW"),
     ("No, the video looks normal.", "WR", "WW"),
     ("Yes.", "RW", "RW"),
@@ -144,6 +151,7 @@ def test_official_extraction_scores_as_the_reference(
             if code == "F":
                 assert got.status is Status.PARSE_FAIL and got.rule in (
                     "official:empty-reply",
+                    "official:missing-value",
                     "official:api-failure-text",
                 )
 

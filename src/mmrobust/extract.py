@@ -189,9 +189,10 @@ def extract_official_tamper(
     * wrong for ``answer`` but right for exactly one other option (``"B"``
       with truth A): that option's letter;
     * wrong, and right for no option: ``parse_fail`` (rule ``official:no-match``);
-    * never scored by the reference (empty reply, API-failure placeholder):
+    * never scored by the reference (empty reply, a reply pandas reads as a
+      missing value such as ``"None"``, the API-failure placeholder):
       ``parse_fail`` with rule ``official:empty-reply`` /
-      ``official:api-failure-text``.
+      ``official:missing-value`` / ``official:api-failure-text``.
 
     Official scoring counts every ``parse_fail`` as wrong, as the reference
     does. Without ``answer`` the letter is the one option the reply is right

@@ -179,6 +179,17 @@ _REFUSALS: tuple[str, ...] = (
 )
 """Phrases for which VLMEvalKit's option search answers "no option" ('Z')."""
 
+MISSING_VALUE_STRINGS: frozenset[str] = frozenset(
+    {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
+)  # fmt: skip
+"""Cell texts pandas (2.0 and later) reads back as a missing value.
+
+VLMEvalKit writes the replies to a spreadsheet and reads them back with
+``pandas.read_excel`` before scoring, so a reply that *is* one of these strings
+(``"None"``, ``"NA"``, ``"null"``...) becomes an empty cell and is never
+scored, exactly like an empty reply. pandas 1.x did not count ``"None"``."""
+
 _SEPARATORS = ".()[],:;!*#{}"
 _ANSWER_IS = re.compile(r"(?:correct\s+)?answer\s+is\s+\**([ABCD])\**", re.IGNORECASE)
 
@@ -263,8 +274,9 @@ def tamper_decision(
     ``evaluate`` and ``utils/tamperbench.py`` ``check_ans_with_model``):
 
     0. An empty reply is an empty cell in the prediction sheet, which the
-       scorer skips (``failed``); a reply containing the API-failure placeholder
-       gets score -1 (``failed``).
+       scorer skips (``failed``); so is a reply that pandas reads back as a
+       missing value (:data:`MISSING_VALUE_STRINGS`: ``"None"``, ``"NA"``...).
+       A reply containing the API-failure placeholder gets score -1 (``failed``).
     1. The first space-separated token of the reply, lower-cased and stripped,
        with every ``"."`` removed, is a substring of ``"(x)"``: right.
     2. ``"(x)"`` is a substring of that token (dots kept): right.
@@ -282,6 +294,8 @@ def tamper_decision(
     """
     if reply == "":
         return Decision("failed", "official:empty-reply")
+    if reply in MISSING_VALUE_STRINGS:
+        return Decision("failed", "official:missing-value")
     if FAILED_MESSAGE in reply:
         return Decision("failed", "official:api-failure-text")
     gt_option = f"({truth}) {options[truth]}".lower().strip().split(" ")[0]
@@ -323,6 +337,7 @@ def mmr_pair_outcome(
 __all__ = [
     "DEFAULT_TAMPER_REFERENCE",
     "FAILED_MESSAGE",
+    "MISSING_VALUE_STRINGS",
     "MMR_REFERENCE",
     "MMR_REPO",
     "TAMPER_REFERENCES",

@@ -254,7 +254,9 @@ def _per_type_f1(
     return f1
 
 
-UNSCORED_RULES: frozenset[str] = frozenset({"official:empty-reply", "official:api-failure-text"})
+UNSCORED_RULES: frozenset[str] = frozenset(
+    {"official:empty-reply", "official:missing-value", "official:api-failure-text"}
+)
 """Extraction rules of replies the reference never scores (an empty cell, its API-failure text)."""
 
 

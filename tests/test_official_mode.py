@@ -171,3 +171,16 @@ def test_official_mmr_sends_the_raw_question(tmp_path: Path) -> None:
     assert texts[False]["a/b/01#pos"] == (
         "What colour is the car?\nA. red\nB. blue\nC. green\nD. white\n" + MMR_INSTRUCTION
     )
+
+
+def test_hf_messages_follow_the_same_order() -> None:
+    from mmrobust.models.hf import build_messages
+
+    prompt = f"Question: {QUESTION}\nOptions:\n(A) Yes\n(B) No\nOnly give the best option."
+    k = prompt.index("\nOnly")
+    req = Request(sample_id="s", prompt=prompt, question=QUESTION, options={"A": "Yes", "B": "No"},
+                  system="sys", media_offset=k)  # fmt: skip
+    parts = build_messages(req, 3, "images")[1]["content"]
+    assert [p["type"] for p in parts] == ["text", "image", "image", "image", "text"]
+    assert parts[0]["text"] + parts[-1]["text"] == prompt
+    assert [p["type"] for p in build_messages(req, 0, "images")[1]["content"]] == ["text"]

@@ -103,6 +103,12 @@ def test_official_tamper_request_over_http(tmp_path: Path, version: str) -> None
     assert ref["commit"] == tamper_reference(version).commit
     info = json.loads((tmp_path / "run" / "run.json").read_text())
     assert info["config"]["reference"] == version and info["run"]["reference"] == ref
+    # the report names it in the run's metadata block
+    from mmrobust.report.html import HtmlRun, run_metadata
+
+    lines = dict(run_metadata(HtmlRun("openai:test", "tamper", info, result.metrics)))
+    name = tamper_reference(version).name
+    assert lines["reference"].startswith(f"open-compass/VLMEvalKit @ {name} (")
     # "A) Yes": right for the masking clip, wrong for the original (always-yes: F1 2/3)
     assert result.metrics["f1"]["masking"] == pytest.approx(2 / 3)
     acc = result.metrics["official_accuracy"]["tamper_type"]

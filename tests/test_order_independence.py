@@ -20,9 +20,8 @@ from pathlib import Path
 import pytest
 
 from mmrobust.runner import EvalConfig, rescore, run_eval
+from tests.shared_data import MMR_JSON, needs_shared
 from tests.test_runner import write_text_tamper_set
-
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mmr" / "MMR-benchmark.json"
 
 
 def _data(kind: str, tmp_path: Path) -> str:
@@ -109,12 +108,12 @@ def test_kill_and_resume_with_other_workers_gives_the_same_bytes(
     assert json.loads(resumed)["ci"]["MR"][0] < json.loads(resumed)["MR"]
 
 
-@pytest.mark.skipif(not REAL.is_file(), reason=f"shared MMR data not found at {REAL}")
+@needs_shared(MMR_JSON)
 def test_real_mmr_file_shuffled_gives_the_same_default_metrics(tmp_path: Path) -> None:
-    records = json.loads(REAL.read_text(encoding="utf-8"))
+    records = json.loads(MMR_JSON.read_text(encoding="utf-8"))
     runs = []
     for seed in (None, 0, 1, 2):
-        data = REAL
+        data = MMR_JSON
         if seed is not None:
             shuffled = records[:]
             random.Random(seed).shuffle(shuffled)

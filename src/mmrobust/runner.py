@@ -180,6 +180,16 @@ class ThreadExecutor:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+def describe_executor(executor: Executor) -> dict[str, Any]:
+    """The ``executor`` block of ``run.json``: the executor's ``describe()``, else its kind."""
+    describe = getattr(executor, "describe", None)
+    if callable(describe):
+        return dict(describe())
+    if isinstance(executor, ThreadExecutor):
+        return {"name": "threads", "workers": executor.workers}
+    return {"name": "serial" if isinstance(executor, SerialExecutor) else type(executor).__name__}
+
+
 @dataclass
 class RunResult:
     """Outcome of :func:`run_eval`.
@@ -574,13 +584,22 @@ def select_samples(dataset: Dataset, limit: int | None) -> list[Sample]:
     return dataset.samples if limit is None else dataset.samples[: max(0, limit)]
 
 
-def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None = None) -> RunResult:
+def run_eval(
+    config: EvalConfig,
+    *,
+    progress: bool = True,
+    model: Model | None = None,
+    executor: Executor | None = None,
+) -> RunResult:
     """Evaluate ``config.model`` on ``config.data``; write the run folder; return the metrics.
 
     Args:
         config: the run configuration.
         progress: show a rich progress bar with ETA on stderr.
         model: an already-built model (else built from ``config.model``).
+        executor: runs the work items (default: threads when the model or
+            ``config.workers`` allows several at once, else serial); ``run.json``
+            records its ``describe()`` under ``executor``.
 
     Returns:
         A :class:`RunResult`; ``metrics.json``, ``run.json`` and ``results.sqlite``
@@ -626,6 +645,10 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
         "git_sha": _git_sha(),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+    if executor is None:
+        workers = config.workers or max(1, model.max_concurrency)
+        executor = ThreadExecutor(workers) if workers > 1 else SerialExecutor()
+    run_info["executor"] = describe_executor(executor)
     _atomic_write_json(run_dir / RUN_FILE, run_info)
 
     store = ResultStore(run_dir)
@@ -644,8 +667,6 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
             cache_dir=cache_dir,
             judge=judge,
         )
-        workers = config.workers or max(1, model.max_concurrency)
-        executor: Executor = ThreadExecutor(workers) if workers > 1 else SerialExecutor()
         items = batches(todo, model.batch_size)
         written: list[int] = [0]
         try:
@@ -676,6 +697,7 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
             aborted=aborted,
             n_rows=len(rows),
             n_new=n_new,
+            executor=describe_executor(executor),
         )
         _atomic_write_json(run_dir / RUN_FILE, run_info)
     finally:

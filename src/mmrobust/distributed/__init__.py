@@ -42,7 +42,10 @@ class WorkerPathError(ValueError):
 
 def ray_available() -> bool:
     """True when the ``ray`` package can be imported."""
-    return importlib.util.find_spec("ray") is not None
+    try:
+        return importlib.util.find_spec("ray") is not None
+    except (ImportError, ValueError):  # a broken install, or ``sys.modules["ray"] = None``
+        return False
 
 
 def require_ray() -> None:

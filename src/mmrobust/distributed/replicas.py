@@ -386,6 +386,7 @@ class ReplicaPool:
             "resources_per_replica": dict(self.request),
             "items_per_replica": self.depth,
             "nodes": nodes,
+            "n_nodes": len({info["node_id"] for info in self.infos}),
             "retried_items": self.retried,
             "replica_failures": self.replica_failures,
         }

@@ -43,8 +43,8 @@ FORWARDED_ENV = (
 named by ``api_key_env`` must be set on the worker nodes themselves)."""
 
 SHARED_FS_HINT = (
-    "workers read and write the same paths as the driver: put data, outputs and local "
-    "checkpoints on a filesystem every node mounts at the same path (docs/scaling.md)"
+    "workers read and write the driver's paths: put data, outputs and local checkpoints "
+    "on a shared filesystem mounted at the same path on every node (docs/scaling.md)"
 )
 
 

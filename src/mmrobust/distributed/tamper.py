@@ -54,10 +54,11 @@ def _build_remote(
     pool: list[PoolVideo],
     done: dict[str, ManifestEntry],
     cwd: str,
-) -> tuple[SourceResult, str]:
-    """On a worker: ``build_source`` in the driver's working directory; ``(result, node ip)``."""
+) -> tuple[SourceResult, str, str]:
+    """On a worker: ``build_source`` in the driver's working directory; ``(result, node ip, node id)``."""
     with in_dir(cwd):
-        return build_source(plan, config, out_dir, pool, done), ray.util.get_node_ip_address()
+        result = build_source(plan, config, out_dir, pool, done)
+    return result, ray.util.get_node_ip_address(), ray.get_runtime_context().get_node_id()
 
 
 _build_task = ray.remote(_build_remote)
@@ -70,6 +71,8 @@ class RaySourceMap:
         tasks: sources built at once (at most; Ray queues the rest).
         request: Ray resources each task reserves.
         nodes: sources built per node ip (this build).
+        node_ids: the Ray nodes that built a source.
+        failed: sources that failed on every try.
     """
 
     def __init__(self, session: RaySession, request: Mapping[str, float], tasks: int) -> None:
@@ -77,6 +80,7 @@ class RaySourceMap:
         self.request = dict(request)
         self.tasks = max(1, tasks)
         self.nodes: dict[str, int] = {}
+        self.node_ids: set[str] = set()
         self.failed = 0
 
     def __call__(
@@ -114,7 +118,7 @@ class RaySourceMap:
                 for ref in ready:
                     plan = pending.pop(ref)
                     try:
-                        result, ip = ray.get(ref)
+                        result, ip, node_id = ray.get(ref)
                     except RayError as exc:  # the source failed on every try: one source lost
                         self.failed += 1
                         text = str(exc).strip()
@@ -126,6 +130,7 @@ class RaySourceMap:
                         )
                         continue
                     self.nodes[ip] = self.nodes.get(ip, 0) + 1
+                    self.node_ids.add(node_id)
                     yield result
         finally:
             for ref in pending:
@@ -138,7 +143,10 @@ class RaySourceMap:
         """One line: tasks at once, resources and where the sources were built."""
         where = ", ".join(f"{ip}: {n}" for ip, n in sorted(self.nodes.items())) or "none"
         asks = ", ".join(f"{k}={v:g}" for k, v in self.request.items())
-        return f"ray: up to {self.tasks} sources at once ({asks} each); built on {where}"
+        return (
+            f"ray: up to {self.tasks} sources at once ({asks} each); "
+            f"built on {len(self.node_ids)} node(s) ({where})"
+        )
 
 
 @contextlib.contextmanager
@@ -159,7 +167,9 @@ def ray_source_map(
     with ray_session(options) as session:
         request = worker_request(options, gpus=options.gpus_per_worker or 0.0)
         Path(out_dir).mkdir(parents=True, exist_ok=True)
-        check_paths(session, request, [*sources, *donors], writable=[out_dir])
+        # a path the driver lacks is a per-source error, as in a local build
+        seen = [p for p in [*sources, *donors] if Path(p).exists()]
+        check_paths(session, request, seen, writable=[out_dir])
         tasks = options.replicas or max(1, session.slots(request))
         yield RaySourceMap(session, request, tasks)
 
@@ -187,7 +197,7 @@ def build_on_ray(
             sources, out_dir, config, console=con, quiet=quiet, map_sources=tasks
         )
         if not quiet:
-            con.print(tasks.describe(), highlight=False)
+            con.print(tasks.describe(), highlight=False, soft_wrap=True)
     return report
 
 

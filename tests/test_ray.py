@@ -1,0 +1,313 @@
+"""``--executor ray`` on a real two-node Ray cluster started on 127.0.0.1 inside the test.
+
+The cluster comes from Ray's own test utilities (``ray.cluster_utils.Cluster``):
+a head node and a worker node, one CPU each, each with one GPU declared (a
+GPU-less machine simulating GPUs: Ray schedules on the declared ``GPU``
+resource; the tiny ``hf:`` model runs on ``device=cpu``) and a custom
+resource ``accel``. Every check compares with the local (serial) path:
+the tamper build byte for byte, ``metrics.json`` for the forensic detector
+and a tiny random Idefics3 checkpoint, each row written once. Fault and
+interrupt tests remove a node or press Ctrl-C mid-run. The module's fixture
+stops every Ray process it started and checks that their ports are closed.
+"""
+
+from __future__ import annotations
+
+import _thread
+import contextlib
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from mmrobust.cli import app
+from tests.hf_tiny import build_tiny_idefics3
+from tests.runs import stored_rows
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+
+pytestmark = pytest.mark.slow
+
+NODE = {
+    "num_cpus": 1,
+    "num_gpus": 1,
+    "object_store_memory": 80 * 2**20,
+    "node_ip_address": "127.0.0.1",
+    "resources": {"accel": 1},
+}
+"""Every node: small object store, loopback only."""
+
+TAMPER_ARGS = [
+    "--effects",
+    "dropping,masking,rotation,substitution,repetition",
+    "--position",
+    "middle",
+    "--duration",
+    "1",
+    "--codec-control",
+    "--seed",
+    "0",
+    "--preset",
+    "ultrafast",
+]
+"""The options of ``conftest.real_tamper_set`` (the serial build compared with)."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in state
+
+
+def _port_open(address: str) -> bool:
+    host, port = address.rsplit(":", 1)
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, int(port))) == 0
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """A head and a worker node on 127.0.0.1; stopped, processes and port checked, at the end."""
+    from ray.cluster_utils import Cluster
+
+    mp = pytest.MonkeyPatch()
+    # Keep every address on loopback: Ray otherwise swaps 127.0.0.1 for the host's address.
+    mp.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    mp.setattr("ray._private.ray_constants.ENABLE_RAY_CLUSTER", False)
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    mp.delenv("RAY_ADDRESS", raising=False)
+    temp = tempfile.mkdtemp(prefix="mmr-ray-")  # short: Ray's socket paths have a length limit
+    node = {**NODE, "temp_dir": temp}
+    c = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    c.add_node(**node)
+    pids: list[int] = []
+    try:
+        yield c
+    finally:
+        for n in [c.head_node, *c.worker_nodes]:
+            pids += [p.process.pid for procs in n.all_processes.values() for p in procs]
+        address = c.address
+        c.shutdown()
+        mp.undo()
+        shutil.rmtree(temp, ignore_errors=True)
+        deadline = time.monotonic() + 10
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [p for p in pids if _alive(p)], "Ray processes left running"
+        assert not _port_open(address), f"Ray's GCS port {address} still open"
+
+
+def _ray_args(c: Any, *extra: str) -> list[str]:
+    return ["--executor", "ray", "--ray-address", c.address, *extra]
+
+
+def _invoke(args: list[str]) -> Any:
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
+    return result
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def _eval(data: Path, out: Path, model: str, *extra: str) -> Any:
+    return ["eval", "--data", str(data), "--model", model, "--out", str(out), "-q", *extra]
+
+
+def _metrics(run: Path) -> dict[str, Any]:
+    return dict(json.loads((run / "metrics.json").read_text()))
+
+
+def _run_info(run: Path) -> dict[str, Any]:
+    return dict(json.loads((run / "run.json").read_text()))
+
+
+@contextlib.contextmanager
+def _when_rows(run: Path, n: int, action: Callable[[], None]) -> Iterator[list[bool]]:
+    """Call ``action`` from a thread once ``run``'s store holds ``n`` rows; yields ``[fired]``."""
+    fired = [False]
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.1):
+            try:
+                with contextlib.closing(sqlite3.connect(run / "results.sqlite", timeout=1)) as db:
+                    count = db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+            except sqlite3.Error:
+                continue
+            if count >= n:
+                fired[0] = True
+                action()
+                return
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield fired
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def serial_forensic(real_tamper_set: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The forensic detector on the real tamper set, serial (the reference of the Ray runs)."""
+    out = tmp_path_factory.mktemp("serial-forensic") / "run"
+    _invoke(_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"))
+    return out
+
+
+def test_tamper_on_ray_is_byte_identical_to_the_serial_build(
+    cluster: Any, real_clips: dict[str, Path], real_tamper_set: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "ray-set"
+    args = ["tamper", *map(str, real_clips.values()), "--out", str(out), *TAMPER_ARGS]
+    result = _invoke([*args, *_ray_args(cluster, "--ray-resource", "accel=1")])
+    assert "built on 2 node(s) (127.0.0.1: 4)" in result.output
+    ours, theirs = _files(out), _files(real_tamper_set)
+    assert sorted(ours) == sorted(theirs)
+    assert len([f for f in ours if f.endswith(".mp4")]) == 24
+    assert [f for f in ours if ours[f] != theirs[f]] == []
+
+
+def test_eval_forensic_on_ray_equals_serial_and_writes_each_row_once(
+    cluster: Any, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    _invoke([*_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"), *_ray_args(cluster)])
+    assert _metrics(out) == _metrics(serial_forensic)
+    info = _run_info(out)
+    ex = info["executor"]
+    assert (ex["name"], ex["replicas"], ex["n_nodes"], ex["nodes"]) == (
+        "ray",
+        2,
+        2,
+        {"127.0.0.1": 2},
+    )
+    assert ex["resources_per_replica"] == {"CPU": 1.0}
+    assert (info["n_new"], info["n_rows"]) == (24, 24)  # 24 writes for 24 samples
+    assert _run_info(serial_forensic)["executor"] == {"name": "serial"}
+    rows, ref = stored_rows(out), stored_rows(serial_forensic)
+    assert sorted(rows) == sorted(ref)
+    for sid, row in rows.items():
+        assert (row["status"], row["letter"], row["extra"]) == (
+            ref[sid]["status"],
+            ref[sid]["letter"],
+            ref[sid]["extra"],
+        )
+
+
+def test_eval_hf_replicas_on_simulated_gpus_equal_serial(
+    cluster: Any, real_tamper_set: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("transformers")
+    ckpt = build_tiny_idefics3(tmp_path / "tiny-idefics3", seed=1)
+    common = ["--model-arg", "device=cpu", "--model-arg", "max_new_tokens=4"]
+    common += ["--frames", "2", "--limit", "6", "--bootstrap", "0"]
+    local, remote = tmp_path / "local", tmp_path / "ray"
+    _invoke([*_eval(real_tamper_set, local, f"hf:{ckpt}", *common)])
+    _invoke([*_eval(real_tamper_set, remote, f"hf:{ckpt}", *common), *_ray_args(cluster)])
+    assert _metrics(remote) == _metrics(local)
+    ex = _run_info(remote)["executor"]
+    # one replica per (declared) GPU, by default for hf: models
+    assert (ex["replicas"], ex["n_nodes"], ex["resources_per_replica"]) == (
+        2,
+        2,
+        {"CPU": 1.0, "GPU": 1.0},
+    )
+    rows, ref = stored_rows(remote), stored_rows(local)
+    assert len(rows) == 6 and _run_info(remote)["n_new"] == 6
+    for sid, row in rows.items():  # frames decoded on the workers: the same frames, same replies
+        assert (row["raw_text"], row["frame_indices"]) == (
+            ref[sid]["raw_text"],
+            ref[sid]["frame_indices"],
+        )
+
+
+def _remove_a_replica_node(c: Any) -> None:
+    """Kill (no graceful stop) a worker node that hosts an eval replica."""
+    from ray._private import state
+
+    for actor in state.actors().values():
+        node_id = actor.get("Address", {}).get("NodeID")
+        if actor.get("ActorClassName") != "Replica" or actor.get("State") != "ALIVE":
+            continue
+        node = next((n for n in c.worker_nodes if n.node_id == node_id), None)
+        if node is not None:
+            c.remove_node(node, allow_graceful=False)
+            return
+    raise AssertionError("no replica on a worker node")
+
+
+def test_eval_survives_losing_a_node_mid_run(
+    cluster: Any, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
+) -> None:
+    cluster.add_node(**NODE)  # 3 nodes for 2 replicas: one on a worker node, one slot spare
+    out = tmp_path / "run"
+    args = [*_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"), *_ray_args(cluster)]
+    with _when_rows(out, 3, lambda: _remove_a_replica_node(cluster)) as fired:
+        _invoke([*args, "--replicas", "2"])
+    assert fired[0]
+    info = _run_info(out)
+    ex = info["executor"]
+    assert ex["replica_failures"] >= 1 and ex["retried_items"] >= 1, ex
+    assert (info["n_new"], info["n_rows"]) == (24, 24)  # nothing lost, nothing written twice
+    assert _metrics(out) == _metrics(serial_forensic)
+
+
+def test_ctrl_c_keeps_rows_and_the_same_command_resumes(
+    cluster: Any, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    args = [*_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"), *_ray_args(cluster)]
+    with _when_rows(out, 4, _thread.interrupt_main) as fired:
+        first = CliRunner().invoke(app, args)
+    assert fired[0]
+    assert first.exit_code == 130, first.output
+    assert "interrupted" in first.output
+    done = _run_info(out)
+    assert done["interrupted"] and 4 <= done["n_new"] < 24
+    assert _metrics(out)["complete"] is False
+    _invoke(args)
+    again = _run_info(out)
+    assert again["n_new"] == 24 - done["n_new"]  # only the rest was asked
+    assert _metrics(out) == _metrics(serial_forensic)
+
+
+def test_a_path_a_worker_cannot_see_fails_early_in_one_line(
+    cluster: Any, real_clips: dict[str, Path], tmp_path: Path
+) -> None:
+    # /proc/self/fd/N is a path only this (driver) process has: what a worker without the
+    # shared filesystem sees.
+    fd = os.open(real_clips["carphone_pristine"], os.O_RDONLY)
+    high = os.dup2(fd, 987)
+    try:
+        path = f"/proc/self/fd/{high}"
+        assert Path(path).is_file()
+        result = CliRunner().invoke(
+            app, ["tamper", path, "--out", str(tmp_path / "set"), *_ray_args(cluster)]
+        )
+    finally:
+        os.close(high)
+        os.close(fd)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert lines[-1].startswith(f"error: Ray worker on 127.0.0.1 cannot see {path};")
+    assert "shared" in lines[-1]
+    assert not (tmp_path / "set" / "manifest.jsonl").exists()

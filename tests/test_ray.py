@@ -91,7 +91,8 @@ def cluster() -> Iterator[Any]:
     mp.delenv("RAY_ADDRESS", raising=False)
     temp = tempfile.mkdtemp(prefix="mmr-ray-")  # short: Ray's socket paths have a length limit
     node = {**NODE, "temp_dir": temp}
-    c = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    head = {**node, "include_dashboard": False, "no_monitor": True, "include_log_monitor": False}
+    c = Cluster(initialize_head=True, head_node_args=head)
     c.add_node(**node)
     pids: list[int] = []
     try:
@@ -311,3 +312,36 @@ def test_a_path_a_worker_cannot_see_fails_early_in_one_line(
     assert lines[-1].startswith(f"error: Ray worker on 127.0.0.1 cannot see {path};")
     assert "shared" in lines[-1]
     assert not (tmp_path / "set" / "manifest.jsonl").exists()
+
+
+def test_mmr_data_on_ray_writes_what_a_local_run_writes(cluster: Any, tmp_path: Path) -> None:
+    import cv2
+    import numpy as np
+
+    from tests.fake_openai_server import FakeOpenAIServer
+    from tests.test_mmr_pipeline import COLOURS, responder
+
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    for name, rgb in COLOURS.items():
+        cv2.imwrite(str(folder / f"{name}.png"), np.full((32, 48, 3), rgb[::-1], np.uint8))
+    (folder / "broken.jpg").write_bytes(b"not an image")
+    outs = {}
+    with FakeOpenAIServer(responder=responder) as server:  # on 127.0.0.1, asked by the replicas
+        for name, extra in (("local", []), ("ray", [*_ray_args(cluster), "--replicas", "2"])):
+            outs[name] = tmp_path / name
+            args = ["mmr-data", str(folder), "--model", "openai:fake", "--pairs", "2"]
+            args += ["--model-arg", f"base_url={server.base_url}", "--model-arg", "max_retries=0"]
+            _invoke([*args, "--out", str(outs[name]), *extra])
+    local, remote = _files(outs["local"]), _files(outs["ray"])
+    assert sorted(local) == sorted(remote) and len(local) == 5 + 4  # 5 items + 4 outputs
+    for name in local:
+        if name != "summary.json":  # it names its own folder
+            assert local[name] == remote[name], name
+    summary = json.loads(remote["summary.json"])
+    assert summary["statuses"] == {
+        "ok": 2,
+        "extraction_refused": 1,
+        "parse_fail": 1,
+        "media_error": 1,
+    }

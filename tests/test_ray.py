@@ -17,12 +17,8 @@ import _thread
 import contextlib
 import json
 import os
-import shutil
-import socket
 import sqlite3
-import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,86 +28,35 @@ from typer.testing import CliRunner
 
 from mmrobust.cli import app
 from tests.hf_tiny import build_tiny_idefics3
+from tests.ray_cluster import LoopbackCluster
 from tests.runs import stored_rows
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
 
 pytestmark = pytest.mark.slow
 
-NODE = {
-    "num_cpus": 1,
-    "num_gpus": 1,
-    "object_store_memory": 80 * 2**20,
-    "node_ip_address": "127.0.0.1",
-    "resources": {"accel": 1},
-}
-"""Every node: small object store, loopback only."""
 
 TAMPER_ARGS = [
-    "--effects",
-    "dropping,masking,rotation,substitution,repetition",
-    "--position",
-    "middle",
-    "--duration",
-    "1",
-    "--codec-control",
-    "--seed",
-    "0",
-    "--preset",
-    "ultrafast",
+    *("--effects", "dropping,masking,rotation,substitution,repetition"),
+    *("--position", "middle", "--duration", "1", "--codec-control", "--seed", "0"),
+    *("--preset", "ultrafast"),
 ]
 """The options of ``conftest.real_tamper_set`` (the serial build compared with)."""
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "\nState:\tZ" not in state
-
-
-def _port_open(address: str) -> bool:
-    host, port = address.rsplit(":", 1)
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex((host, int(port))) == 0
-
-
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    """A head and a worker node on 127.0.0.1; stopped, processes and port checked, at the end."""
-    from ray.cluster_utils import Cluster
-
+def cluster() -> Iterator[LoopbackCluster]:
+    """Two nodes on 127.0.0.1 (``tests/ray_cluster.py``); on teardown, no Ray process or port left."""
     mp = pytest.MonkeyPatch()
-    # Keep every address on loopback: Ray otherwise swaps 127.0.0.1 for the host's address.
-    mp.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    mp.setattr("ray._private.ray_constants.ENABLE_RAY_CLUSTER", False)
-    mp.setenv("HF_HUB_OFFLINE", "1")
-    mp.delenv("RAY_ADDRESS", raising=False)
-    temp = tempfile.mkdtemp(prefix="mmr-ray-")  # short: Ray's socket paths have a length limit
-    node = {**NODE, "temp_dir": temp}
-    head = {**node, "include_dashboard": False, "no_monitor": True, "include_log_monitor": False}
-    c = Cluster(initialize_head=True, head_node_args=head)
-    c.add_node(**node)
-    pids: list[int] = []
+    mp.setenv("HF_HUB_OFFLINE", "1")  # inherited by the nodes' workers
     try:
-        yield c
+        with LoopbackCluster(nodes=2) as c:
+            yield c
     finally:
-        for n in [c.head_node, *c.worker_nodes]:
-            pids += [p.process.pid for procs in n.all_processes.values() for p in procs]
-        address = c.address
-        c.shutdown()
         mp.undo()
-        shutil.rmtree(temp, ignore_errors=True)
-        deadline = time.monotonic() + 10
-        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not [p for p in pids if _alive(p)], "Ray processes left running"
-        assert not _port_open(address), f"Ray's GCS port {address} still open"
 
 
-def _ray_args(c: Any, *extra: str) -> list[str]:
+def _ray_args(c: LoopbackCluster, *extra: str) -> list[str]:
     return ["--executor", "ray", "--ray-address", c.address, *extra]
 
 
@@ -175,7 +120,7 @@ def serial_forensic(real_tamper_set: Path, tmp_path_factory: pytest.TempPathFact
 
 
 def test_tamper_on_ray_is_byte_identical_to_the_serial_build(
-    cluster: Any, real_clips: dict[str, Path], real_tamper_set: Path, tmp_path: Path
+    cluster: LoopbackCluster, real_clips: dict[str, Path], real_tamper_set: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "ray-set"
     args = ["tamper", *map(str, real_clips.values()), "--out", str(out), *TAMPER_ARGS]
@@ -188,7 +133,7 @@ def test_tamper_on_ray_is_byte_identical_to_the_serial_build(
 
 
 def test_eval_forensic_on_ray_equals_serial_and_writes_each_row_once(
-    cluster: Any, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
+    cluster: LoopbackCluster, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
     _invoke([*_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"), *_ray_args(cluster)])
@@ -215,7 +160,7 @@ def test_eval_forensic_on_ray_equals_serial_and_writes_each_row_once(
 
 
 def test_eval_hf_replicas_on_simulated_gpus_equal_serial(
-    cluster: Any, real_tamper_set: Path, tmp_path: Path
+    cluster: LoopbackCluster, real_tamper_set: Path, tmp_path: Path
 ) -> None:
     pytest.importorskip("transformers")
     ckpt = build_tiny_idefics3(tmp_path / "tiny-idefics3", seed=1)
@@ -241,7 +186,7 @@ def test_eval_hf_replicas_on_simulated_gpus_equal_serial(
         )
 
 
-def _remove_a_replica_node(c: Any) -> None:
+def _remove_a_replica_node(c: LoopbackCluster) -> None:
     """Kill (no graceful stop) a worker node that hosts an eval replica."""
     from ray._private import state
 
@@ -249,17 +194,17 @@ def _remove_a_replica_node(c: Any) -> None:
         node_id = actor.get("Address", {}).get("NodeID")
         if actor.get("ActorClassName") != "Replica" or actor.get("State") != "ALIVE":
             continue
-        node = next((n for n in c.worker_nodes if n.node_id == node_id), None)
+        node = next((n for n in c.cluster.worker_nodes if n.node_id == node_id), None)
         if node is not None:
-            c.remove_node(node, allow_graceful=False)
+            c.cluster.remove_node(node, allow_graceful=False)
             return
     raise AssertionError("no replica on a worker node")
 
 
 def test_eval_survives_losing_a_node_mid_run(
-    cluster: Any, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
+    cluster: LoopbackCluster, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
 ) -> None:
-    cluster.add_node(**NODE)  # 3 nodes for 2 replicas: one on a worker node, one slot spare
+    cluster.add_node()  # 3 nodes for 2 replicas: one on a worker node, one slot spare
     out = tmp_path / "run"
     args = [*_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"), *_ray_args(cluster)]
     with _when_rows(out, 3, lambda: _remove_a_replica_node(cluster)) as fired:
@@ -273,7 +218,7 @@ def test_eval_survives_losing_a_node_mid_run(
 
 
 def test_ctrl_c_keeps_rows_and_the_same_command_resumes(
-    cluster: Any, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
+    cluster: LoopbackCluster, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
     args = [*_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"), *_ray_args(cluster)]
@@ -292,7 +237,7 @@ def test_ctrl_c_keeps_rows_and_the_same_command_resumes(
 
 
 def test_a_path_a_worker_cannot_see_fails_early_in_one_line(
-    cluster: Any, real_clips: dict[str, Path], tmp_path: Path
+    cluster: LoopbackCluster, real_clips: dict[str, Path], tmp_path: Path
 ) -> None:
     # /proc/self/fd/N is a path only this (driver) process has: what a worker without the
     # shared filesystem sees.
@@ -314,7 +259,9 @@ def test_a_path_a_worker_cannot_see_fails_early_in_one_line(
     assert not (tmp_path / "set" / "manifest.jsonl").exists()
 
 
-def test_mmr_data_on_ray_writes_what_a_local_run_writes(cluster: Any, tmp_path: Path) -> None:
+def test_mmr_data_on_ray_writes_what_a_local_run_writes(
+    cluster: LoopbackCluster, tmp_path: Path
+) -> None:
     import cv2
     import numpy as np
 

@@ -132,6 +132,30 @@ def test_tamper_on_ray_is_byte_identical_to_the_serial_build(
     assert [f for f in ours if ours[f] != theirs[f]] == []
 
 
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs CPU affinity control and 2 CPUs",
+)
+def test_tamper_tasks_encode_with_the_drivers_cpu_count(
+    cluster: LoopbackCluster, real_clips: dict[str, Path], tmp_path: Path
+) -> None:
+    """Encoders' automatic thread counts change their bytes: a task encodes with the driver's."""
+    pair = [str(real_clips[n]) for n in ("carphone_pristine", "carphone_distorted")]
+    builds = {name: tmp_path / name for name in ("all-cpus", "one-cpu", "ray-one-cpu")}
+    _invoke(["tamper", *pair, *TAMPER_ARGS, "--out", str(builds["all-cpus"])])
+    cpus = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cpus)})  # the driver now has 1 CPU; the Ray workers have 2
+    try:
+        _invoke(["tamper", *pair, *TAMPER_ARGS, "--out", str(builds["one-cpu"])])
+        args = ["tamper", *pair, *TAMPER_ARGS, "--out", str(builds["ray-one-cpu"])]
+        _invoke([*args, *_ray_args(cluster)])
+    finally:
+        os.sched_setaffinity(0, cpus)
+    one, ray_one = _files(builds["one-cpu"]), _files(builds["ray-one-cpu"])
+    assert len(one) == 12 + 2 and one == ray_one
+    assert _files(builds["all-cpus"]) != one  # the thread count does change the bytes
+
+
 def test_eval_forensic_on_ray_equals_serial_and_writes_each_row_once(
     cluster: LoopbackCluster, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
 ) -> None:

@@ -6,7 +6,8 @@ counts, the donor pool, resume keys), then :class:`RaySourceMap` runs
 the same temporary file + rename as a local build, in the driver's working
 directory, so outputs are byte-identical to a local build of the same command
 (same seeds, same donors: both are drawn from the plan, not from where a
-task runs). The driver appends ``manifest.jsonl`` as results arrive and writes
+task runs; and the same encoder thread count: a task lets its encoders see
+as many CPUs as the driver has, see :func:`encoder_cpus`). The driver appends ``manifest.jsonl`` as results arrive and writes
 ``errors.jsonl``. A task whose worker or node dies is retried by Ray
 (``MAX_TASK_RETRIES``); its half-written temporary files are removed once
 every task has finished.
@@ -15,6 +16,7 @@ every task has finished.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,38 @@ MAX_TASK_RETRIES = 3
 """Times Ray re-runs a source whose worker process or node died."""
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask; ``os.cpu_count()`` where there is none)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def encoder_cpus(n: int) -> Iterator[bool]:
+    """Let FFmpeg's and x264's automatic thread counts see ``n`` CPUs, as on the driver.
+
+    Encoders with ``threads=0`` pick their thread count from the CPUs the
+    process may use, and the thread count changes the bytes they write (mpeg4
+    slices, x264 frame threads). Restricting the task to ``n`` of its CPUs
+    makes a worker encode exactly as a local build on the driver would.
+    Yields ``False`` (and changes nothing) when the node has fewer than ``n``
+    CPUs or no affinity control: its clips may then differ in bytes.
+    """
+    if not hasattr(os, "sched_getaffinity"):
+        yield usable_cpus() == n
+        return
+    old = os.sched_getaffinity(0)
+    if len(old) < n:
+        yield False
+        return
+    os.sched_setaffinity(0, sorted(old)[:n])
+    try:
+        yield True
+    finally:
+        os.sched_setaffinity(0, old)
+
+
 def _build_remote(
     plan: SourcePlan,
     config: BuildConfig,
@@ -54,11 +88,14 @@ def _build_remote(
     pool: list[PoolVideo],
     done: dict[str, ManifestEntry],
     cwd: str,
-) -> tuple[SourceResult, str, str]:
-    """On a worker: ``build_source`` in the driver's working directory; ``(result, node ip, node id)``."""
-    with in_dir(cwd):
+    cpus: int,
+) -> tuple[SourceResult, str, str, bool]:
+    """On a worker: ``build_source`` in the driver's working directory, encoding with the
+    driver's CPU count; ``(result, node ip, node id, encoded as on the driver)``."""
+    with in_dir(cwd), encoder_cpus(cpus) as same:
         result = build_source(plan, config, out_dir, pool, done)
-    return result, ray.util.get_node_ip_address(), ray.get_runtime_context().get_node_id()
+    node = ray.get_runtime_context().get_node_id()
+    return result, ray.util.get_node_ip_address(), node, same
 
 
 _build_task = ray.remote(_build_remote)
@@ -73,6 +110,8 @@ class RaySourceMap:
         nodes: sources built per node ip (this build).
         node_ids: the Ray nodes that built a source.
         failed: sources that failed on every try.
+        fewer_cpus: sources built on a node with fewer CPUs than the driver (their encoders
+            may have used fewer threads, so their clips may differ in bytes from a local build).
     """
 
     def __init__(self, session: RaySession, request: Mapping[str, float], tasks: int) -> None:
@@ -82,6 +121,8 @@ class RaySourceMap:
         self.nodes: dict[str, int] = {}
         self.node_ids: set[str] = set()
         self.failed = 0
+        self.fewer_cpus = 0
+        self.driver_cpus = usable_cpus()
 
     def __call__(
         self,
@@ -109,7 +150,15 @@ class RaySourceMap:
                     if plan is None:
                         break
                     pending[
-                        task.remote(plan, config_ref, out_dir, pool_ref, done_ref, self.session.cwd)
+                        task.remote(
+                            plan,
+                            config_ref,
+                            out_dir,
+                            pool_ref,
+                            done_ref,
+                            self.session.cwd,
+                            self.driver_cpus,
+                        )
                     ] = plan
                 if not pending:
                     finished = True
@@ -118,7 +167,7 @@ class RaySourceMap:
                 for ref in ready:
                     plan = pending.pop(ref)
                     try:
-                        result, ip, node_id = ray.get(ref)
+                        result, ip, node_id, same = ray.get(ref)
                     except RayError as exc:  # the source failed on every try: one source lost
                         self.failed += 1
                         text = str(exc).strip()
@@ -131,6 +180,7 @@ class RaySourceMap:
                         continue
                     self.nodes[ip] = self.nodes.get(ip, 0) + 1
                     self.node_ids.add(node_id)
+                    self.fewer_cpus += not same
                     yield result
         finally:
             for ref in pending:
@@ -143,10 +193,17 @@ class RaySourceMap:
         """One line: tasks at once, resources and where the sources were built."""
         where = ", ".join(f"{ip}: {n}" for ip, n in sorted(self.nodes.items())) or "none"
         asks = ", ".join(f"{k}={v:g}" for k, v in self.request.items())
-        return (
+        line = (
             f"ray: up to {self.tasks} sources at once ({asks} each); "
             f"built on {len(self.node_ids)} node(s) ({where})"
         )
+        if self.fewer_cpus:
+            line += (
+                f"; {self.fewer_cpus} source(s) on nodes with fewer than the driver's "
+                f"{self.driver_cpus} CPUs: their encoders used fewer threads, so their clips "
+                "may differ in bytes from a local build"
+            )
+        return line
 
 
 @contextlib.contextmanager
@@ -201,4 +258,11 @@ def build_on_ray(
     return report
 
 
-__all__ = ["MAX_TASK_RETRIES", "RaySourceMap", "build_on_ray", "ray_source_map"]
+__all__ = [
+    "MAX_TASK_RETRIES",
+    "RaySourceMap",
+    "build_on_ray",
+    "encoder_cpus",
+    "ray_source_map",
+    "usable_cpus",
+]

@@ -316,3 +316,19 @@ def test_mmr_data_on_ray_writes_what_a_local_run_writes(
         "parse_fail": 1,
         "media_error": 1,
     }
+
+
+def test_an_unreachable_cluster_fails_at_once_in_one_line(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+    args = _eval(tmp_path, tmp_path / "run", "forensic")
+    result = CliRunner().invoke(app, [*args, "--executor", "ray", "--ray-address", address])
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        f"error: cannot connect to Ray at {address}: Connection refused; "
+        "is `ray start --head` running there (and the port open)?"
+    )
+    assert not (tmp_path / "run").exists()

@@ -17,6 +17,7 @@ import contextlib
 import logging
 import math
 import os
+import socket
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -125,6 +126,8 @@ def ray_session(options: RayOptions) -> Iterator[RaySession]:
         yield RaySession("connected", started=False, cwd=os.getcwd(), env=env)
         return
     started = address == "local"
+    if not started:
+        check_reachable(address)
     try:
         ray.init(address=address, **_init_kwargs(started))
     except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -134,6 +137,31 @@ def ray_session(options: RayOptions) -> Iterator[RaySession]:
         yield RaySession(address, started=started, cwd=os.getcwd(), env=env)
     finally:
         ray.shutdown()
+
+
+CONNECT_TIMEOUT_S = 10.0
+"""How long the driver tries to open the cluster's port before it gives up (``ray.init``
+itself retries for minutes)."""
+
+
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Open and close a TCP connection to a ``[ray://]host:port`` address.
+
+    Raises:
+        ValueError: not ``host:port``, or nothing accepts connections there (one line).
+    """
+    if address == "auto":
+        return  # ray.init finds a cluster started on this machine with `ray start`
+    host, sep, port = address.split("://", 1)[-1].rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"bad Ray address {address!r}: expected HOST:PORT (e.g. 10.0.0.2:6379)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ValueError(
+            f"cannot connect to Ray at {address}: {exc.strerror or exc}; "
+            "is `ray start --head` running there (and the port open)?"
+        ) from None
 
 
 def worker_request(options: RayOptions, *, gpus: float = 0.0) -> dict[str, float]:
@@ -246,6 +274,7 @@ __all__ = [
     "SHARED_FS_HINT",
     "RaySession",
     "check_paths",
+    "check_reachable",
     "in_dir",
     "probe_paths",
     "raise_path_problems",

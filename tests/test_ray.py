@@ -332,3 +332,16 @@ def test_an_unreachable_cluster_fails_at_once_in_one_line(tmp_path: Path) -> Non
         "is `ray start --head` running there (and the port open)?"
     )
     assert not (tmp_path / "run").exists()
+
+
+def test_more_replicas_than_fit_fails_before_starting_any(
+    cluster: LoopbackCluster, real_tamper_set: Path, tmp_path: Path
+) -> None:
+    args = _eval(real_tamper_set, tmp_path / "run", "forensic")
+    result = CliRunner().invoke(app, [*args, *_ray_args(cluster, "--replicas", "9")])
+    assert result.exit_code == 2
+    line = result.output.strip()
+    assert line.startswith(
+        "error: 9 replica(s) of CPU=1 each do not fit in the Ray cluster (room for "
+    )
+    assert line.endswith("lower --replicas or the per-worker resources")

@@ -121,7 +121,7 @@ class RayEvalExecutor:
         """Yield each item's rows as a replica returns them (any order)."""
         if not isinstance(fn, SampleProcessor):
             raise TypeError("RayEvalExecutor runs the runner's SampleProcessor only")
-        theirs = self.pool.infos[0].get("key")
+        theirs = self.pool.first_info.get("key")
         if theirs != asdict(fn.key):
             raise RuntimeError(
                 f"the Ray replicas compute another run key ({theirs}) than the driver "
@@ -247,7 +247,7 @@ def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = Tr
         )
         try:
             executor = RayEvalExecutor(pool, session)
-            model = RemoteModel.from_info(pool.infos[0])
+            model = RemoteModel.from_info(pool.first_info)
             return run_eval(config, progress=progress, model=model, executor=executor)
         finally:
             pool.shutdown()

@@ -65,7 +65,7 @@ def run_mmr_data_ray(
 
             return run_mmr_data(
                 images,
-                RemoteModel.from_info(pool.infos[0]),
+                RemoteModel.from_info(pool.first_info),
                 out_dir,
                 n_pairs=n_pairs,
                 resume=resume,

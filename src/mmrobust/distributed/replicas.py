@@ -47,6 +47,11 @@ MAX_ATTEMPTS = 3
 """Times an item is given to a replica before it is reported as lost (it may kill its worker)."""
 RECOVER_TIMEOUT_S = 300.0
 """How long the dispatcher waits with no healthy replica before it gives up."""
+START_TIMEOUT_S = 1800.0
+"""How long to wait for the first replica to load its model before giving up."""
+JOIN_GRACE_S = 10.0
+"""After the first replica is up, the others are waited for as long as it took, at least this
+long; replicas still loading (or that Ray cannot place yet) then join while the work runs."""
 ACTOR_THREADS = 64
 """Concurrent calls a replica accepts; the model's own ``max_concurrency`` gates the model."""
 PING_BACKOFF_S = 1.0
@@ -128,14 +133,16 @@ class Replica:
             judge=load_judge(cfg.judge, cfg.judge_args) if cfg.judge else None,
         )
 
-    def ready(self) -> dict[str, Any]:
-        """Where this replica runs and what it loaded, or ``error`` when loading failed."""
+    def ready(self, paths: Sequence[str] = ()) -> dict[str, Any]:
+        """Where this replica runs and what it loaded (``error`` when loading failed), and
+        ``problems`` with ``paths`` it cannot see."""
         ctx = ray.get_runtime_context()
         info: dict[str, Any] = {
             "node_ip": ray.util.get_node_ip_address(),
             "node_id": ctx.get_node_id(),
             "pid": os.getpid(),
             "error": self.error,
+            "problems": probe_paths(os.getcwd(), list(paths))[1],
         }
         if self.model is not None:
             info.update(
@@ -179,28 +186,29 @@ RemoteReplica = ray.remote(max_restarts=MAX_RESTARTS, max_task_retries=0)(Replic
 class ReplicaPool:
     """Replica actors and the retrying dispatcher (see module docstring).
 
+    Work starts as soon as one replica has loaded its model; the others join
+    when they answer (a replica Ray cannot place yet just waits to join).
+
     Attributes:
-        infos: each replica's :meth:`Replica.ready` answer at start.
+        handles: the actors.
+        infos: each replica's latest :meth:`Replica.ready` answer (``None``: not started yet).
         request: Ray resources each replica reserves.
         depth: items held by one replica at once.
+        media: paths a replica must see before it gets work (checked when it joins).
         retried: items handed to another replica after theirs died.
         replica_failures: times a replica was found dead or unreachable.
     """
 
-    def __init__(
-        self,
-        handles: list[Any],
-        infos: list[dict[str, Any]],
-        request: Mapping[str, float],
-        *,
-        depth: int,
-    ) -> None:
+    def __init__(self, handles: list[Any], request: Mapping[str, float]) -> None:
         self.handles = handles
-        self.infos = infos
+        self.infos: list[dict[str, Any] | None] = [None] * len(handles)
         self.request = dict(request)
-        self.depth = max(1, depth)
+        self.depth = 2
+        self.media: list[str] = []
         self.retried = 0
         self.replica_failures = 0
+        self._joining: dict[Any, int] = {h.ready.remote(): i for i, h in enumerate(handles)}
+        self._started: set[int] = set()
         self._inflight: dict[Any, tuple[int, Any, int]] = {}
         self._cancelled = False
 
@@ -211,35 +219,76 @@ class ReplicaPool:
         spec: ReplicaSpec,
         request: Mapping[str, float],
         replicas: int,
+        *,
+        timeout: float = START_TIMEOUT_S,
     ) -> ReplicaPool:
-        """Start ``replicas`` actors and wait until every one has loaded its model.
+        """Start ``replicas`` actors; return once all have loaded the model, or once the first
+        has and the others were given as long again (``JOIN_GRACE_S`` at least).
 
         Raises:
             WorkerPathError: a replica cannot see a path in ``spec.must_see``.
-            ValueError: a replica failed to load the model (its first error line).
+            ValueError: a replica failed to load the model (its first error line),
+                or none started within ``timeout`` seconds.
         """
         actor = RemoteReplica.options(
             max_concurrency=ACTOR_THREADS,
             runtime_env=session.runtime_env(),
             **ray_resource_args(request),
         )
-        handles: list[Any] = [actor.remote(spec) for _ in range(replicas)]
-        pool = cls(handles, [], request, depth=2)
+        pool = cls([actor.remote(spec) for _ in range(replicas)], request)
+        t0 = time.monotonic()
+        deadline = t0 + timeout
         try:
-            infos = ray.get([h.ready.remote() for h in handles])
-            for info in infos:
-                error = info.get("error")
-                if error and error.startswith("path: "):
-                    raise_path_problems([(info["node_ip"], [error.removeprefix("path: ")])])
-                if error:
-                    raise ValueError(f"replica on {info['node_ip']} cannot load the model: {error}")
+            while pool._joining:
+                now = time.monotonic()
+                if now >= deadline and not pool._started:
+                    asks = ", ".join(f"{k}={v:g}" for k, v in request.items())
+                    raise ValueError(
+                        f"no Ray replica ({asks}) started within {timeout:.0f} s; "
+                        "the cluster may be busy or lack these resources"
+                    )
+                if now >= deadline:
+                    break  # the rest join while the work runs
+                done, _ = ray.wait(
+                    list(pool._joining), num_returns=1, timeout=min(deadline - now, 1.0)
+                )
+                for ref in done:
+                    pool._admit(pool._joining.pop(ref), ray.get(ref))
+                    if len(pool._started) == 1:  # wait as long again for the others, at least
+                        waited = time.monotonic() - t0  # JOIN_GRACE_S: they load in parallel
+                        deadline = min(deadline, time.monotonic() + max(JOIN_GRACE_S, waited))
         except BaseException:
             pool.shutdown()
             raise
-        pool.infos = infos
-        concurrency = spec.concurrency or int(infos[0].get("max_concurrency") or 1)
+        first = pool.first_info
+        concurrency = spec.concurrency or int(first.get("max_concurrency") or 1)
         pool.depth = max(1, concurrency) + 1
         return pool
+
+    def _admit(self, r: int, info: dict[str, Any]) -> bool:
+        """Take a replica's ``ready`` answer; ``True`` when it may get work.
+
+        Raises:
+            WorkerPathError, ValueError: a replica starting for the first time that cannot
+                see a path or load the model (a restarted one is dropped instead).
+        """
+        error, problems = info.get("error"), info.get("problems") or []
+        if r not in self._started:
+            if error and error.startswith("path: "):
+                raise_path_problems([(info["node_ip"], [error.removeprefix("path: ")])])
+            if error:
+                raise ValueError(f"replica on {info['node_ip']} cannot load the model: {error}")
+            raise_path_problems([(info["node_ip"], list(problems))])
+        if error or problems:
+            return False
+        self._started.add(r)
+        self.infos[r] = info
+        return True
+
+    @property
+    def first_info(self) -> dict[str, Any]:
+        """The ``ready`` answer of a started replica (name, fingerprint, run key)."""
+        return next(info for info in self.infos if info is not None)
 
     @property
     def capacity(self) -> int:
@@ -247,12 +296,15 @@ class ReplicaPool:
         return len(self.handles) * self.depth
 
     def check_paths(self, paths: Sequence[str]) -> None:
-        """Ask every replica whether it sees ``paths``.
+        """Ask every started replica whether it sees ``paths`` (replicas joining later are
+        asked when they join).
 
         Raises:
             WorkerPathError: the first replica that cannot see one (names the node and path).
         """
-        raise_path_problems(ray.get([h.check_paths.remote(list(paths)) for h in self.handles]))
+        self.media = list(paths)
+        started = [self.handles[r] for r in sorted(self._started)]
+        raise_path_problems(ray.get([h.check_paths.remote(self.media) for h in started]))
 
     def map(self, method: str, items: Iterable[T], *args: Any) -> Iterator[tuple[T, Any]]:
         """Call ``replica.<method>(item, *args)`` for every item; yield ``(item, result)``.
@@ -263,11 +315,13 @@ class ReplicaPool:
 
         Raises:
             ReplicaLost: no replica has been healthy for ``RECOVER_TIMEOUT_S``.
+            WorkerPathError, ValueError: a replica joining late cannot see the media or
+                load the model.
         """
         n = len(self.handles)
         load = [0] * n
-        healthy = set(range(n))
-        pings: dict[Any, int] = {}  # ping ref -> replica being waited for
+        healthy = set(self._started)
+        pings = self._joining  # ready() calls not answered yet -> replica
         ping_at: dict[int, float] = {}  # replica -> when to ping it (again)
         dead: set[int] = set()
         queue: deque[tuple[T, int]] = deque()
@@ -277,7 +331,7 @@ class ReplicaPool:
         inflight = self._inflight
         inflight.clear()
 
-        def lose(r: int, exc: BaseException) -> None:
+        def lose(r: int) -> None:
             if r in healthy:
                 healthy.discard(r)
                 self.replica_failures += 1
@@ -309,7 +363,7 @@ class ReplicaPool:
                 for r, when in list(ping_at.items()):
                     if when <= now:
                         del ping_at[r]
-                        pings[self.handles[r].ready.remote()] = r
+                        pings[self.handles[r].ready.remote(self.media)] = r
                 if healthy:
                     unhealthy_since = None
                 elif unhealthy_since is None:
@@ -333,25 +387,20 @@ class ReplicaPool:
                         except RayActorError:  # unreachable for now (its node is going down)
                             ping_at[r] = time.monotonic() + PING_BACKOFF_S
                             continue
-                        if info.get("error"):
-                            dead.add(r)  # restarted but cannot load the model any more
-                        else:
-                            self.infos[r] = info
+                        if self._admit(r, info):
                             healthy.add(r)
+                        else:
+                            dead.add(r)  # restarted, but cannot load the model or see the media
                         continue
                     r, item, attempts = inflight.pop(ref)
                     load[r] -= 1
                     try:
                         result = ray.get(ref)
                     except (RayActorError, ObjectLostError) as exc:
-                        lose(r, exc)
+                        lose(r)
                         if attempts + 1 >= MAX_ATTEMPTS:
-                            yield (
-                                item,
-                                ReplicaLost(
-                                    f"its Ray replica died {attempts + 1} times: {_first_line(exc)}"
-                                ),
-                            )
+                            lost = f"its Ray replica died {attempts + 1} times: {_first_line(exc)}"
+                            yield item, ReplicaLost(lost)
                         else:
                             self.retried += 1
                             queue.appendleft((item, attempts + 1))
@@ -379,14 +428,16 @@ class ReplicaPool:
     def describe(self) -> dict[str, Any]:
         """Replicas, where they run and what each reserves (for ``run.json``)."""
         nodes: dict[str, int] = {}
-        for info in self.infos:
+        started = [info for info in self.infos if info is not None]
+        for info in started:
             nodes[info["node_ip"]] = nodes.get(info["node_ip"], 0) + 1
         return {
             "replicas": len(self.handles),
+            "replicas_started": len(started),
             "resources_per_replica": dict(self.request),
             "items_per_replica": self.depth,
             "nodes": nodes,
-            "n_nodes": len({info["node_id"] for info in self.infos}),
+            "n_nodes": len({info["node_id"] for info in started}),
             "retried_items": self.retried,
             "replica_failures": self.replica_failures,
         }

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mimetypes
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,16 @@ TAMPER_QUESTION = (
 
 YES_NO: dict[str, str] = {"A": "Yes", "B": "No"}
 """Tamper options in the paper's order: A = Yes (tampered), B = No."""
+
+
+HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
+"""A hub dataset id (``owner/name``): read by the MMR loader when no such local path exists."""
+
+
+def _is_video_name(path: Path) -> bool:
+    """Whether the file name says video (``video/*`` MIME type: .mp4, .avi, .mov, .webm ...)."""
+    kind = mimetypes.guess_type(path.name)[0] or ""
+    return kind.startswith("video/")
 
 
 class DatasetError(ValueError):
@@ -108,18 +120,58 @@ def finalize_samples(samples: list[Sample], defects: list[str]) -> list[Sample]:
     return out
 
 
+MAX_JSON_DEPTH = 64
+"""Deepest nesting (objects/arrays) a dataset record may have; deeper ones are defects.
+
+Python's ``json`` parser raises ``RecursionError`` past about 1000 levels, and
+pydantic refuses to serialise a sample whose ``meta`` nests past a few hundred,
+so a hostile record would end a load, or a run at the moment its row is stored.
+No real annotation nests more than a handful of levels."""
+
+
+def loads_json(text: str | bytes) -> Any:
+    """``json.loads`` that raises only ``ValueError`` (also for nesting Python cannot parse).
+
+    Raises:
+        ValueError: invalid JSON, or nested too deeply to parse (never ``RecursionError``).
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to parse") from None
+
+
+def check_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> Any:
+    """Return ``value`` if its objects/arrays nest at most ``limit`` levels.
+
+    Iterative (no recursion, whatever the depth).
+
+    Raises:
+        ValueError: nested deeper than ``limit``.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                raise ValueError(f"nested deeper than {limit} levels")
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return value
+
+
 def _first_json_value(path: Path) -> Any:
     with path.open("rb") as fh:
         head = fh.read(1 << 16).decode("utf-8", errors="replace").lstrip()
     if head.startswith("["):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = loads_json(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         return data[0] if isinstance(data, list) and data else None
     line = head.splitlines()[0] if head else ""
     try:
-        return json.loads(line)
+        return loads_json(line)
     except ValueError:
         return None
 
@@ -127,11 +179,13 @@ def _first_json_value(path: Path) -> Any:
 def detect_format(path: str | Path) -> str:
     """Pick a loader from the path (override with ``--format``).
 
-    Rules: ``"mmr-demo"`` -> mmr; a folder with ``manifest.jsonl`` -> manifest;
-    a folder with ``json/*.json`` -> mvtamperbench; a folder holding an MMR
-    annotation file -> mmr; ``*.tsv`` -> vlmevalkit-tsv; a JSON array whose
-    records have ``question_type`` -> mmr; a JSONL whose records have
-    ``video_sha256`` and ``tamper_type`` -> manifest; other ``.json``/``.jsonl`` -> jsonl.
+    Rules: ``"mmr-demo"`` or a hub id ``owner/name`` that is not a local path -> mmr;
+    a folder with ``manifest.jsonl`` -> manifest; a folder with ``json/*.json`` ->
+    mvtamperbench; a folder holding an MMR annotation file -> mmr; ``*.tsv`` ->
+    vlmevalkit-tsv; a JSON array whose records have ``question_type`` -> mmr; a JSONL
+    whose records have ``video_sha256`` and ``tamper_type`` -> manifest; other
+    ``.json``/``.jsonl`` -> jsonl. A video file is refused with the command that makes
+    a dataset of it (``mmrobust tamper``).
 
     Raises:
         FileNotFoundError: the path does not exist.
@@ -141,6 +195,9 @@ def detect_format(path: str | Path) -> str:
         return "mmr"
     p = Path(path).expanduser()
     if not p.exists():
+        annotation = p.suffix.lower() in (".json", ".jsonl", ".tsv", ".csv")
+        if HUB_ID.fullmatch(str(path)) and not annotation and not _is_video_name(p):
+            return "mmr"  # the MMR loader downloads a hub dataset id (owner/name)
         raise FileNotFoundError(f"dataset not found: {p}")
     if p.is_dir():
         if (p / "manifest.jsonl").is_file():
@@ -164,6 +221,11 @@ def detect_format(path: str | Path) -> str:
         if isinstance(first, dict) and {"video_sha256", "tamper_type"} <= set(first):
             return "manifest"
         return "jsonl"
+    if _is_video_name(p):
+        raise DatasetError(
+            f"{p} is a video, not a dataset; make a dataset from videos with "
+            f"`mmrobust tamper {p} --out my-set`, then `mmrobust eval --data my-set`"
+        )
     raise DatasetError(
         f"cannot tell the format of {p}; pass --format ({', '.join(FORMATS.names())})"
     )
@@ -190,14 +252,17 @@ def load_dataset(path: str | Path, format: str | None = None, **options: Any) ->
 
 __all__ = [
     "FORMATS",
+    "MAX_JSON_DEPTH",
     "TAMPER_QUESTION",
     "YES_NO",
     "Dataset",
     "DatasetError",
     "Loader",
+    "check_depth",
     "detect_format",
     "finalize_samples",
     "load_dataset",
+    "loads_json",
     "sha256_files",
     "skip_reason",
 ]

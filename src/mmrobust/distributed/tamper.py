@@ -221,14 +221,20 @@ def ray_source_map(
         WorkerPathError: a node cannot see a source or write the build folder.
         ValueError: Ray unreachable, or no node has the resources a task asks for.
     """
-    with ray_session(options) as session:
-        request = worker_request(options, gpus=options.gpus_per_worker or 0.0)
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        # a path the driver lacks is a per-source error, as in a local build
-        seen = [p for p in [*sources, *donors] if Path(p).exists()]
-        check_paths(session, request, seen, writable=[out_dir])
-        tasks = options.replicas or max(1, session.slots(request))
-        yield RaySourceMap(session, request, tasks)
+    created = not Path(out_dir).exists()
+    try:
+        with ray_session(options) as session:
+            request = worker_request(options, gpus=options.gpus_per_worker or 0.0)
+            Path(out_dir).mkdir(parents=True, exist_ok=True)  # for the workers' write probe
+            # a path the driver lacks is a per-source error, as in a local build
+            seen = [p for p in [*sources, *donors] if Path(p).exists()]
+            check_paths(session, request, seen, writable=[out_dir])
+            tasks = options.replicas or max(1, session.slots(request))
+            yield RaySourceMap(session, request, tasks)
+    finally:
+        if created:  # nothing built: leave no empty folder, as a local build
+            with contextlib.suppress(OSError):
+                Path(out_dir).rmdir()
 
 
 def build_on_ray(

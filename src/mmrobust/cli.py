@@ -497,6 +497,13 @@ def mmr_data(
     )
 
 
+# --- finetune (issue 21): options and body live in mmrobust.finetune.command -------------
+
+from mmrobust.finetune.command import finetune_command  # noqa: E402  (light: typer + pydantic)
+
+app.command("finetune")(finetune_command)
+
+
 # --- demo (issue 7) -----------------------------------------------------------------------
 
 

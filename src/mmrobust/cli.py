@@ -10,10 +10,14 @@ Ownership: one function per sub-command; edit only the command you own.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from mmrobust import __version__
+
+if TYPE_CHECKING:
+    from mmrobust.distributed import RayOptions
 
 app = typer.Typer(
     name="mmrobust",
@@ -38,6 +42,46 @@ def _root(
     ),
 ) -> None:
     """mmrobust command line."""
+
+
+# --- executor options shared by tamper / eval / mmr-data (issue 22, mmrobust.distributed) ---
+
+_EXECUTOR = typer.Option(
+    "local", "--executor", help="local (this machine) or ray (a Ray cluster; docs/scaling.md)."
+)
+_RAY_ADDRESS = typer.Option(
+    None, "--ray-address", help="Ray cluster (default: RAY_ADDRESS, else a local Ray for the run)."
+)
+_REPLICAS = typer.Option(
+    None, "--replicas", help="Ray: model replicas / sources at once (default: fill the cluster)."
+)
+_RAY_CPUS = typer.Option(1.0, "--ray-cpus-per-worker", help="Ray: CPUs per replica or task.")
+_RAY_GPUS = typer.Option(
+    None, "--ray-gpus-per-worker", help="Ray: GPUs per replica (default: 1 for hf: if any, else 0)."
+)
+_RAY_RESOURCE = typer.Option(
+    [], "--ray-resource", help="Ray: custom resource per worker NAME=AMOUNT (repeatable)."
+)
+
+
+def _ray_options(
+    executor: str,
+    address: str | None,
+    replicas: int | None,
+    cpus: float,
+    gpus: float | None,
+    resources: list[str],
+) -> RayOptions | None:
+    """``RayOptions`` for ``--executor ray``, ``None`` for local; exits 2 with one line on error."""
+    from mmrobust.distributed import RayUnavailableError, ray_options
+
+    try:
+        return ray_options(
+            executor, address=address, replicas=replicas, cpus_per_worker=cpus,
+            gpus_per_worker=gpus, resources=resources,
+        )  # fmt: skip
+    except (ValueError, RayUnavailableError) as exc:
+        raise _fail(str(exc)) from None
 
 
 # --- tamper (issue 2) ---------------------------------------------------------------------
@@ -93,6 +137,12 @@ def tamper(
         help="Encode shared frames once and join (fast); --no-segments: one full encode per clip.",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    executor: str = _EXECUTOR,
+    ray_address: str | None = _RAY_ADDRESS,
+    replicas: int | None = _REPLICAS,
+    ray_cpus_per_worker: float = _RAY_CPUS,
+    ray_gpus_per_worker: float | None = _RAY_GPUS,
+    ray_resource: list[str] = _RAY_RESOURCE,
 ) -> None:
     """Build a tampered benchmark (MVTamperBench sections 3.2-3.3) from real videos."""
     from mmrobust.tamper.console import build_with_progress, config_from_options
@@ -121,7 +171,18 @@ def tamper(
     except (EffectParamError, WindowError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    report = build_with_progress(sources, out, config, jobs=jobs, quiet=quiet)
+    ray = _ray_options(
+        executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
+    )
+    if ray is not None:
+        from mmrobust.distributed.tamper import build_on_ray
+
+        try:
+            report = build_on_ray(sources, out, config, ray, quiet=quiet)
+        except ValueError as exc:  # Ray unreachable, a worker that cannot see a path
+            raise _fail(str(exc)) from None
+    else:
+        report = build_with_progress(sources, out, config, jobs=jobs, quiet=quiet)
     if not report.ok:
         raise typer.Exit(1)
 
@@ -209,6 +270,12 @@ def eval_cmd(
         "(rejected, empty_reply, media_error, ...).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    executor: str = _EXECUTOR,
+    ray_address: str | None = _RAY_ADDRESS,
+    replicas: int | None = _REPLICAS,
+    ray_cpus_per_worker: float = _RAY_CPUS,
+    ray_gpus_per_worker: float | None = _RAY_GPUS,
+    ray_resource: list[str] = _RAY_RESOURCE,
 ) -> None:
     """Run a model over a dataset; write RUN_DIR/{results.sqlite,run.json,metrics.json}. Re-running resumes."""
     from mmrobust.datasets import DatasetError
@@ -223,6 +290,9 @@ def eval_cmd(
         raise _fail(f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {extract!r}")
     if option_style not in ("paper", "vlmevalkit"):
         raise _fail(f"--option-style must be paper or vlmevalkit, not {option_style!r}")
+    ray = _ray_options(
+        executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
+    )
     try:
         config = EvalConfig(
             data=data, model=model, out=out, model_args=parse_model_args(model_arg), format=format,
@@ -233,7 +303,12 @@ def eval_cmd(
             reference=reference,
             retry_failed=retry_failed,
         )  # fmt: skip
-        result = run_eval(config, progress=not quiet)
+        if ray is not None:
+            from mmrobust.distributed.eval import run_eval_ray
+
+            result = run_eval_ray(config, ray, progress=not quiet)
+        else:
+            result = run_eval(config, progress=not quiet)
     except RunFolderWriteError as exc:
         raise _fail(
             f"{exc}; rows written so far are kept: free space (or copy the run folder "
@@ -371,6 +446,12 @@ def mmr_data(
     out: str = typer.Option(..., "--out", help="Output folder (created; reused to resume)."),
     pairs: int = typer.Option(4, "--pairs", min=1, help="Positive/negative pairs asked per image."),
     no_resume: bool = typer.Option(False, "--no-resume", help="Redo images already done."),
+    executor: str = _EXECUTOR,
+    ray_address: str | None = _RAY_ADDRESS,
+    replicas: int | None = _REPLICAS,
+    ray_cpus_per_worker: float = _RAY_CPUS,
+    ray_gpus_per_worker: float | None = _RAY_GPUS,
+    ray_resource: list[str] = _RAY_RESOURCE,
 ) -> None:
     """Generate paired positive/negative training data (MMR paper section 4)."""
     from rich.console import Console
@@ -380,6 +461,9 @@ def mmr_data(
     from mmrobust.registry import UnknownNameError
 
     console = Console(stderr=True)
+    ray = _ray_options(
+        executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
+    )
     try:
         args = parse_model_args(model_arg)
         spec = parse_spec(model, args)
@@ -387,7 +471,7 @@ def mmr_data(
             args["max_tokens"] = "2048"  # stage 2 replies are long; the backend default is 256
             spec = parse_spec(model, args)
         paths = collect_images(images)
-        backend = load_model(spec)
+        backend = load_model(spec) if ray is None else None  # on Ray the replicas load it
     except (ValueError, FileNotFoundError, UnknownNameError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
@@ -399,11 +483,24 @@ def mmr_data(
         console.print(f"{item.image}: {'reused' if reused else item.status.value}")
 
     try:
-        summary = run_mmr_data(
-            paths, backend, out, n_pairs=pairs, resume=not no_resume, on_item=progress
-        )
+        if ray is None:
+            assert backend is not None  # loaded above for a local run
+            summary = run_mmr_data(
+                paths, backend, out, n_pairs=pairs, resume=not no_resume, on_item=progress
+            )
+        else:
+            from mmrobust.distributed.mmrdata import run_mmr_data_ray
+
+            summary = run_mmr_data_ray(
+                paths, model, args, out, ray, n_pairs=pairs, resume=not no_resume,
+                on_item=progress,
+            )  # fmt: skip
+    except ValueError as exc:  # Ray: unreachable, no room, a replica that cannot load or see
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
     finally:
-        backend.close()
+        if backend is not None:
+            backend.close()
     typer.echo(
         f"{summary.images} images {summary.statuses}; pairs kept {summary.pairs_kept} of "
         f"{summary.pairs_parsed}; LLaVA samples {summary.turns_kept}; dropped {summary.dropped}; "

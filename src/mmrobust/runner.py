@@ -204,6 +204,16 @@ class ThreadExecutor:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+def describe_executor(executor: Executor) -> dict[str, Any]:
+    """The ``executor`` block of ``run.json``: the executor's ``describe()``, else its kind."""
+    describe = getattr(executor, "describe", None)
+    if callable(describe):
+        return dict(describe())
+    if isinstance(executor, ThreadExecutor):
+        return {"name": "threads", "workers": executor.workers}
+    return {"name": "serial" if isinstance(executor, SerialExecutor) else type(executor).__name__}
+
+
 @dataclass
 class RunResult:
     """Outcome of :func:`run_eval`.
@@ -694,13 +704,22 @@ def select_samples(dataset: Dataset, limit: int | None) -> list[Sample]:
     return dataset.samples if limit is None else dataset.samples[: max(0, limit)]
 
 
-def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None = None) -> RunResult:
+def run_eval(
+    config: EvalConfig,
+    *,
+    progress: bool = True,
+    model: Model | None = None,
+    executor: Executor | None = None,
+) -> RunResult:
     """Evaluate ``config.model`` on ``config.data``; write the run folder; return the metrics.
 
     Args:
         config: the run configuration.
         progress: show a rich progress bar with ETA on stderr.
         model: an already-built model (else built from ``config.model``).
+        executor: runs the work items (default: threads when the model or
+            ``config.workers`` allows several at once, else serial); ``run.json``
+            records its ``describe()`` under ``executor``.
 
     Returns:
         A :class:`RunResult`; ``metrics.json``, ``run.json`` and ``results.sqlite``
@@ -732,7 +751,9 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
         judge = load_judge(config.judge, config.judge_args) if config.judge else None
         key = run_key(model, pconf, policy, text_only=config.text_only)
         check_same_run(run_dir, key, dataset)  # under the lock: no other run can slip in
-        return _evaluate(config, dataset, samples, model, judge, key, progress=progress)
+        return _evaluate(
+            config, dataset, samples, model, judge, key, progress=progress, executor=executor
+        )
     finally:
         lock.release()
         if created and {p.name for p in run_dir.iterdir()} <= {LOCK_FILE}:
@@ -748,6 +769,7 @@ def _evaluate(
     key: RunKey,
     *,
     progress: bool,
+    executor: Executor | None = None,
 ) -> RunResult:
     """The body of :func:`run_eval`, run while the run folder's lock is held."""
     policy = config.policy()
@@ -777,6 +799,10 @@ def _evaluate(
         "git_sha": _git_sha(),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+    if executor is None:
+        workers = config.workers or max(1, model.max_concurrency)
+        executor = ThreadExecutor(workers) if workers > 1 else SerialExecutor()
+    run_info["executor"] = describe_executor(executor)
     _atomic_write_json(run_dir / RUN_FILE, run_info)
 
     store = ResultStore(run_dir)
@@ -796,8 +822,6 @@ def _evaluate(
             judge=judge,
             reference=config.reference,
         )
-        workers = config.workers or max(1, model.max_concurrency)
-        executor: Executor = ThreadExecutor(workers) if workers > 1 else SerialExecutor()
         items = batches(todo, model.batch_size)
         written: list[int] = [0]
         try:
@@ -835,6 +859,7 @@ def _evaluate(
             aborted=aborted,
             n_rows=len(rows),
             n_new=n_new,
+            executor=describe_executor(executor),
         )
         _atomic_write_json(run_dir / RUN_FILE, run_info)
     finally:

@@ -77,6 +77,11 @@ class LoopbackCluster:
         self._constant = ray_constants.ENABLE_RAY_CLUSTER
         ray_constants.ENABLE_RAY_CLUSTER = False  # read at call time by the driver in this process
         self._temp = tempfile.mkdtemp(prefix="mmr-ray-")  # short: socket paths have a length limit
+        # Ray writes the cluster's address to <RAY_TMPDIR>/ray/ray_current_cluster whatever the
+        # nodes' temp_dir; keep it in our folder (a fresh machine has no /tmp/ray).
+        self._env["RAY_TMPDIR"] = os.environ.get("RAY_TMPDIR")
+        os.environ["RAY_TMPDIR"] = self._temp
+        Path(self._temp, "ray").mkdir()
         head = {**self.node, "temp_dir": self._temp, "include_dashboard": False}
         head.update(no_monitor=True, include_log_monitor=False)
         self.cluster = Cluster(initialize_head=True, head_node_args=head)

@@ -185,7 +185,12 @@ def eval_cmd(
     ),
     seed: int = typer.Option(0, "--seed", help="Seed (bootstrap; recorded in run.json)."),
     cache_dir: str | None = typer.Option(
-        None, "--cache-dir", help="Decoded-frame cache (default ~/.cache/mmrobust/frames)."
+        None,
+        "--cache-dir",
+        help="Frame cache folder (default ~/.cache/mmrobust/frames; 'none' switches it off).",
+    ),
+    cache_size: str | None = typer.Option(
+        None, "--cache-size", help="Frame cache cap, e.g. 10GB (default), 500MB; LRU eviction."
     ),
     bootstrap: int = typer.Option(
         1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0 = off)."
@@ -216,7 +221,7 @@ def eval_cmd(
             images=images, text_only=text_only, prompt=prompt, option_style=option_style,
             permute=permute, frames=frames, fps=fps, max_frames=max_frames, extract=extract,
             official=official, limit=limit, workers=workers, seed=seed, cache_dir=cache_dir,
-            n_resamples=bootstrap, judge=judge, judge_args=parse_model_args(judge_arg),
+            cache_size=cache_size, n_resamples=bootstrap, judge=judge, judge_args=parse_model_args(judge_arg),
         )  # fmt: skip
         result = run_eval(config, progress=not quiet)
     except (FileNotFoundError, DatasetError, UnknownNameError, ValueError) as exc:
@@ -233,6 +238,8 @@ def eval_cmd(
             "interrupted: finished rows are kept; re-run the same command to resume", err=True
         )
         raise typer.Exit(130)
+    if result.nothing_scored:
+        raise _fail(result.nothing_scored, 1)
 
 
 @app.command("rescore")

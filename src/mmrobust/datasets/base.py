@@ -45,6 +45,8 @@ class Dataset:
             records, duplicate ids, missing media); shown in ``metrics.json``.
         data_hash: sha256 of the annotation bytes (the run fingerprint's data part).
         source: the path that was loaded.
+        info: what the loader wants recorded in ``run.json`` (hub revision,
+            how media paths were resolved); JSON-serialisable.
     """
 
     name: str
@@ -53,6 +55,7 @@ class Dataset:
     defects: list[str] = field(default_factory=list)
     data_hash: str = ""
     source: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -65,6 +68,10 @@ FORMATS.register("mvtamperbench", "mmrobust.datasets.mvtamperbench:load_mvtamper
 FORMATS.register("vlmevalkit-tsv", "mmrobust.datasets.mvtamperbench:load_vlmevalkit_tsv")
 FORMATS.register("jsonl", "mmrobust.datasets.jsonl:load_jsonl")
 FORMATS.register("mmr", "mmrobust.datasets.mmr:load_mmr")
+FORMATS.register("hub", "mmrobust.datasets.hub:load_hub")
+
+HUB_PREFIX = "hf:"
+"""``--data hf:<owner>/<name>[@revision]``: a dataset on the Hugging Face hub."""
 
 
 def skip_reason(exc: BaseException) -> str:
@@ -127,18 +134,25 @@ def _first_json_value(path: Path) -> Any:
 def detect_format(path: str | Path) -> str:
     """Pick a loader from the path (override with ``--format``).
 
-    Rules: ``"mmr-demo"`` -> mmr; a folder with ``manifest.jsonl`` -> manifest;
-    a folder with ``json/*.json`` -> mvtamperbench; a folder holding an MMR
-    annotation file -> mmr; ``*.tsv`` -> vlmevalkit-tsv; a JSON array whose
-    records have ``question_type`` -> mmr; a JSONL whose records have
+    Rules: ``"mmr-demo"`` -> mmr; ``hf:<repo id>`` -> hub (downloaded, then
+    its own format); a folder with ``manifest.jsonl`` -> manifest;
+    a folder with ``json/*.json``, or a ``json/`` folder of released task
+    files -> mvtamperbench; a folder holding an MMR annotation file -> mmr;
+    ``*.tsv`` -> vlmevalkit-tsv; a JSON array whose records have
+    ``question_type`` -> mmr; a released task file (records with ``video``,
+    ``candidates``, ``answer``) -> mvtamperbench; a JSONL whose records have
     ``video_sha256`` and ``tamper_type`` -> manifest; other ``.json``/``.jsonl`` -> jsonl.
 
     Raises:
         FileNotFoundError: the path does not exist.
         DatasetError: no rule matched.
     """
+    from mmrobust.datasets.mvtamperbench import is_released_rows
+
     if str(path) == "mmr-demo":
         return "mmr"
+    if str(path).startswith(HUB_PREFIX):
+        return "hub"
     p = Path(path).expanduser()
     if not p.exists():
         raise FileNotFoundError(f"dataset not found: {p}")
@@ -151,6 +165,8 @@ def detect_format(path: str | Path) -> str:
             first = _first_json_value(j)
             if isinstance(first, dict) and "question_type" in first:
                 return "mmr"
+            if p.name == "json" and is_released_rows(first):
+                return "mvtamperbench"
         raise DatasetError(
             f"cannot tell the format of folder {p}; pass --format ({', '.join(FORMATS.names())})"
         )
@@ -161,6 +177,8 @@ def detect_format(path: str | Path) -> str:
         first = _first_json_value(p)
         if isinstance(first, dict) and "question_type" in first:
             return "mmr"
+        if suffix == ".json" and is_released_rows(first):
+            return "mvtamperbench"
         if isinstance(first, dict) and {"video_sha256", "tamper_type"} <= set(first):
             return "manifest"
         return "jsonl"
@@ -175,7 +193,7 @@ def load_dataset(path: str | Path, format: str | None = None, **options: Any) ->
     Args:
         path: a file or folder (or ``"mmr-demo"``).
         format: one of ``FORMATS`` ("manifest", "mvtamperbench", "vlmevalkit-tsv",
-            "jsonl", "mmr"), or ``None`` to detect.
+            "jsonl", "mmr", "hub"), or ``None`` to detect.
         **options: ``images`` (media folder), ``text_only`` (drop media), loader-specific.
 
     Raises:
@@ -190,6 +208,7 @@ def load_dataset(path: str | Path, format: str | None = None, **options: Any) ->
 
 __all__ = [
     "FORMATS",
+    "HUB_PREFIX",
     "TAMPER_QUESTION",
     "YES_NO",
     "Dataset",

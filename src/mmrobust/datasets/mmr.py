@@ -259,13 +259,9 @@ def _download_hub(repo_id: str, cache_root: Path) -> Path:  # pragma: no cover -
 
 def default_cache_dir() -> Path:
     """``$MMROBUST_CACHE`` or ``$XDG_CACHE_HOME/mmrobust`` or ``~/.cache/mmrobust``."""
-    import os
+    from mmrobust.paths import cache_root
 
-    env = os.environ.get("MMROBUST_CACHE")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "mmrobust"
+    return cache_root()
 
 
 def _find_image(relative: str, roots: Sequence[Path]) -> Path | None:

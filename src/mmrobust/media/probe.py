@@ -94,6 +94,14 @@ def _stored_samples(path: Path) -> int:
         return 0
 
 
+def truncation(path: Path, format_name: str, listed: int, counted: int) -> str | None:
+    """Why an mp4/mov file whose header lists ``listed`` frames but yields ``counted`` is
+    truncated (more than 2 short, and not samples hidden by an edit list), else ``None``."""
+    if _is_mp4_family(format_name) and counted < listed - 2 and _stored_samples(path) < listed - 2:
+        return f"truncated file: the container lists {listed} frames, only {counted} decode"
+    return None
+
+
 def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> VideoInfo:
     """Describe the first video stream of ``path``.
 
@@ -157,15 +165,10 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         if first is None:  # only a decode count gets here without a frame
             raise MediaError(p, "no decodable video frame")
         listed = int(stream.frames or 0)
-        if (
-            method != "metadata"
-            and _is_mp4_family(container.format.name)
-            and n < listed - 2
-            and _stored_samples(p) < listed - 2
-        ):
-            raise MediaError(
-                p, f"truncated file: the container lists {listed} frames, only {n} decode"
-            )
+        if method != "metadata":
+            truncated = truncation(p, container.format.name, listed, n)
+            if truncated:
+                raise MediaError(p, truncated)
         rotation = normalise_rotation(first.rotation)
         width, height = first.width, first.height
         if rotation in (90, 270):
@@ -186,4 +189,4 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         )
 
 
-__all__ = ["CountMethod", "VideoInfo", "normalise_rotation", "probe"]
+__all__ = ["CountMethod", "VideoInfo", "normalise_rotation", "probe", "truncation"]

@@ -59,11 +59,15 @@ def test_size_cap_and_rotation(clips: dict[str, Path]) -> None:
     clip = sample_clip(clips["rot"], SEG8, FrameEncoding(quality=90, max_side=64))
     assert clip.size == (38, 64)  # displayed upright (96x160), longer side capped at 64
     assert all(f.shape == (64, 38, 3) for f in clip.arrays())
-    full = sample_clip(clips["mp4"], FramePolicy(mode="segments", n_frames=2, size=(80, 48)), FrameEncoding())
+    full = sample_clip(
+        clips["mp4"], FramePolicy(mode="segments", n_frames=2, size=(80, 48)), FrameEncoding()
+    )
     assert full.size == (80, 48) and full.arrays()[0].shape == (48, 80, 3)
 
 
-def test_hint_mismatch_takes_a_second_pass(clips: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hint_mismatch_takes_a_second_pass(
+    clips: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import mmrobust.media.frames as frames_mod
 
     real = frames_mod.frame_indices
@@ -186,12 +190,16 @@ def test_unwritable_cache_warns_once_and_every_sample_is_evaluated(
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["status_counts"] == {"ok": 4}
     fc = info["frame_cache"]
-    assert fc["writes"] == 0 and fc["write_errors"] == 1 and fc["write_error"].startswith(
-        ("NotADirectoryError", "FileExistsError")
+    assert (
+        fc["writes"] == 0
+        and fc["write_errors"] == 1
+        and fc["write_error"].startswith(("NotADirectoryError", "FileExistsError"))
     )
 
 
-def test_provider_treats_an_undecodable_entry_as_a_miss(clips: dict[str, Path], tmp_path: Path) -> None:
+def test_provider_treats_an_undecodable_entry_as_a_miss(
+    clips: dict[str, Path], tmp_path: Path
+) -> None:
     cache = FrameCache(tmp_path / "c")
     enc = FrameEncoding()
     provider = FrameProvider(SEG8, enc, cache)

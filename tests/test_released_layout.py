@@ -110,7 +110,9 @@ def test_videos_resolve_by_task_folder(released_root: Path) -> None:
     assert "not found in its task folder video/perception/videos/" in missing.error
     assert "another source's folder, video/clevrer/video_validation/: not used" in missing.error
     dup = by_id["object_shuffle/dup.mp4"]
-    assert dup.video is None and dup.error and "ambiguous video name 'dup.mp4': 2 files" in dup.error
+    assert (
+        dup.video is None and dup.error and "ambiguous video name 'dup.mp4': 2 files" in dup.error
+    )
     # Groups are per source: the two video_0001 clips are different source videos.
     assert by_id["object_shuffle/video_0001.mp4"].group == "perception/videos/video_0001"
     assert by_id["object_existence/video_0001.mp4"].group == "clevrer/video_validation/video_0001"
@@ -186,10 +188,13 @@ def test_zero_sample_runs_fail_before_any_model_call(tmp_path: Path) -> None:
         run_eval(EvalConfig(data="mmr-demo", model="constant:A", out=str(out), limit=0))
 
 
-def test_constant_answer_that_is_no_option_fails_at_once(released_root: Path, tmp_path: Path) -> None:
+def test_constant_answer_that_is_no_option_fails_at_once(
+    released_root: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "run"
     res = CliRunner().invoke(
-        app, ["eval", "--data", str(released_root), "--model", "constant:Z", "--out", str(out), "-q"]
+        app,
+        ["eval", "--data", str(released_root), "--model", "constant:Z", "--out", str(out), "-q"],
     )
     assert res.exit_code == 2, res.output
     assert "constant:Z answers 'Z', which is neither an option letter (A, B)" in res.output
@@ -203,7 +208,9 @@ def test_nothing_scored_reason() -> None:
     s = Sample(id="x", question="q", options={"A": "Yes", "B": "No"}, answer="A")
     key = RunKey("m", "p", "f")
     rows = [
-        StoredRow(sample=s, key=key, status=Status.PARSE_FAIL, raw_text="Z", options=dict(s.options)),
+        StoredRow(
+            sample=s, key=key, status=Status.PARSE_FAIL, raw_text="Z", options=dict(s.options)
+        ),
         StoredRow(sample=s, key=key, status=Status.MEDIA_ERROR, error="bad"),
     ]
     reason = nothing_scored(rows)

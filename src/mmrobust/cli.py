@@ -287,12 +287,17 @@ def report_cmd(
         ..., "--out", help="Output folder (index.html, report.md, CSV tables, PNG plots)."
     ),
     title: str = typer.Option("mmrobust report", "--title", help="Title of index.html."),
+    audit: list[str] = typer.Option(
+        [],
+        "--audit",
+        help="audit.json from `mmrobust audit --out` to show as a panel (repeatable).",
+    ),
 ) -> None:
     """index.html plus tables (Markdown/CSV, MVTamperBench Table 7 / MMR Table 2 layouts) and plots."""
     from mmrobust.report.site import build_site
 
     try:
-        site = build_site(run_dirs, out, title=title)
+        site = build_site(run_dirs, out, title=title, audits=audit)
     except (FileNotFoundError, ValueError) as exc:
         raise _fail(str(exc).splitlines()[0]) from None
     typer.echo(site.tables.markdown.read_text(encoding="utf-8"))
@@ -314,6 +319,48 @@ def compare_cmd(
     except (FileNotFoundError, ValueError) as exc:
         raise _fail(str(exc).splitlines()[0]) from None
     typer.echo(json.dumps(result.as_dict(), indent=2))
+
+
+# --- audit (issue 15) ---------------------------------------------------------------------
+
+
+@app.command("audit")
+def audit_cmd(
+    data: str = typer.Argument(..., help="A tamper dataset (folder, manifest, TSV, hf:<repo>)."),
+    format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
+    images: str | None = typer.Option(None, "--images", help="Media folder of the dataset."),
+    frames: int = typer.Option(8, "--frames", help="Segment-centre frames (window coverage)."),
+    fps: float | None = typer.Option(None, "--fps", help="Sample F frames per second instead."),
+    max_frames: int | None = typer.Option(None, "--max-frames", help="Cap for --fps."),
+    out: str | None = typer.Option(None, "--out", help="Folder to write audit.json into."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the classifiers."),
+    workers: int = typer.Option(4, "--workers", min=1, help="Threads probing clips."),
+) -> None:
+    """Leak audit: how well metadata alone (codec, container, fps, duration, bitrate, size)
+    separates tampered from original clips, and window coverage under a frame policy."""
+    import json
+
+    from mmrobust.audit import audit_dataset, audit_text
+    from mmrobust.datasets import DatasetError, load_dataset
+    from mmrobust.media.sampling import FramePolicy
+    from mmrobust.registry import UnknownNameError
+
+    try:
+        policy = (
+            FramePolicy(mode="fps", fps=fps, max_frames=max_frames)
+            if fps is not None
+            else FramePolicy(mode="segments", n_frames=frames)
+        )
+        dataset = load_dataset(data, format, images=images)
+        result = audit_dataset(dataset, policy=policy, seed=seed, workers=workers)
+    except (FileNotFoundError, DatasetError, UnknownNameError, ValueError) as exc:
+        raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    typer.echo(audit_text(result))
+    if out:
+        path = Path(out) / "audit.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        typer.echo(f"wrote {path}")
 
 
 # --- mmr-data (issue 6) -------------------------------------------------------------------

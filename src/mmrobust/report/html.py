@@ -124,10 +124,11 @@ def _sample_cards(runs: Sequence[HtmlRun], out_dir: Path, max_cards: int) -> lis
     for key in sorted(by_sample, key=order)[:max_cards]:
         pairs = by_sample[key]
         sample = pairs[0][1].sample
-        window = sample.window.model_dump() if sample.window is not None else None
+        true_window = next((r.window for _, r in pairs if r.window is not None), None)  # or derived
+        window = true_window.model_dump() if true_window is not None else None
         strip: Strip | None = None
         if sample.video is not None and Path(sample.video).exists():
-            strip = write_video_strip(Path(sample.video), out_dir, window=sample.window)
+            strip = write_video_strip(Path(sample.video), out_dir, window=true_window)
         elif sample.image is not None and Path(sample.image).exists():
             strip = write_image_thumb(Path(sample.image), out_dir)
         shown = {run.label: row.frame_indices for run, row in pairs if row.frame_indices}
@@ -190,6 +191,7 @@ def write_html(
     figures: Mapping[str, str] | None = None,
     title: str = "mmrobust report",
     max_cards: int = 2000,
+    panels: Sequence[str] = (),
 ) -> Path:
     """Write ``out_dir/index.html`` (and ``out_dir/thumbs/``) for ``runs``.
 
@@ -200,6 +202,7 @@ def write_html(
         figures: caption -> PNG path relative to ``out_dir``.
         title: page title.
         max_cards: at most this many samples in the browser (tamper clips first, then by id).
+        panels: extra HTML sections placed after the plots (the leak-audit panels).
 
     Returns:
         The path of ``index.html``.
@@ -239,6 +242,7 @@ def write_html(
             version=__version__,
             tables=list(tables),
             figures=dict(figures or {}),
+            panels=list(panels),
             meta=meta,
             cards=cards,
             types=types,

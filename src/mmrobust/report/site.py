@@ -89,13 +89,27 @@ def leaderboards(runs: Sequence[RunData], labels: Sequence[str]) -> list[Table]:
 
 
 def build_site(
-    run_dirs: Sequence[str | Path], out_dir: str | Path, *, title: str = "mmrobust report"
+    run_dirs: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    title: str = "mmrobust report",
+    audits: Sequence[str | Path] = (),
 ) -> SitePaths:
     """Write the tables, plots and ``index.html`` for ``run_dirs`` into ``out_dir``.
 
+    Args:
+        run_dirs: run folders.
+        out_dir: the report folder.
+        title: page title.
+        audits: ``audit.json`` files (``mmrobust audit --out``) shown as leak-audit panels.
+
     Raises:
-        FileNotFoundError: a folder is not a run folder.
+        FileNotFoundError: a folder is not a run folder, or an audit file is missing.
+        ValueError: an audit file is not one.
     """
+    from mmrobust.report.audit import audit_panel, load_audit
+
+    panels = [audit_panel(load_audit(a), i) for i, a in enumerate(audits)]
     out = Path(out_dir)
     paths = build_report(run_dirs, out)
     runs = [load_run(d) for d in run_dirs]
@@ -112,7 +126,12 @@ def build_site(
         for lab, r in zip(labels, runs, strict=True)
     ]
     index = write_html(
-        out, html_runs, tables=leaderboards(runs, labels), figures=figures, title=title
+        out,
+        html_runs,
+        tables=leaderboards(runs, labels),
+        figures=figures,
+        title=title,
+        panels=panels,
     )
     return SitePaths(index_html=index, tables=paths)
 

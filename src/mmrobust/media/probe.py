@@ -94,6 +94,24 @@ def _stored_samples(path: Path) -> int:
         return 0
 
 
+def count_packets(path: str | Path) -> tuple[int, Fraction]:
+    """``(frames, fps)`` of a video without decoding a frame: the frame count from its
+    packets (exact for the usual one-frame-per-packet codecs, as ``probe(count_frames="demux")``).
+
+    Raises:
+        MediaError: unreadable, no video stream, no usable frame rate, or a demux error.
+    """
+    p = Path(path)
+    with open_video(p) as (container, stream):
+        rate = stream.average_rate or stream.guessed_rate or stream.base_rate
+        if not rate or rate <= 0:
+            raise MediaError(p, "video stream has no usable frame rate")
+        try:
+            return _frame_packets(container, stream), Fraction(rate)
+        except av.error.FFmpegError as exc:
+            raise MediaError(p, f"demux failed: {describe_av_error(exc)}") from exc
+
+
 def truncation(path: Path, format_name: str, listed: int, counted: int) -> str | None:
     """Why an mp4/mov file whose header lists ``listed`` frames but yields ``counted`` is
     truncated (more than 2 short, and not samples hidden by an edit list), else ``None``."""
@@ -189,4 +207,4 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         )
 
 
-__all__ = ["CountMethod", "VideoInfo", "normalise_rotation", "probe", "truncation"]
+__all__ = ["CountMethod", "VideoInfo", "count_packets", "normalise_rotation", "probe", "truncation"]

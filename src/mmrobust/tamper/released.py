@@ -92,11 +92,11 @@ class WindowDeriver:
         with self._lock:
             if original in self._memo:
                 return self._memo[original]
-        from mmrobust.media import MediaError, probe
+        from mmrobust.media import MediaError
+        from mmrobust.media.probe import count_packets
 
         try:
-            info = probe(Path(original), count_frames="demux")
-            facts: tuple[int, Fraction] | None = (info.frame_count, info.fps)
+            facts: tuple[int, Fraction] | None = count_packets(Path(original))
         except (MediaError, OSError):
             facts = None
         with self._lock:

@@ -109,6 +109,13 @@ def generate(root: Path) -> None:
 # -- stages (each in a fresh process) ----------------------------------------------------
 
 
+def _fresh(*paths: Path) -> None:
+    import shutil
+
+    for p in paths:
+        shutil.rmtree(p, ignore_errors=True)
+
+
 def stage(name: str, root: Path, work: Path) -> dict[str, Any]:
     from mmrobust.runner import EvalConfig, rescore, run_eval
 
@@ -126,6 +133,7 @@ def stage(name: str, root: Path, work: Path) -> dict[str, Any]:
     elif name == "eval":
         runs = {}
         for spec in ("constant:A", "constant:B", "random:0"):
+            _fresh(work / spec.replace(":", "_"))
             t = time.perf_counter()
             res = run_eval(
                 EvalConfig(data=str(root), model=spec, out=str(work / spec.replace(":", "_")),
@@ -137,6 +145,7 @@ def stage(name: str, root: Path, work: Path) -> dict[str, Any]:
         out = {"runs": runs}
     elif name == "frames":
         cache = work / "frame_cache"
+        _fresh(cache, work / "frames_run")
         res = run_eval(
             EvalConfig(data=str(root), model="random:0", model_args={"media": "frames"},
                        out=str(work / "frames_run"), cache_dir=str(cache), n_resamples=0),
@@ -152,6 +161,7 @@ def stage(name: str, root: Path, work: Path) -> dict[str, Any]:
     elif name == "report":
         from mmrobust.report.site import build_site
 
+        _fresh(work / "report")
         site = build_site(
             [work / "constant_A", work / "constant_B", work / "random_0"], work / "report"
         )

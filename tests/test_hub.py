@@ -157,7 +157,7 @@ def test_cli_eval_offline_in_a_fresh_process(hub_cache: Path, tmp_path: Path) ->
     run = json.loads((out / "run.json").read_text())
     assert run["dataset"]["hub"]["commit"] == COMMIT and run["dataset"]["n_samples"] == 2
     assert json.loads((out / "metrics.json").read_text())["status_counts"] == {"ok": 2}
-    assert (tmp_path / "mm" / "hub" / REPO.replace("/", "--") / "video").is_dir()
+    assert (tmp_path / "mm" / "unzipped" / REPO.replace("/", "--") / "video").is_dir()
 
 
 class _Hub(BaseHTTPRequestHandler):

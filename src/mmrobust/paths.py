@@ -9,8 +9,9 @@ from pathlib import Path
 def cache_root() -> Path:
     """``$MMROBUST_CACHE``, else ``$XDG_CACHE_HOME/mmrobust``, else ``~/.cache/mmrobust``.
 
-    Holds ``frames/`` (the frame cache), ``hub/`` (unzipped hub datasets) and
-    ``mmr_demo/``; each can be deleted at any time (it is rebuilt on demand).
+    Holds ``frames/`` (the frame cache), ``unzipped/`` (the videos of hub
+    datasets, unzipped) and ``mmr_demo/``; each can be deleted at any time (it is
+    rebuilt on demand; the hub downloads themselves stay in the hub's cache).
     """
     env = os.environ.get("MMROBUST_CACHE")
     if env:

@@ -9,7 +9,7 @@ A snapshot holding ``json/<task>.json`` and zips under ``video/`` is the
 released MVTamperBench (``Srikant86/MVTamperBench``, ``...Start``, ``...End``
 and the small ``...Sample`` sets): each zip is unzipped once, beside where
 the reference toolkit unzips it (``video/``), but into mmrobust's cache
-(``<cache>/hub/<owner>--<name>/``) rather than into the hub's snapshot. A
+(``<cache>/unzipped/<owner>--<name>/``) rather than into the hub's snapshot. A
 zip counts as unzipped only when its completion marker exists, and the
 marker names the zip's blob, so an interrupted unzip (or a new revision of
 the zip) is redone, not trusted. Any other snapshot is loaded with the
@@ -244,6 +244,13 @@ def prepare_released(folder: Path, dest: Path) -> dict[str, Any]:
     }
 
 
+def unzip_root(ref: HubRef) -> Path:
+    """Where a released snapshot's zips are unzipped: ``<mmrobust cache>/unzipped/<owner>--<name>``."""
+    from mmrobust.paths import cache_root
+
+    return cache_root() / "unzipped" / ref.repo_id.replace("/", "--")
+
+
 def load_hub(
     path: str | Path,
     *,
@@ -260,7 +267,7 @@ def load_hub(
         images: media root override (default: the unzipped videos).
         text_only: do not resolve media.
         hub_cache: hub cache folder (default: the library's).
-        unzip_dir: where zips are unzipped (default ``<mmrobust cache>/hub/<owner>--<name>``).
+        unzip_dir: where zips are unzipped (default :func:`unzip_root`).
         **options: passed to the loader of a non-released snapshot.
 
     Raises:
@@ -268,15 +275,12 @@ def load_hub(
             snapshot holds no dataset mmrobust can read.
     """
     from mmrobust.datasets.mvtamperbench import load_mvtamperbench
-    from mmrobust.paths import cache_root
 
     ref = parse_hub_ref(str(path))
     folder = snapshot(ref, cache_dir=hub_cache)
     commit = folder.name
     if is_released_snapshot(folder):
-        dest = (
-            Path(unzip_dir) if unzip_dir else cache_root() / "hub" / ref.repo_id.replace("/", "--")
-        )
+        dest = Path(unzip_dir) if unzip_dir else unzip_root(ref)
         media_root = Path(images) if images else dest
         unzipped: dict[str, Any] = {}
         if not text_only and images is None:
@@ -324,4 +328,5 @@ __all__ = [
     "prepare_released",
     "snapshot",
     "unzip_once",
+    "unzip_root",
 ]

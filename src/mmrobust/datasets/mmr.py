@@ -236,25 +236,16 @@ def _resolve_source(path: str | Path, cache_dir: Path | None) -> tuple[Path, lis
             )
         return candidates[0], _image_roots(p, cache_root)
     if re.fullmatch(r"[\w.-]+/[\w.-]+", str(path)):
-        return _resolve_source(_download_hub(str(path), cache_root), cache_dir)
+        return _resolve_source(_download_hub(str(path)), cache_dir)
     raise FileNotFoundError(f"MMR data not found: {path}")
 
 
-def _download_hub(repo_id: str, cache_root: Path) -> Path:  # pragma: no cover - needs network
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError as exc:
-        raise FileNotFoundError(
-            f"{repo_id!r} is not a local path and huggingface_hub is not installed"
-        ) from exc
-    try:
-        folder = snapshot_download(repo_id, repo_type="dataset", cache_dir=str(cache_root / "hub"))
-    except Exception as exc:  # network, auth, unknown repo: one clear line
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise FileNotFoundError(
-            f"{repo_id!r} is not a local path, and downloading it from the hub failed: {first}"
-        ) from exc
-    return Path(folder)
+def _download_hub(repo_id: str) -> Path:
+    """The hub snapshot of ``repo_id`` (``mmrobust.datasets.hub.snapshot``: the hub's own
+    cache, token and offline mode; one-line errors)."""
+    from mmrobust.datasets.hub import HubRef, snapshot
+
+    return snapshot(HubRef(repo_id))
 
 
 def default_cache_dir() -> Path:

@@ -27,7 +27,7 @@ from mmrobust.media._open import decode_video, describe_av_error, open_video
 from mmrobust.media.decode import _to_array, read_frames
 from mmrobust.media.errors import MediaError
 from mmrobust.media.jpeg import FrameEncoding, cap_size, decode_jpeg, encode_jpeg
-from mmrobust.media.probe import _frame_packets, normalise_rotation, truncation
+from mmrobust.media.probe import _frame_packets, normalise_rotation, stream_fps, truncation
 from mmrobust.media.sampling import FramePolicy, frame_indices
 
 
@@ -86,10 +86,7 @@ def sample_clip(path: str | Path, policy: FramePolicy, encoding: FrameEncoding) 
     """
     p = Path(path)
     with open_video(p) as (container, stream):
-        rate = stream.average_rate or stream.guessed_rate or stream.base_rate
-        if not rate or rate <= 0:
-            raise MediaError(p, "video stream has no usable frame rate")
-        fps = Fraction(rate)
+        fps = stream_fps(p, stream)
         listed = int(stream.frames or 0)
         hint = listed
         if hint <= 0:

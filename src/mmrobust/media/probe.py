@@ -94,6 +94,18 @@ def _stored_samples(path: Path) -> int:
         return 0
 
 
+def stream_fps(path: Path, stream: VideoStream) -> Fraction:
+    """The stream's frame rate (average, else guessed, else base rate).
+
+    Raises:
+        MediaError: none of them is usable.
+    """
+    rate = stream.average_rate or stream.guessed_rate or stream.base_rate
+    if not rate or rate <= 0:
+        raise MediaError(path, "video stream has no usable frame rate")
+    return Fraction(rate)
+
+
 def count_packets(path: str | Path) -> tuple[int, Fraction]:
     """``(frames, fps)`` of a video without decoding a frame: the frame count from its
     packets (exact for the usual one-frame-per-packet codecs, as ``probe(count_frames="demux")``).
@@ -103,11 +115,9 @@ def count_packets(path: str | Path) -> tuple[int, Fraction]:
     """
     p = Path(path)
     with open_video(p) as (container, stream):
-        rate = stream.average_rate or stream.guessed_rate or stream.base_rate
-        if not rate or rate <= 0:
-            raise MediaError(p, "video stream has no usable frame rate")
+        fps = stream_fps(p, stream)
         try:
-            return _frame_packets(container, stream), Fraction(rate)
+            return _frame_packets(container, stream), fps
         except av.error.FFmpegError as exc:
             raise MediaError(p, f"demux failed: {describe_av_error(exc)}") from exc
 
@@ -151,10 +161,7 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         method = count_frames
     p = Path(path)
     with open_video(p) as (container, stream):
-        rate = stream.average_rate or stream.guessed_rate or stream.base_rate
-        if not rate or rate <= 0:
-            raise MediaError(p, "video stream has no usable frame rate")
-        fps = Fraction(rate)
+        fps = stream_fps(p, stream)
         codec = stream.codec_context.name
         pix_fmt = stream.codec_context.pix_fmt or "unknown"
         first: VideoFrame | None = None  # size, rotation and colour come from it
@@ -207,4 +214,12 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         )
 
 
-__all__ = ["CountMethod", "VideoInfo", "count_packets", "normalise_rotation", "probe", "truncation"]
+__all__ = [
+    "CountMethod",
+    "VideoInfo",
+    "count_packets",
+    "normalise_rotation",
+    "probe",
+    "stream_fps",
+    "truncation",
+]

@@ -128,6 +128,19 @@ def tamper(
 # --- eval / rescore / report / compare (issue 3) ------------------------------------------
 
 
+def _log_to_stderr(quiet: bool = False) -> None:
+    """Show mmrobust's own log lines (downloads, unzipping, cache warnings) on stderr."""
+    import logging
+
+    logger = logging.getLogger("mmrobust")
+    if not any(getattr(h, "_mmrobust", False) for h in logger.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler._mmrobust = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+
+
 def _fail(message: str, code: int = 2) -> typer.Exit:
     """Print a one-line error to stderr and return the exit to raise."""
     typer.echo(f"error: {message}", err=True)
@@ -211,6 +224,7 @@ def eval_cmd(
     from mmrobust.report.tables import summary_text
     from mmrobust.runner import EvalConfig, run_eval
 
+    _log_to_stderr(quiet)
     if extract not in EXTRACT_MODES:
         raise _fail(f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {extract!r}")
     if option_style not in ("paper", "vlmevalkit"):
@@ -345,6 +359,7 @@ def audit_cmd(
     from mmrobust.media.sampling import FramePolicy
     from mmrobust.registry import UnknownNameError
 
+    _log_to_stderr()
     try:
         policy = (
             FramePolicy(mode="fps", fps=fps, max_frames=max_frames)

@@ -84,6 +84,34 @@ def _one_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
+def announce_size(ref: HubRef) -> int | None:
+    """Log the snapshot's file count and size before a download (online only); return bytes.
+
+    Any failure is silent here: ``snapshot_download`` reports it properly next.
+    """
+    try:
+        from huggingface_hub import HfApi, constants
+
+        if constants.is_offline_mode():
+            return None
+        info = HfApi().dataset_info(ref.repo_id, revision=ref.revision, files_metadata=True)
+    except Exception:  # the download that follows says what is wrong
+        return None
+    files = list(info.siblings or [])
+    total = sum(int(f.size or 0) for f in files)
+    zips = sum(int(f.size or 0) for f in files if f.rfilename.endswith(".zip"))
+    log.info(
+        "%s@%s: %d files, %.2f GB (downloaded once into the hub cache); the zipped videos "
+        "(%.2f GB) need about as much again unzipped",
+        ref.repo_id,
+        (info.sha or "?")[:12],
+        len(files),
+        total / 1e9,
+        zips / 1e9,
+    )
+    return total
+
+
 def snapshot(ref: HubRef, *, cache_dir: str | Path | None = None) -> Path:
     """Download (or find in the hub cache) the dataset snapshot; return its folder.
 
@@ -109,6 +137,7 @@ def snapshot(ref: HubRef, *, cache_dir: str | Path | None = None) -> Path:
             "hf: datasets need huggingface_hub (pip install huggingface_hub)"
         ) from None
     login = "log in with `hf auth login` or set HF_TOKEN"
+    announce_size(ref)
     try:
         folder = snapshot_download(
             ref.repo_id,
@@ -320,6 +349,7 @@ def load_hub(
 __all__ = [
     "RELEASES",
     "HubRef",
+    "announce_size",
     "free_bytes",
     "is_released_snapshot",
     "is_unzipped",

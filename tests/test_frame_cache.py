@@ -116,8 +116,14 @@ def test_lru_eviction_keeps_the_cap(tmp_path: Path) -> None:
     cache.put(keys[3], _fake_clip(1000))  # 4 entries > 3.5: evict down to <= 90 % of the cap
     present = [k for k in keys if cache._path(k).exists()]
     assert present == [keys[0], keys[2], keys[3]]
+    # An entry of the old format (decoded frames, .npz) is evicted before any current one.
+    old = tmp_path / "c" / "ab" / ("ab" * 32 + ".npz")
+    old.parent.mkdir()
+    old.write_bytes(b"x" * 10)
+    cache.put(keys[4], _fake_clip(1000))
+    assert not old.exists() and not cache._path(keys[2]).exists()
     stats = cache.stats()
-    assert stats["evicted"] == 1 and stats["bytes"] == 3 * entry <= stats["max_bytes"]
+    assert stats["evicted"] == 3 and stats["bytes"] == 3 * entry <= stats["max_bytes"]
 
 
 def test_parse_size() -> None:

@@ -51,6 +51,8 @@ FORMAT = "mmrobust-frames-1"
 """Entry format tag (part of the key: a new format never reads an old entry)."""
 _MAGIC = (FORMAT + "\n").encode()
 SUFFIX = ".frames"
+LEGACY_SUFFIX = ".npz"
+"""Entries of the previous format (raw decoded frames): counted, and evicted first."""
 DEFAULT_MAX_BYTES = 10 * 1000**3
 """Default cap: 10 GB (about one full MVTamperBench pass at 8 frames; see the README)."""
 LOW_WATER = 0.9
@@ -232,7 +234,11 @@ class FrameCache:
             )
 
     def _entries(self) -> list[tuple[float, int, Path]]:
-        """``(mtime, bytes, path)`` of every entry (a vanished file is skipped)."""
+        """``(mtime, bytes, path)`` of every entry (a vanished file is skipped).
+
+        Entries of the previous format (``.npz``: decoded frames, never read by this
+        version) are listed with mtime 0, so eviction deletes them first.
+        """
         out: list[tuple[float, int, Path]] = []
         if not self.root.is_dir():
             return out
@@ -240,12 +246,13 @@ class FrameCache:
             if not sub.is_dir(follow_symlinks=False):
                 continue
             for e in os.scandir(sub.path):
-                if e.name.endswith(SUFFIX) and not e.name.startswith("."):
+                stale = e.name.endswith(LEGACY_SUFFIX)
+                if (e.name.endswith(SUFFIX) or stale) and not e.name.startswith("."):
                     try:
                         st = e.stat()
                     except OSError:
                         continue
-                    out.append((st.st_mtime, st.st_size, Path(e.path)))
+                    out.append((0.0 if stale else st.st_mtime, st.st_size, Path(e.path)))
         return out
 
     def size_bytes(self) -> int:

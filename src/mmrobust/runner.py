@@ -668,8 +668,8 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
     check_nonempty(dataset, samples, config)
     check_usable(samples, config)
     model = model or load_model(config.model, config.model_args)
-    refusal = model.cannot_answer([s.options for s in samples])
-    if refusal:
+    refusal = None if config.judge else model.cannot_answer([s.options for s in samples])
+    if refusal:  # (a judge may still read such replies)
         model.close()
         raise ValueError(refusal)
     judge = load_judge(config.judge, config.judge_args) if config.judge else None

@@ -321,6 +321,17 @@ def load_hub(
                 ) from None
         ds = load_mvtamperbench(folder, images=media_root, text_only=text_only)
         ds.name = ref.repo_id.split("/")[-1]
+        media = ds.info.get("media")
+        if isinstance(media, dict):
+            log.info(
+                "%s@%s: %d samples; videos found %d, missing %d, ambiguous %d",
+                ref.repo_id,
+                commit[:12],
+                len(ds.samples),
+                media["found"],
+                media["missing"],
+                media["ambiguous"],
+            )
     else:
         try:
             fmt = detect_format(folder)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -53,9 +54,14 @@ RELEASED_ROW_KEYS = frozenset({"video", "candidates", "answer"})
 """Keys every released annotation row has (``json/<task>.json``); used to recognise the files."""
 
 
+def _stem(video: str) -> str:
+    """File stem of a row's ``video`` (``os.path``: this runs per row)."""
+    return os.path.splitext(os.path.basename(video.replace("\\", "/")))[0]
+
+
 def parse_released_name(video: str) -> dict[str, Any]:
     """Group, position, effect and duration from a released file name (empty dict if original)."""
-    m = _TAMPERED_NAME.match(Path(video).stem)
+    m = _TAMPERED_NAME.match(_stem(video))
     if not m:
         return {}
     return {
@@ -108,7 +114,7 @@ def row_to_sample(
         if found.how == HOW_NAME:
             meta["resolved_by"] = "file name outside its task folder"
     source = folder if folder is not None else TASK_FOLDERS.get(task or "")
-    stem = parsed.get("source_stem", Path(video_ref).stem)
+    stem = parsed.get("source_stem") or _stem(video_ref)
     return Sample(
         id=row_id,
         benchmark="tamper",

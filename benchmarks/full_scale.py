@@ -119,7 +119,7 @@ def _fresh(*paths: Path) -> None:
 def stage(name: str, root: Path, work: Path) -> dict[str, Any]:
     from mmrobust.runner import EvalConfig, rescore, run_eval
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out: dict[str, Any] = {}
     if name == "load":
         from mmrobust.datasets import load_dataset
@@ -168,6 +168,7 @@ def stage(name: str, root: Path, work: Path) -> dict[str, Any]:
         out = {"index_bytes": site.index_html.stat().st_size,
                "folder_bytes": sum(f.stat().st_size for f in (work / "report").rglob("*") if f.is_file())}  # fmt: skip
     out["s"] = time.perf_counter() - t0
+    out["cpu_s"] = time.process_time() - c0
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
@@ -202,7 +203,10 @@ def main() -> None:
             continue
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         load = (load0 + os.getloadavg()[0]) / 2
-        head = f"{name:<8} {r['s']:7.2f} s in the stage ({wall:.1f} s with process start), peak RSS {r['peak_rss_mb']:.0f} MB, load {load:.1f}"
+        head = (
+            f"{name:<8} {r['s']:7.2f} s in the stage ({r['cpu_s']:.2f} s CPU; {wall:.1f} s with "
+            f"process start), peak RSS {r['peak_rss_mb']:.0f} MB, load {load:.1f}"
+        )
         print(head)
         if name == "load":
             print(f"         {r['samples']} samples, {r['tasks']} tasks, media {r['media']}")

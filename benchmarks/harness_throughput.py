@@ -168,7 +168,7 @@ def child_minimal(listing: Path, port: int, concurrency: int) -> dict[str, Any]:
 
     from mmrobust.models._encode import data_url
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     videos = [json.loads(x)["video"] for x in listing.read_text().splitlines() if x.strip()]
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}/v1/", timeout=60)
 
@@ -207,7 +207,10 @@ def child_minimal(listing: Path, port: int, concurrency: int) -> dict[str, Any]:
 
     with ThreadPoolExecutor(concurrency) as pool:
         list(pool.map(one, videos))
-    return {"imports_s": t0 - t_import, "run_s": time.perf_counter() - t0, "n": len(videos)}
+    return {
+        "imports_s": t0 - t_import, "run_s": time.perf_counter() - t0,
+        "cpu_s": time.process_time() - c0, "n": len(videos),
+    }  # fmt: skip
 
 
 def child_mmrobust(
@@ -219,16 +222,16 @@ def child_mmrobust(
     totals: dict[str, float] = defaultdict(float)
     if profile:
         _instrument(totals)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     cfg = EvalConfig(
         data=str(listing), model="openai:bench", out=out, cache_dir=cache, n_resamples=0,
         model_args={"base_url": f"http://127.0.0.1:{port}/v1", "concurrency": str(concurrency)},
     )  # fmt: skip
     res = run_eval(cfg, progress=False)
-    run_s = time.perf_counter() - t0
+    run_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
     info = json.loads((Path(out) / "run.json").read_text())
     return {
-        "imports_s": t0 - t_import, "run_s": run_s, "n": res.n_new,
+        "imports_s": t0 - t_import, "run_s": run_s, "cpu_s": cpu_s, "n": res.n_new,
         "cache": info.get("frame_cache"), "profile": dict(totals),
         "status": res.metrics.get("status_counts"),
     }  # fmt: skip
@@ -352,9 +355,11 @@ def main() -> None:
     def med(name: str, key: str) -> float:
         return statistics.median(x[key] for x in results[name])
 
-    print("\nmedians over rounds (seconds; 'run' = after imports, 'wall' = whole process)")
+    print("\nmedians over rounds (seconds; 'run' = after imports, 'wall' = whole process, "
+          "'cpu' = CPU seconds of all its threads after imports)")  # fmt: skip
     for name in ("minimal", "cold", "warm"):
         print(f"  {name:<8} run {med(name, 'run_s'):7.2f}  wall {med(name, 'wall_s'):7.2f}  "
+              f"cpu {med(name, 'cpu_s'):7.2f}  "
               f"sent {med(name, 'bytes') / 1e6:7.1f} MB  load {med(name, 'load'):.1f}")  # fmt: skip
     ratios = [
         c["run_s"] / m["run_s"] for c, m in zip(results["cold"], results["minimal"], strict=True)
@@ -362,6 +367,11 @@ def main() -> None:
     walls = [
         c["wall_s"] / m["wall_s"] for c, m in zip(results["cold"], results["minimal"], strict=True)
     ]
+    cpus = [
+        c["cpu_s"] / m["cpu_s"] for c, m in zip(results["cold"], results["minimal"], strict=True)
+    ]
+    print(f"cold / minimal CPU seconds, per round: {', '.join(f'{x:.2f}' for x in cpus)} "
+          f"(median {statistics.median(cpus):.2f})")  # fmt: skip
     print(f"cold / minimal, per round: run {', '.join(f'{x:.2f}' for x in ratios)} "
           f"(median {statistics.median(ratios):.2f}); wall {', '.join(f'{x:.2f}' for x in walls)} "
           f"(median {statistics.median(walls):.2f}); target <= 1.3")  # fmt: skip
@@ -380,6 +390,7 @@ def main() -> None:
 
 def _line(name: str, r: int, res: dict[str, Any]) -> None:
     print(f"round {r} {name:<8} run {res['run_s']:6.2f} s  wall {res['wall_s']:6.2f} s  "
+          f"cpu {res['cpu_s']:6.2f} s  "
           f"imports {res['imports_s']:.2f} s  sent {res['bytes'] / 1e6:6.1f} MB  "
           f"load {res['load']:.1f}", flush=True)  # fmt: skip
 

@@ -44,12 +44,17 @@ class Reply:
         headers: extra headers (``Retry-After``...).
         delay_s: seconds to wait before answering (a hang when longer than
             the client's timeout; ``stop()`` cuts it short).
+        trickle_s: when > 0, send the body one byte every ``trickle_s`` seconds
+            (each read of the client gets a byte long before its read timeout).
+        trickle_headers: trickle the status line and headers too, not only the body.
     """
 
     status: int = 200
     body: Any = None
     headers: Mapping[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    trickle_s: float = 0.0
+    trickle_headers: bool = False
 
     @classmethod
     def ok(
@@ -101,6 +106,11 @@ class Reply:
         return cls(
             body='{"choices": [ this is not json', headers={"Content-Type": "application/json"}
         )
+
+    @classmethod
+    def trickle(cls, text: str = "A", *, every_s: float = 0.1, headers: bool = False) -> Reply:
+        """A normal answer sent one byte every ``every_s`` seconds (a "slow loris" reply)."""
+        return cls(body=cls.ok(text).body, trickle_s=every_s, trickle_headers=headers)
 
     @classmethod
     def hang(cls, seconds: float = 30.0) -> Reply:
@@ -316,6 +326,9 @@ class FakeOpenAIServer:
                     payload = reply.body.encode()
                 else:
                     payload = reply.body or b""
+                if reply.trickle_s > 0:
+                    self._trickle(reply, payload)
+                    return
                 try:
                     self.send_response(reply.status)
                     headers = {"Content-Type": "application/json", **reply.headers}
@@ -326,6 +339,25 @@ class FakeOpenAIServer:
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout); nothing to do
+
+            def _trickle(self, reply: Reply, payload: bytes) -> None:
+                head = [f"HTTP/1.1 {reply.status} OK"]
+                head += [f"{k}: {v}" for k, v in {"Content-Type": "application/json"}.items()]
+                head += [f"Content-Length: {len(payload)}", "", ""]
+                raw_head = "\r\n".join(head).encode()
+                slow = raw_head + payload if reply.trickle_headers else payload
+                try:
+                    if not reply.trickle_headers:
+                        self.wfile.write(raw_head)
+                        self.wfile.flush()
+                    for i in range(len(slow)):
+                        if server._stopping.wait(reply.trickle_s):
+                            return
+                        self.wfile.write(slow[i : i + 1])
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up
+                self.close_connection = True
 
             def do_GET(self) -> None:
                 request = self._record("GET")

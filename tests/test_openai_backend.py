@@ -193,8 +193,8 @@ def test_parse_retry_after_seconds_and_http_date() -> None:
         (Reply.error(429, retry_after="0"), Status.RATE_LIMITED, "rate_limited"),
         (Reply.error(500), Status.API_ERROR, "api_error"),
         (Reply.malformed(), Status.API_ERROR, "api_error"),
-        (Reply.empty(), Status.API_ERROR, "api_error"),
-        (Reply.ok(None), Status.API_ERROR, "api_error"),
+        (Reply.empty(), Status.EMPTY_REPLY, "empty_reply"),
+        (Reply.ok(None), Status.EMPTY_REPLY, "empty_reply"),
         (Reply(body={"object": "chat.completion", "choices": []}), Status.API_ERROR, "api_error"),
         (
             Reply(body="not gzip", headers={"Content-Encoding": "gzip"}),
@@ -219,7 +219,8 @@ def test_persistent_failure_gives_typed_status_after_all_retries(
 ) -> None:
     server.responder = lambda _req: reply
     sleeps: list[float] = []
-    [resp] = _model(server, sleeps, max_retries="2").generate([_request()])
+    # temperature > 0: an empty reply is retried (at 0 it is final at once, tested below)
+    [resp] = _model(server, sleeps, max_retries="2", temperature="0.7").generate([_request()])
     assert resp.status == status
     assert resp.text == ""
     assert "attempts: 3" in (resp.error or "")
@@ -234,7 +235,7 @@ def test_persistent_failure_gives_typed_status_after_all_retries(
 )
 def test_transient_failure_then_answer(server: FakeOpenAIServer, first: Reply, label: str) -> None:
     server.push(first, Reply.ok("B"))
-    [resp] = _model(server, []).generate([_request()])
+    [resp] = _model(server, [], temperature="0.7").generate([_request()])
     assert (resp.status, resp.text, resp.extra["attempts"]) == (Status.OK, "B", 2), label
 
 
@@ -242,7 +243,7 @@ def test_client_error_is_not_retried(server: FakeOpenAIServer) -> None:
     server.push(Reply.error(400, message="too many images"))
     sleeps: list[float] = []
     [resp] = _model(server, sleeps).generate([_request()])
-    assert resp.status == Status.API_ERROR
+    assert resp.status == Status.REJECTED  # final: a permanent refusal of this request
     assert "HTTP 400" in (resp.error or "") and "too many images" in (resp.error or "")
     assert len(server.chat_requests) == 1 and sleeps == []
 

@@ -142,16 +142,17 @@ def test_eval_through_openai_backend(
         "always-500": "api_error",
         "hang": "timeout",
         "malformed": "api_error",
-        "empty": "api_error",
+        "empty": "empty_reply",
     }
-    # Retry behaviour: one retry after the 429, then three attempts each (1 + max_retries).
+    # Retry behaviour: one retry after the 429, then three attempts each (1 + max_retries);
+    # an empty reply at temperature 0 is final at once.
     assert calls == {
         SIZES["retry-then-ok"]: 2,
         SIZES["always-429"]: 3,
         SIZES["always-500"]: 3,
         SIZES["hang"]: 3,
         SIZES["malformed"]: 3,
-        SIZES["empty"]: 3,
+        SIZES["empty"]: 1,
     }
     ok = rows["retry-then-ok"]
     assert (ok["raw_text"], ok["letter"]) == ("B. No", "B")
@@ -187,7 +188,13 @@ def test_eval_through_openai_backend(
         assert SECRET.encode() not in path.read_bytes(), path
 
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["status_counts"] == {"ok": 1, "rate_limited": 1, "api_error": 3, "timeout": 1}
+    assert metrics["status_counts"] == {
+        "ok": 1,
+        "rate_limited": 1,
+        "api_error": 2,
+        "timeout": 1,
+        "empty_reply": 1,
+    }
 
 
 def test_rerun_resumes_and_retries_only_failures(

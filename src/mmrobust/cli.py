@@ -214,6 +214,12 @@ def eval_cmd(
         help="Model SPEC of an LLM judge for replies extraction cannot parse (off).",
     ),
     judge_arg: list[str] = typer.Option([], "--judge-arg", help="KEY=VALUE for the judge."),
+    retry_failed: bool = typer.Option(
+        False,
+        "--retry-failed",
+        help="On resume, also ask again samples whose row is a final error "
+        "(rejected, empty_reply, media_error, ...).",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Run a model over a dataset; write RUN_DIR/{results.sqlite,run.json,metrics.json}. Re-running resumes."""
@@ -223,6 +229,7 @@ def eval_cmd(
     from mmrobust.registry import UnknownNameError
     from mmrobust.report.tables import summary_text
     from mmrobust.runner import EvalConfig, run_eval
+    from mmrobust.store import RunFolderWriteError
 
     _log_to_stderr(quiet)
     if extract not in EXTRACT_MODES:
@@ -235,9 +242,16 @@ def eval_cmd(
             images=images, text_only=text_only, prompt=prompt, option_style=option_style,
             permute=permute, frames=frames, fps=fps, max_frames=max_frames, extract=extract,
             official=official, limit=limit, workers=workers, seed=seed, cache_dir=cache_dir,
-            cache_size=cache_size, n_resamples=bootstrap, judge=judge, judge_args=parse_model_args(judge_arg),
+            cache_size=cache_size, n_resamples=bootstrap, judge=judge,
+            judge_args=parse_model_args(judge_arg), retry_failed=retry_failed,
         )  # fmt: skip
         result = run_eval(config, progress=not quiet)
+    except RunFolderWriteError as exc:
+        raise _fail(
+            f"{exc}; rows written so far are kept: free space (or copy the run folder "
+            "elsewhere) and re-run the command to resume",
+            3,
+        ) from None
     except (FileNotFoundError, DatasetError, UnknownNameError, ValueError) as exc:
         raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     typer.echo(summary_text(result.metrics))
@@ -278,7 +292,7 @@ def rescore_cmd(
     from mmrobust.models.spec import parse_model_args
     from mmrobust.registry import UnknownNameError
     from mmrobust.report.tables import summary_text
-    from mmrobust.runner import rescore
+    from mmrobust.runner import RunAborted, rescore
 
     if extract is not None and extract not in EXTRACT_MODES:
         raise _fail(f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {extract!r}")
@@ -289,8 +303,10 @@ def rescore_cmd(
             run_dir, extract_mode=extract, failures=failures, n_resamples=bootstrap,
             judge=judge, judge_args=parse_model_args(judge_arg),
         )  # fmt: skip
-    except (FileNotFoundError, ValueError, UnknownNameError) as exc:
-        raise _fail(str(exc).splitlines()[0]) from None
+    except RunAborted as exc:  # a dead judge: nothing was changed
+        raise _fail(str(exc), 3) from None
+    except (OSError, ValueError, UnknownNameError) as exc:  # OSError: missing, full disk
+        raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     typer.echo(summary_text(metrics))
 
 
@@ -312,7 +328,7 @@ def report_cmd(
 
     try:
         site = build_site(run_dirs, out, title=title, audits=audit)
-    except (FileNotFoundError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # OSError: missing folder, full disk under --out
         raise _fail(str(exc).splitlines()[0]) from None
     typer.echo(site.tables.markdown.read_text(encoding="utf-8"))
     typer.echo(f"wrote {site.tables.markdown.parent}; open {site.index_html}")

@@ -4,7 +4,11 @@ When rule-based extraction finds no option in a reply (``parse_fail``), a
 judge model (any backend spec: ``openai:gpt-4o-mini``, ``hf:...``) is asked
 which option the reply chooses. Its verdict must itself be a strict option
 letter; "none" keeps the row a ``parse_fail``; anything else, or a judge
-that fails, is a ``judge_error`` -- never a guess. The judge model's spec,
+that fails, is a ``judge_error`` -- never a guess. A failed verdict carries its
+reason (stored as the row's ``error``) and, when the judge's backend failed
+(``api_error``, ``timeout`` ...), that status as ``cause``: the runner stops a
+run whose judge failed that way on ``ABORT_AFTER`` replies in a row, as it does
+for a dead model. The judge model's spec,
 fingerprint and prompt template are recorded in ``run.json`` and
 ``metrics.json`` (``run.judge``); each judged row's ``rule`` starts with ``judge``.
 
@@ -21,6 +25,7 @@ from typing import Any
 
 from mmrobust.extract import Extraction, extract
 from mmrobust.models.base import Model, Request
+from mmrobust.redact import clip
 from mmrobust.status import Status
 
 JUDGE_PROMPT = (
@@ -44,6 +49,20 @@ def judge_prompt(question: str, options: Mapping[str, str], reply: str) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Verdict(Extraction):
+    """An extraction decided by the judge.
+
+    Attributes:
+        error: why the judge gave no verdict (``judge_error`` only), one line.
+        cause: the judge backend's own failure status (``api_error``, ``timeout``,
+            ``rate_limited``, ``model_error`` ...), or ``None`` when it answered.
+    """
+
+    error: str | None = None
+    cause: Status | None = None
+
+
 @dataclass
 class Judge:
     """A model that turns a free-form reply into an option letter.
@@ -62,10 +81,11 @@ class Judge:
 
     def __call__(
         self, sample_id: str, question: str, options: Mapping[str, str], reply: str
-    ) -> Extraction:
+    ) -> Verdict:
         """Ask the judge; return ``ok`` with a letter, ``parse_fail`` ("none") or ``judge_error``.
 
-        Never raises: a judge backend that raises or fails gives ``judge_error``.
+        Never raises: a judge backend that raises or fails gives ``judge_error``
+        with ``error`` (the reason) and ``cause`` (the backend's status) set.
         """
         req = Request(
             sample_id=f"judge:{sample_id}",
@@ -76,15 +96,33 @@ class Judge:
         try:
             resp = self.model.generate([req])[0]
         except Exception as exc:  # a judge backend failing is a typed status, not a crash
-            return Extraction(None, Status.JUDGE_ERROR, f"judge:error:{type(exc).__name__}")
+            reason = clip(f"judge raised {type(exc).__name__}: {exc}".splitlines()[0], 300)
+            return Verdict(
+                None,
+                Status.JUDGE_ERROR,
+                f"judge:error:{type(exc).__name__}",
+                error=reason,
+                cause=Status.MODEL_ERROR,
+            )
         if resp.status is not Status.OK:
-            return Extraction(None, Status.JUDGE_ERROR, f"judge:{resp.status.value}")
+            return Verdict(
+                None,
+                Status.JUDGE_ERROR,
+                f"judge:{resp.status.value}",
+                error=f"judge {resp.status.value}: {resp.error or 'no detail'}",
+                cause=resp.status,
+            )
         verdict = extract(resp.text, options, mode="strict")
         if verdict.status is Status.OK:
-            return Extraction(verdict.letter, Status.OK, "judge")
+            return Verdict(verdict.letter, Status.OK, "judge")
         if re.fullmatch(r"\W*none\W*", resp.text.strip(), flags=re.IGNORECASE):
-            return Extraction(None, Status.PARSE_FAIL, "judge:none")
-        return Extraction(None, Status.JUDGE_ERROR, "judge:unparseable-verdict")
+            return Verdict(None, Status.PARSE_FAIL, "judge:none")
+        return Verdict(
+            None,
+            Status.JUDGE_ERROR,
+            "judge:unparseable-verdict",
+            error=f"judge reply is no option letter: {clip(resp.text, 120)!r}",
+        )
 
 
 def load_judge(spec: str, model_args: Mapping[str, str] | None = None) -> Judge:
@@ -98,4 +136,4 @@ def load_judge(spec: str, model_args: Mapping[str, str] | None = None) -> Judge:
     return Judge(model=load_model(spec, model_args), spec=spec)
 
 
-__all__ = ["JUDGE_PROMPT", "Judge", "judge_prompt", "load_judge"]
+__all__ = ["JUDGE_PROMPT", "Judge", "Verdict", "judge_prompt", "load_judge"]

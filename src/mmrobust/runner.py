@@ -12,6 +12,9 @@ take over without changing the store, the metrics or the CLI.
 * A ``Sample.error`` becomes a ``data_error`` row without calling the model.
 * A ``MediaError`` while decoding becomes a ``media_error`` row.
 * A model that raises for a batch gives ``model_error`` rows for that batch.
+* An empty reply is ``empty_reply``; a server's permanent refusal is
+  ``rejected`` (both final); a refusal that names a server limit every sample
+  will hit stops the run at once with the fix (``models/limits.py``).
 * Ctrl-C cancels pending work, keeps every row already written and still
   writes ``metrics.json`` for what finished (``RunResult.interrupted``).
 * Re-running the same command skips finished rows (resume).
@@ -23,6 +26,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -41,8 +45,10 @@ from mmrobust.media.sampling import FramePolicy, window_coverage
 from mmrobust.metrics import compute_metrics
 from mmrobust.models.base import Model, Request, Response
 from mmrobust.prompts import PromptConfig, build_prompt
+from mmrobust.redact import scrub_args
+from mmrobust.runlock import LOCK_FILE, RunLock
 from mmrobust.status import Status
-from mmrobust.store import TRANSIENT, ResultStore, RunKey, StoredRow
+from mmrobust.store import TRANSIENT, ResultStore, RunFolderWriteError, RunKey, StoredRow
 
 RUN_FILE = "run.json"
 METRICS_FILE = "metrics.json"
@@ -80,6 +86,7 @@ class EvalConfig:
     n_resamples: int = 1000
     judge: str | None = None
     judge_args: dict[str, str] = field(default_factory=dict)
+    retry_failed: bool = False
 
     def policy(self) -> FramePolicy:
         """The frame sampling policy these options describe."""
@@ -214,9 +221,19 @@ def _hash(obj: Any) -> str:
 
 
 def _atomic_write_json(path: Path, obj: Any) -> None:
+    """Write ``obj`` as JSON via a temporary file and a rename (the old file stays whole).
+
+    Raises:
+        RunFolderWriteError: the file cannot be written (full disk, quota, read-only).
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    text = json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n"
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RunFolderWriteError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _git_sha() -> str | None:
@@ -413,6 +430,10 @@ class SampleProcessor:
         if resp.status is not Status.OK:
             status = resp.status if resp.status.is_error else Status.MODEL_ERROR
             return self._row(sample, status, error=resp.error, rule=status.value, **common)
+        if not (resp.text or "").strip():  # every backend: an empty answer is no answer
+            return self._row(
+                sample, Status.EMPTY_REPLY, error="empty reply", rule="empty_reply", **common
+            )
         ex = extract(
             resp.text or "",
             meta["options"],
@@ -421,7 +442,17 @@ class SampleProcessor:
             answer=meta["answer"],
         )
         if ex.status is Status.PARSE_FAIL and self.judge is not None:
-            ex = self.judge(sample.id, sample.question, meta["options"], resp.text or "")
+            verdict = self.judge(sample.id, sample.question, meta["options"], resp.text or "")
+            if verdict.cause is not None:  # the judge's backend failed: kept for the stop rule
+                common["extra"] = {**common["extra"], "judge_status": verdict.cause.value}
+            return self._row(
+                sample,
+                verdict.status,
+                letter=verdict.letter,
+                rule=verdict.rule,
+                error=verdict.error,
+                **common,
+            )
         return self._row(sample, ex.status, letter=ex.letter, rule=ex.rule, **common)
 
 
@@ -434,19 +465,26 @@ def _dropped_frames(sample: Sample) -> int | None:
 
 
 def load_image(path: str | Path) -> np.ndarray:
-    """Read an image as ``(H, W, 3) uint8 RGB``.
+    """Read an image as ``(H, W, 3) uint8 RGB``, longer side at most
+    ``media.limits.MAX_FRAME_SIDE`` (3584 px; larger images are downscaled).
 
     Raises:
-        MediaError: unreadable or not an image.
+        MediaError: unreadable, not an image, or over ``MAX_FRAME_PIXELS``.
     """
     import cv2
 
-    from mmrobust.media import MediaError
+    from mmrobust.media import MediaError, limits
 
     data = np.fromfile(str(path), dtype=np.uint8) if Path(path).is_file() else None
     img = cv2.imdecode(data, cv2.IMREAD_COLOR) if data is not None and data.size else None
     if img is None:
         raise MediaError(path, "cannot read image")
+    reason = limits.too_large(img.shape[1], img.shape[0])
+    if reason is not None:
+        raise MediaError(path, reason)
+    fit = limits.fit_within(img.shape[1], img.shape[0])
+    if fit is not None:
+        img = cv2.resize(img, fit, interpolation=cv2.INTER_AREA)
     return np.ascontiguousarray(cv2.cvtColor(img, cv2.COLOR_BGR2RGB))
 
 
@@ -472,12 +510,20 @@ def run_key(
     )
 
 
+def config_record(config: EvalConfig) -> dict[str, Any]:
+    """The ``config`` block of ``run.json``: the options, with secrets and URL credentials masked."""
+    record = asdict(config)
+    record["model_args"] = scrub_args(config.model_args)
+    record["judge_args"] = scrub_args(config.judge_args)
+    return record
+
+
 def run_block(config: EvalConfig, model: Model) -> dict[str, Any]:
     """The ``run`` block of ``metrics.json``: model, prompt, frames policy, extraction mode."""
     pc = config.prompt_config()
     return {
         "model": config.model,
-        "model_args": {k: v for k, v in config.model_args.items() if "key" not in k.lower()},
+        "model_args": scrub_args(config.model_args),
         "model_fingerprint": model.fingerprint(),
         "prompt": {
             "template": pc.template or "default",
@@ -545,6 +591,21 @@ class RunConflictError(ValueError):
     """The run folder already holds a run of another model, configuration or dataset."""
 
 
+def _resolved(source: str) -> str:
+    """``source`` as an absolute, symlink-free path when it names a file or folder."""
+    return os.path.realpath(source) if source and os.path.exists(source) else source
+
+
+def same_source(old: object, new: str) -> bool:
+    """Whether two spellings of a dataset path name the same place (``./d.jsonl``,
+    ``sub/../d.jsonl``, an absolute path, a symlink); ``mmr-demo`` and other names compare as is."""
+    if not isinstance(old, str):
+        return False
+    if old == new:
+        return True
+    return os.path.realpath(os.path.expanduser(old)) == os.path.realpath(os.path.expanduser(new))
+
+
 def check_same_run(run_dir: Path, key: RunKey, dataset: Dataset) -> None:
     """Refuse to mix runs in one folder: same model/prompt/frames key and same dataset only.
 
@@ -558,14 +619,14 @@ def check_same_run(run_dir: Path, key: RunKey, dataset: Dataset) -> None:
         old = json.loads(path.read_text(encoding="utf-8"))
         old_key = RunKey(**old["key"])
         old_data = old.get("dataset", {})
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         raise RunConflictError(
             f"{path} is not a readable run.json; use a new --out or remove the folder"
         ) from None
     what = []
     if old_key != key:
         what.append(f"model/prompt/frames (was {old.get('config', {}).get('model')!r})")
-    if old_data.get("source") != dataset.source:
+    if not same_source(old_data.get("source"), dataset.source):
         what.append(f"dataset (was {old_data.get('source')!r})")
     if what:
         raise RunConflictError(
@@ -625,14 +686,22 @@ def nothing_scored(rows: Sequence[StoredRow]) -> str | None:
     return f"no sample could be scored: {len(rows)} of {len(rows)} rows are {spread}; {detail}"
 
 
-def unfinished(store: ResultStore, key: RunKey, samples: Sequence[Sample]) -> list[Sample]:
+def unfinished(
+    store: ResultStore, key: RunKey, samples: Sequence[Sample], *, retry_failed: bool = False
+) -> list[Sample]:
     """Samples without a finished row under ``key``.
 
     A row counts as finished only if its status is not transient and the stored
     sample equals the current one (same media path, window, options, meta such
     as the clip's sha256), so a rebuilt or edited dataset is asked again.
+    ``retry_failed`` also asks again every sample whose row is a final error
+    (``rejected``, ``empty_reply``, ``media_error`` ...; ``Status.is_error``).
     """
-    stored = {r.sample.id: r for r in store.rows(key) if r.status not in TRANSIENT}
+    stored = {
+        r.sample.id: r
+        for r in store.rows(key)
+        if r.status not in TRANSIENT and not (retry_failed and r.status.is_error)
+    }
     return [s for s in samples if s.id not in stored or stored[s.id].sample != s]
 
 
@@ -656,6 +725,9 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
     Raises:
         FileNotFoundError, DatasetError, UnknownNameError: the dataset cannot be loaded.
         ValueError, UnknownNameError: bad model spec or options.
+        RunLockedError: another process is running in ``config.out``.
+        RunFolderWriteError: ``config.out`` cannot be written (full disk); rows
+            committed before are kept and a re-run resumes.
     """
     from mmrobust.models.spec import load_model
 
@@ -667,24 +739,47 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
     samples = select_samples(dataset, config.limit)
     check_nonempty(dataset, samples, config)
     check_usable(samples, config)
-    model = model or load_model(config.model, config.model_args)
-    refusal = None if config.judge else model.cannot_answer([s.options for s in samples])
-    if refusal:  # (a judge may still read such replies)
-        model.close()
-        raise ValueError(refusal)
-    judge = load_judge(config.judge, config.judge_args) if config.judge else None
     run_dir = Path(config.out)
-    key = run_key(model, pconf, policy, text_only=config.text_only)
-    check_same_run(run_dir, key, dataset)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    created = not run_dir.exists()
+    lock = RunLock(run_dir).acquire()  # one process per run folder, from here to the end
+    try:
+        model = model or load_model(config.model, config.model_args)
+        refusal = None if config.judge else model.cannot_answer([s.options for s in samples])
+        if refusal:  # said before any request (a judge may still read such replies)
+            model.close()
+            raise ValueError(refusal)
+        judge = load_judge(config.judge, config.judge_args) if config.judge else None
+        key = run_key(model, pconf, policy, text_only=config.text_only)
+        check_same_run(run_dir, key, dataset)  # under the lock: no other run can slip in
+        return _evaluate(config, dataset, samples, model, judge, key, progress=progress)
+    finally:
+        lock.release()
+        if created and {p.name for p in run_dir.iterdir()} <= {LOCK_FILE}:
+            shutil.rmtree(run_dir, ignore_errors=True)  # nothing was run: leave no folder
+
+
+def _evaluate(
+    config: EvalConfig,
+    dataset: Dataset,
+    samples: list[Sample],
+    model: Model,
+    judge: Judge | None,
+    key: RunKey,
+    *,
+    progress: bool,
+) -> RunResult:
+    """The body of :func:`run_eval`, run while the run folder's lock is held."""
+    policy = config.policy()
+    pconf = config.prompt_config()
+    run_dir = Path(config.out)
     cache = frame_cache(config)
     run_info: dict[str, Any] = {
         "mmrobust_version": __version__,
-        "config": asdict(config),
+        "config": config_record(config),
         "dataset": {
             "name": dataset.name,
             "benchmark": dataset.benchmark,
-            "source": dataset.source,
+            "source": _resolved(dataset.source),
             "data_hash": dataset.data_hash,
             "n_samples": len(dataset.samples),
             "n_selected": len(samples),
@@ -706,7 +801,7 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
     aborted: str | None = None
     n_new = 0
     try:
-        todo = unfinished(store, key, samples)
+        todo = unfinished(store, key, samples, retry_failed=config.retry_failed)
         processor = SampleProcessor(
             model,
             key,
@@ -730,6 +825,9 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
             executor.cancel()
             interrupted = True
             aborted = str(exc)
+        except RunFolderWriteError:  # full disk: stop now; committed rows are intact
+            executor.cancel()
+            raise
         n_new = written[0]
         rows = store.rows(key, sample_ids=[s.id for s in samples])
         metrics = score_rows(
@@ -794,6 +892,7 @@ def _drive(
     )
 
     streak: list[StoredRow] = []  # consecutive rows with a transient failure
+    judge_streak: list[StoredRow] = []  # consecutive judged rows whose judge backend failed
     limit = max(ABORT_AFTER, 2 * getattr(executor, "workers", 1))
     with Progress(
         TextColumn("[bold]eval[/]"),
@@ -810,10 +909,13 @@ def _drive(
         failed = 0
         for rows in executor.run(processor, items):
             for row in rows:
+                _stop_on_server_limit(row, written[0])
                 store.put(row)
                 written[0] += 1
                 failed += row.status is not Status.OK
                 streak = [*streak, row] if row.status in TRANSIENT else []
+                if (row.rule or "").startswith("judge"):
+                    judge_streak = [*judge_streak, row] if judge_failed(row) else []
             bar.update(task, advance=len(rows), errors=failed)
             if len(streak) >= limit:
                 first = streak[0]
@@ -823,6 +925,37 @@ def _drive(
                     "finished rows are kept, fix the cause and re-run the same command to resume",
                     written[0],
                 )
+            if len(judge_streak) >= limit:
+                raise RunAborted(
+                    f"stopped: the judge failed on {len(judge_streak)} consecutive replies "
+                    f"({judge_streak[0].error or 'no detail'}); finished rows are kept, fix the "
+                    "judge and re-run to resume (`mmrobust rescore RUN_DIR --judge SPEC` "
+                    "judges the judge_error rows again)",
+                    written[0],
+                )
+
+
+def judge_failed(row: StoredRow) -> bool:
+    """True for a ``judge_error`` row whose judge backend failed (down, timing out, raising),
+    not one whose judge answered something unusable."""
+    cause = row.extra.get("judge_status")
+    return row.status is Status.JUDGE_ERROR and cause in {s.value for s in TRANSIENT}
+
+
+def _stop_on_server_limit(row: StoredRow, written: int) -> None:
+    """Raise ``RunAborted`` for a rejection that names a limit every sample will hit.
+
+    The row is not stored: nothing about the sample is known, and after the fix
+    (fewer frames, a server restarted with a higher limit) it must be asked again.
+    """
+    limit = row.extra.get("server_limit") if row.status is Status.REJECTED else None
+    if isinstance(limit, dict):
+        raise RunAborted(
+            f"the server refused sample {row.sample.id!r} with a limit every sample will hit "
+            f"({row.error}); {limit.get('fix', 'change the request or the server')}; "
+            "finished rows are kept, re-run to resume",
+            written,
+        )
 
 
 def load_run_config(run_dir: str | Path) -> dict[str, Any]:
@@ -837,7 +970,7 @@ def load_run_config(run_dir: str | Path) -> dict[str, Any]:
         raise FileNotFoundError(f"not a run folder (no {RUN_FILE}): {run_dir}")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ValueError(f"{path}: not valid JSON ({exc})") from None
     missing = [k for k in ("config", "key") if not isinstance(data, dict) or k not in data]
     if missing:
@@ -872,8 +1005,24 @@ def rescore(
     Raises:
         FileNotFoundError: not a run folder.
         ValueError: unknown extraction mode.
+        RunLockedError: another process is running in that folder.
     """
-    info = load_run_config(run_dir)
+    load_run_config(run_dir)  # not a run folder: fail before the lock file is made
+    with RunLock(run_dir):  # read, re-extract and write with no eval running there
+        info = load_run_config(run_dir)
+        return _rescore(run_dir, info, extract_mode, failures, n_resamples, judge, judge_args)
+
+
+def _rescore(
+    run_dir: str | Path,
+    info: dict[str, Any],
+    extract_mode: str | None,
+    failures: str | None,
+    n_resamples: int | None,
+    judge: str | None,
+    judge_args: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    """The body of :func:`rescore`, run while the run folder's lock is held."""
     cfg = info["config"]
     run = info.get("run", {})
     mode = extract_mode or run.get("extraction") or cfg.get("extract", "lenient")
@@ -883,6 +1032,7 @@ def rescore(
     with ResultStore(run_dir) as store:
         rows = store.rows(key)
         updates = []
+        judge_streak = 0  # consecutive replies the judge's backend failed on
         for row in rows:
             if row.status.is_error and row.status is not Status.JUDGE_ERROR:
                 continue
@@ -894,9 +1044,20 @@ def rescore(
                 answer=row.answer,
             )
             if ex.status is Status.PARSE_FAIL and judge_model is not None:
-                ex = judge_model(row.sample.id, row.sample.question, row.options, row.raw_text)
-            updates.append((row, {"letter": ex.letter, "status": ex.status, "rule": ex.rule}))
-            row.letter, row.status, row.rule = ex.letter, ex.status, ex.rule
+                verdict = judge_model(row.sample.id, row.sample.question, row.options, row.raw_text)
+                failed = verdict.cause is not None and verdict.cause in TRANSIENT
+                judge_streak = judge_streak + 1 if failed else 0
+                if judge_streak >= ABORT_AFTER:
+                    raise RunAborted(
+                        f"the judge failed on {judge_streak} consecutive replies "
+                        f"({verdict.error}); nothing was changed",
+                        0,
+                    )
+                ex = verdict
+            error = getattr(ex, "error", None)  # a judge's reason for no verdict
+            new = {"letter": ex.letter, "status": ex.status, "rule": ex.rule, "error": error}
+            updates.append((row, new))
+            row.letter, row.status, row.rule, row.error = ex.letter, ex.status, ex.rule, error
         store.update_extractions(updates)
     benchmark = info.get("dataset", {}).get("benchmark") or (
         rows[0].sample.benchmark if rows else "generic"

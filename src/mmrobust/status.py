@@ -14,7 +14,8 @@ class Status(str, Enum):
 
     ``OK`` and ``PARSE_FAIL`` mean the model answered; every other value is an
     error (the model, its server, the media or the data failed) and counts in
-    ``error_rate``.
+    ``error_rate``. ``docs/failures.md`` tables each value: when it happens,
+    whether a re-run asks again, how metrics count it.
     """
 
     OK = "ok"
@@ -22,7 +23,8 @@ class Status(str, Enum):
     PARSE_FAIL = "parse_fail"
     """The model answered but no option could be extracted from the text."""
     API_ERROR = "api_error"
-    """The server returned an error (5xx, malformed body, empty content) after all retries."""
+    """The server returned an error (5xx, 401/403/404, malformed body, connection lost) after
+    all retries."""
     TIMEOUT = "timeout"
     """The request did not finish within the timeout after all retries."""
     RATE_LIMITED = "rate_limited"
@@ -35,6 +37,13 @@ class Status(str, Enum):
     """A local model raised while generating."""
     JUDGE_ERROR = "judge_error"
     """The optional LLM judge failed to give a verdict."""
+    REJECTED = "rejected"
+    """The server refused this request for good (a 4xx other than 401/403/404/408/429, e.g.
+    ``400`` context too long for this sample); final: a re-run does not ask again unless
+    ``--retry-failed``."""
+    EMPTY_REPLY = "empty_reply"
+    """The model answered with empty content (final: at temperature 0 asking again gives the
+    same nothing)."""
 
     @property
     def is_error(self) -> bool:

@@ -212,6 +212,23 @@ class StoreError(ValueError):
     """The results database cannot be opened or read (corrupt, not SQLite)."""
 
 
+class RunFolderWriteError(OSError):
+    """The run folder cannot be written (disk full, quota, read-only): the run must stop.
+
+    What was committed before stays intact; the message is one line naming the file.
+    """
+
+
+_WRITE_FAILURES = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY")
+_WRITE_MESSAGES = ("disk is full", "disk i/o error", "readonly database", "unable to open")
+
+
+def is_write_failure(exc: sqlite3.Error) -> bool:
+    """True when SQLite failed to *write* (full disk, I/O error, read-only), not on bad data."""
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    return name.startswith(_WRITE_FAILURES) or any(m in str(exc).lower() for m in _WRITE_MESSAGES)
+
+
 class ResultStore:
     """The SQLite results store of one run folder (see module docstring).
 
@@ -224,6 +241,7 @@ class ResultStore:
     Raises:
         FileNotFoundError: ``readonly`` and no database there.
         StoreError: the file is not a readable SQLite results database.
+        RunFolderWriteError: the database cannot be created or written (full disk ...).
     """
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
@@ -232,6 +250,8 @@ class ResultStore:
         try:
             self._open(readonly)
         except sqlite3.DatabaseError as exc:
+            if not readonly and is_write_failure(exc):
+                raise RunFolderWriteError(f"cannot write {self.path}: {exc}") from None
             raise StoreError(f"{self.path}: not a readable results database ({exc})") from None
 
     def _open(self, readonly: bool) -> None:
@@ -250,13 +270,24 @@ class ResultStore:
         self._db.row_factory = sqlite3.Row
 
     def put(self, row: StoredRow) -> None:
-        """Insert or replace one row and commit at once."""
+        """Insert or replace one row and commit at once.
+
+        Raises:
+            RunFolderWriteError: the row could not be written (full disk, I/O error);
+                the transaction is rolled back, earlier rows are intact.
+        """
         placeholders = ", ".join("?" for _ in _COLUMNS)
-        with self._db:
-            self._db.execute(
-                f"INSERT OR REPLACE INTO results ({', '.join(_COLUMNS)}) VALUES ({placeholders})",
-                _to_db(row),
-            )
+        try:
+            with self._db:
+                self._db.execute(
+                    f"INSERT OR REPLACE INTO results ({', '.join(_COLUMNS)}) "
+                    f"VALUES ({placeholders})",
+                    _to_db(row),
+                )
+        except sqlite3.OperationalError as exc:
+            if is_write_failure(exc):
+                raise RunFolderWriteError(f"cannot write {self.path}: {exc}") from None
+            raise
 
     def finished_ids(self, key: RunKey) -> set[str]:
         """Sample ids already answered under ``key`` (rows with a transient error excluded)."""
@@ -292,16 +323,18 @@ class ResultStore:
         return [RunKey(*r) for r in cur]
 
     def update_extractions(self, updates: Sequence[tuple[StoredRow, Mapping[str, Any]]]) -> None:
-        """Set ``letter``, ``status`` and ``rule`` of several rows in one transaction (rescore)."""
+        """Set ``letter``, ``status``, ``rule`` (and ``error`` when given) of several rows in
+        one transaction (rescore)."""
         with self._db:
             for row, new in updates:
                 self._db.execute(
-                    "UPDATE results SET letter=?, status=?, rule=? WHERE sample_id=? AND "
+                    "UPDATE results SET letter=?, status=?, rule=?, error=? WHERE sample_id=? AND "
                     "model_fp=? AND prompt_fp=? AND policy_fp=?",
                     (
                         new["letter"],
                         Status(new["status"]).value,
                         new["rule"],
+                        new.get("error", row.error),
                         row.sample.id,
                         row.key.model_fp,
                         row.key.prompt_fp,
@@ -328,4 +361,13 @@ class ResultStore:
         self.close()
 
 
-__all__ = ["STORE_FILE", "TRANSIENT", "ResultStore", "RunKey", "StoredRow"]
+__all__ = [
+    "STORE_FILE",
+    "TRANSIENT",
+    "ResultStore",
+    "RunFolderWriteError",
+    "RunKey",
+    "StoreError",
+    "StoredRow",
+    "is_write_failure",
+]

@@ -115,18 +115,58 @@ def finalize_samples(samples: list[Sample], defects: list[str]) -> list[Sample]:
     return out
 
 
+MAX_JSON_DEPTH = 64
+"""Deepest nesting (objects/arrays) a dataset record may have; deeper ones are defects.
+
+Python's ``json`` parser raises ``RecursionError`` past about 1000 levels, and
+pydantic refuses to serialise a sample whose ``meta`` nests past a few hundred,
+so a hostile record would end a load, or a run at the moment its row is stored.
+No real annotation nests more than a handful of levels."""
+
+
+def loads_json(text: str | bytes) -> Any:
+    """``json.loads`` that raises only ``ValueError`` (also for nesting Python cannot parse).
+
+    Raises:
+        ValueError: invalid JSON, or nested too deeply to parse (never ``RecursionError``).
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to parse") from None
+
+
+def check_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> Any:
+    """Return ``value`` if its objects/arrays nest at most ``limit`` levels.
+
+    Iterative (no recursion, whatever the depth).
+
+    Raises:
+        ValueError: nested deeper than ``limit``.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                raise ValueError(f"nested deeper than {limit} levels")
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return value
+
+
 def _first_json_value(path: Path) -> Any:
     with path.open("rb") as fh:
         head = fh.read(1 << 16).decode("utf-8", errors="replace").lstrip()
     if head.startswith("["):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = loads_json(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         return data[0] if isinstance(data, list) and data else None
     line = head.splitlines()[0] if head else ""
     try:
-        return json.loads(line)
+        return loads_json(line)
     except ValueError:
         return None
 
@@ -209,14 +249,17 @@ def load_dataset(path: str | Path, format: str | None = None, **options: Any) ->
 __all__ = [
     "FORMATS",
     "HUB_PREFIX",
+    "MAX_JSON_DEPTH",
     "TAMPER_QUESTION",
     "YES_NO",
     "Dataset",
     "DatasetError",
     "Loader",
+    "check_depth",
     "detect_format",
     "finalize_samples",
     "load_dataset",
+    "loads_json",
     "sha256_files",
     "skip_reason",
 ]

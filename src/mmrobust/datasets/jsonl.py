@@ -11,7 +11,6 @@ file's folder); a missing file sets ``Sample.error``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,9 @@ from pydantic import ValidationError
 from mmrobust.datasets.base import (
     Dataset,
     DatasetError,
+    check_depth,
     finalize_samples,
+    loads_json,
     sha256_files,
     skip_reason,
 )
@@ -89,7 +90,7 @@ def load_jsonl(
     records: list[tuple[int, Any]] = []
     if text.lstrip().startswith("["):
         try:
-            records = list(enumerate(json.loads(text), start=1))
+            records = list(enumerate(loads_json(text), start=1))
         except ValueError as exc:
             raise DatasetError(f"{file}: invalid JSON ({exc})") from None
     else:
@@ -97,7 +98,7 @@ def load_jsonl(
             if not line.strip():
                 continue
             try:
-                records.append((n, json.loads(line)))
+                records.append((n, loads_json(line)))
             except ValueError as exc:
                 defects.append(f"{file.name}:{n}: skipped (invalid JSON: {exc})")
     samples: list[Sample] = []
@@ -105,7 +106,7 @@ def load_jsonl(
         try:
             if not isinstance(rec, dict):
                 raise ValueError("not a JSON object")
-            samples.append(record_to_sample(rec, n, root, text_only=text_only))
+            samples.append(record_to_sample(check_depth(rec), n, root, text_only=text_only))
         except (ValueError, TypeError, ValidationError) as exc:
             defects.append(f"{file.name}:{n}: skipped ({skip_reason(exc)})")
     samples = finalize_samples(samples, defects)

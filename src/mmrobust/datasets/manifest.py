@@ -11,7 +11,6 @@ resampling keeps a source's clips together), ``window`` = ``window_output``
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,9 @@ from mmrobust.datasets.base import (
     YES_NO,
     Dataset,
     DatasetError,
+    check_depth,
     finalize_samples,
+    loads_json,
     skip_reason,
 )
 from mmrobust.datasets.schema import TAMPER_ORIGINAL, Sample, Window
@@ -105,7 +106,7 @@ def load_manifest(
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = check_depth(loads_json(line))
             if not isinstance(rec, dict):
                 raise ValueError("not a JSON object")
             samples.append(manifest_record_to_sample(rec, root, text_only=text_only))
@@ -115,7 +116,7 @@ def load_manifest(
     if errors.is_file():
         for line in errors.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
-                err = json.loads(line)
+                err = check_depth(loads_json(line))
                 defects.append(f"builder failed on {err.get('source')}: {err.get('reason')}")
             except ValueError:
                 continue

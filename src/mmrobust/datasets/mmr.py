@@ -27,7 +27,6 @@ Data defects are reported, not crashed on (``Dataset.defects``):
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 import zipfile
@@ -39,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from mmrobust.datasets.base import Dataset, DatasetError
+from mmrobust.datasets.base import Dataset, DatasetError, check_depth, loads_json
 from mmrobust.datasets.schema import Sample
 
 log = logging.getLogger(__name__)
@@ -94,6 +93,9 @@ _LINE_MARKER = re.compile(r"(?m)^[ \t]*([A-D])(?:[.)：:]|(?=\s)|$)[ \t]*")
 # An inline option marker preceded by whitespace/start; strict form needs "." or ")".
 _INLINE_STRICT = re.compile(r"(?:(?<=\s)|^)([A-D])[.)][ \t]*")
 _INLINE_LOOSE = re.compile(r"(?:(?<=\s)|^)([A-D])(?:[.):]|(?=\s))[ \t]*")
+# Option-like markers of any letter (letter + punctuation + text) at a line start / inline.
+_ANY_LINE_OPTION = re.compile(r"(?m)^[ \t]*([A-Z])[.)：:][ \t]*\S")
+_ANY_INLINE_OPTION = re.compile(r"(?:(?<=\s)|^)([A-Z])[.)][ \t]+\S")
 
 
 def _clean(text: str) -> str:
@@ -145,9 +147,14 @@ def parse_question(text: str) -> ParsedQuestion:
     Returns:
         the parsed question; ``options`` keeps the order of appearance.
 
+    A question with more than four options (a line ``E. ...``) or with an option
+    letter given twice (two ``D.`` lines) is not a 4-option question: it is
+    refused, not merged into option D's text.
+
     Raises:
-        ValueError: four options A-D could not be found.
+        ValueError: four options A-D could not be found, or there are more than four.
     """
+    _check_four_options(text)
     line_marks = [(m.group(1), m.start(1), m.end()) for m in _LINE_MARKER.finditer(text)]
     letters = [m[0] for m in line_marks]
     if sorted(letters) == list(LETTERS) and line_marks[0][1] > 0:
@@ -163,6 +170,31 @@ def parse_question(text: str) -> ParsedQuestion:
     raise ValueError(f"could not find four options A-D in question {_clean(text)[:80]!r}")
 
 
+def _check_four_options(text: str) -> None:
+    """Raise ``ValueError`` for a fifth option or a repeated option letter.
+
+    Line markers (``"E. text"`` at a line start) after the first ``A.`` line are
+    counted; an inline ``E.``/``F.`` marker after the last ``D.`` counts too.
+    """
+    first_a = next((m for m in _ANY_LINE_OPTION.finditer(text) if m.group(1) == "A"), None)
+    if first_a is not None:
+        letters = [m.group(1) for m in _ANY_LINE_OPTION.finditer(text, first_a.start())]
+        extra = sorted({x for x in letters if x not in LETTERS and x <= "H"})
+        twice = sorted({x for x in letters if x in LETTERS and letters.count(x) > 1})
+        if extra:
+            raise ValueError(f"not a 4-option question: option {', '.join(extra)} after A-D")
+        if twice:
+            raise ValueError(f"not a 4-option question: option {', '.join(twice)} given twice")
+    d_marks = [m for m in _ANY_INLINE_OPTION.finditer(text) if m.group(1) == "D"]
+    if d_marks:
+        tail = text[d_marks[0].end() :]
+        later = [m.group(1) for m in _ANY_INLINE_OPTION.finditer(tail)]
+        if "E" in later:
+            raise ValueError("not a 4-option question: option E after A-D")
+        if "D" in later:
+            raise ValueError("not a 4-option question: option D given twice")
+
+
 def category_of(record_id: str) -> str:
     """Display name of the category of an MMR ``id`` (``"attribute/number/04"`` -> ``"Number"``).
 
@@ -174,9 +206,9 @@ def category_of(record_id: str) -> str:
 
 def _read_records(path: Path) -> list[dict[str, Any]]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MMRFormatError(f"{path}: not readable as JSON ({exc})") from exc
+        data = loads_json(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise MMRFormatError(f"{path}: not readable as JSON ({exc})") from None
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
         raise MMRFormatError(f"{path}: expected a JSON array of MMR records")
     required = {"id", "question", "ground_truth", "question_type"}
@@ -184,6 +216,10 @@ def _read_records(path: Path) -> list[dict[str, Any]]:
         missing = required - set(record)
         if missing:
             raise MMRFormatError(f"{path}: record {index} lacks {sorted(missing)}")
+        try:
+            check_depth(record)
+        except ValueError as exc:
+            raise MMRFormatError(f"{path}: record {index} is {exc}") from None
     return data
 
 

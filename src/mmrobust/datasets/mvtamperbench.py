@@ -20,7 +20,6 @@ original of the same task and stem) and flags it as derived.
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 from collections import Counter
@@ -33,7 +32,9 @@ from pydantic import ValidationError
 from mmrobust.datasets.base import (
     Dataset,
     DatasetError,
+    check_depth,
     finalize_samples,
+    loads_json,
     sha256_files,
     skip_reason,
 )
@@ -222,7 +223,7 @@ def load_mvtamperbench(
     for f in files:
         task = f.stem
         try:
-            rows = json.loads(f.read_text(encoding="utf-8"))
+            rows = loads_json(f.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             defects.append(f"{f.name}: unreadable, skipped ({exc})")
             continue
@@ -232,7 +233,9 @@ def load_mvtamperbench(
         for i, row in enumerate(rows):
             try:
                 rid = f"{task}/{row['video']}"
-                samples.append(row_to_sample(row, task=task, row_id=rid, resolver=resolver))
+                samples.append(
+                    row_to_sample(check_depth(row), task=task, row_id=rid, resolver=resolver)
+                )
             except (KeyError, ValueError, TypeError, SyntaxError, ValidationError) as exc:
                 defects.append(f"{f.name}[{i}]: skipped ({skip_reason(exc)})")
     samples = finalize_samples(link_originals(samples), defects)

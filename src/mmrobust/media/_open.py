@@ -12,6 +12,7 @@ from av.container import InputContainer
 from av.video.frame import VideoFrame
 from av.video.stream import VideoStream
 
+from mmrobust.media import limits
 from mmrobust.media.errors import MediaError
 
 
@@ -29,7 +30,8 @@ def open_video(path: str | Path) -> Iterator[tuple[InputContainer, VideoStream]]
 
     Raises:
         MediaError: missing file, directory, zero-byte file, unreadable
-            container, or no video stream (e.g. audio-only).
+            container, no video stream (e.g. audio-only), or a frame size over
+            ``limits.MAX_FRAME_PIXELS``.
     """
     p = Path(path)
     if not p.exists():
@@ -47,6 +49,9 @@ def open_video(path: str | Path) -> Iterator[tuple[InputContainer, VideoStream]]
             kinds = sorted({str(s.type) for s in container.streams}) or ["none"]
             raise MediaError(p, f"no video stream (streams: {', '.join(kinds)})")
         stream = container.streams.video[0]
+        reason = limits.too_large(stream.codec_context.width, stream.codec_context.height)
+        if reason is not None:
+            raise MediaError(p, reason)
         stream.thread_type = "AUTO"
         yield container, stream
     finally:

@@ -17,6 +17,7 @@ import numpy as np
 from av.video.frame import VideoFrame
 from av.video.reformatter import Interpolation
 
+from mmrobust.media import limits
 from mmrobust.media._open import decode_video, describe_av_error, open_video
 from mmrobust.media.errors import MediaError
 from mmrobust.media.probe import normalise_rotation
@@ -78,6 +79,7 @@ def iter_frames(
     size: tuple[int, int] | None = None,
     gray: bool = False,
     autorotate: bool = True,
+    max_side: int | None = None,
 ) -> Iterator[np.ndarray]:
     """Yield frames ``[start, stop)`` of ``path`` one at a time.
 
@@ -88,6 +90,8 @@ def iter_frames(
         size: ``(W, H)`` to resize each frame to (area interpolation), or ``None``.
         gray: yield ``(H, W) uint8`` luma instead of RGB.
         autorotate: apply the display-matrix rotation (as players do).
+        max_side: when ``size`` is ``None``, downscale frames whose longer side
+            exceeds this many pixels to it (aspect kept); ``None``: full size.
 
     Yields:
         ``(H, W, 3) uint8`` RGB frames (``(H, W) uint8`` when ``gray``).
@@ -109,7 +113,10 @@ def iter_frames(
         try:
             for frame in decode_video(container, stream):
                 if index >= start:
-                    yield _to_array(frame, size, gray, autorotate)
+                    fit = size
+                    if fit is None and max_side is not None:
+                        fit = _display_fit(frame, autorotate, max_side)
+                    yield _to_array(frame, fit, gray, autorotate)
                 index += 1
                 if stop is not None and index >= stop:
                     break
@@ -119,15 +126,26 @@ def iter_frames(
             ) from exc
 
 
+def _display_fit(frame: VideoFrame, autorotate: bool, max_side: int) -> tuple[int, int] | None:
+    """The ``(W, H)`` display size that fits ``frame`` within ``max_side``, or ``None``."""
+    w, h = frame.width, frame.height
+    if autorotate and normalise_rotation(frame.rotation) in (90, 270):
+        w, h = h, w
+    return limits.fit_within(w, h, max_side)
+
+
 def read_frames(
     path: str | Path,
     indices: Sequence[int],
     *,
     size: tuple[int, int] | None = None,
+    max_side: int | None = limits.MAX_FRAME_SIDE,
 ) -> np.ndarray:
     """Decode the frames at ``indices`` (any order, repeats allowed) in one streaming pass.
 
-    Only the requested frames are kept in memory.
+    Only the requested frames are kept in memory, each downscaled as it is
+    decoded so its longer side is at most ``max_side`` (default
+    ``limits.MAX_FRAME_SIDE``, 3584 px; ``None``: full size) unless ``size`` is given.
 
     Returns:
         ``(K, H, W, 3) uint8`` RGB, row ``k`` being frame ``indices[k]``.
@@ -149,7 +167,10 @@ def read_frames(
         try:
             for frame in decode_video(container, stream):
                 if n in wanted:  # only the kept frames are converted from YUV
-                    got[n] = _to_array(frame, size, False, True)
+                    fit = size
+                    if fit is None and max_side is not None:
+                        fit = _display_fit(frame, True, max_side)
+                    got[n] = _to_array(frame, fit, False, True)
                 n += 1
                 if n > last:
                     break

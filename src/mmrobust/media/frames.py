@@ -23,6 +23,7 @@ from pathlib import Path
 import av.error
 import numpy as np
 
+from mmrobust.media import limits
 from mmrobust.media._open import decode_video, describe_av_error, open_video
 from mmrobust.media.decode import _to_array, read_frames
 from mmrobust.media.errors import MediaError
@@ -66,9 +67,11 @@ class SampledClip:
 def _target_size(
     width: int, height: int, policy: FramePolicy, encoding: FrameEncoding
 ) -> tuple[int, int] | None:
-    """``(W, H)`` to convert to, or ``None`` for the decoded size."""
+    """``(W, H)`` to convert to, or ``None`` for the decoded size: ``policy.size``, then the
+    encoding's cap, then ``limits.MAX_FRAME_SIDE`` (17's cap on what any model is shown)."""
     w, h = policy.size if policy.size is not None else (width, height)
     w, h = cap_size(w, h, encoding.max_side)
+    w, h = limits.fit_within(w, h) or (w, h)  # never more than MAX_FRAME_SIDE (3584 px)
     return None if (w, h) == (width, height) else (w, h)
 
 

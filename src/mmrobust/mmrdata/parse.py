@@ -79,14 +79,14 @@ def _json_payload(text: str) -> Any:
         candidate = candidate.strip()
         try:
             return json.loads(candidate)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             pass
         for opener, closer in (("{", "}"), ("[", "]")):
             start, end = candidate.find(opener), candidate.rfind(closer)
             if 0 <= start < end:
                 try:
                     return json.loads(candidate[start : end + 1])
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError):
                     continue
     raise GenerationParseError("no JSON object found in the generation reply")
 

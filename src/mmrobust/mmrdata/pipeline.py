@@ -45,6 +45,8 @@ class ItemStatus(str, Enum):
     TIMEOUT = "timeout"
     RATE_LIMITED = "rate_limited"
     MODEL_ERROR = "model_error"
+    REJECTED = "rejected"
+    """The server refused the request for good (a 4xx such as context too long); final."""
     EXTRACTION_REFUSED = "extraction_refused"
     """Stage 1 was empty or a refusal (a filter keyword matched)."""
     PARSE_FAIL = "parse_fail"
@@ -68,6 +70,7 @@ _MODEL_STATUS = {
     Status.TIMEOUT: ItemStatus.TIMEOUT,
     Status.RATE_LIMITED: ItemStatus.RATE_LIMITED,
     Status.MEDIA_ERROR: ItemStatus.MEDIA_ERROR,
+    Status.REJECTED: ItemStatus.REJECTED,
 }
 
 
@@ -226,7 +229,7 @@ def _ask(model: Model, key: str, prompt: str, image: Path, pixels: np.ndarray) -
 
 
 def _model_failure(result: ItemResult, response: Response, stage: str) -> bool:
-    if response.status is Status.OK:
+    if response.status in (Status.OK, Status.EMPTY_REPLY):  # empty: judged by the stage itself
         return False
     result.status = _MODEL_STATUS.get(response.status, ItemStatus.MODEL_ERROR)
     result.error = f"{stage}: {response.error or response.status.value}"

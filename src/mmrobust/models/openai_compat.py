@@ -6,17 +6,35 @@ parts (base64 JPEG ``image_url`` parts, one per frame in time order, or one
 ``video_url`` part) and the prompt text.
 
 Retry policy (ours, not the client library's, so it is testable): HTTP 429,
-408, 5xx, timeouts, connection errors, a malformed JSON body and empty
-content are retried up to ``max_retries`` times with exponential backoff and
-full jitter (``wait_random_exponential``); a ``Retry-After`` header (seconds
-or HTTP date) replaces the backoff for that wait. Other 4xx answers are not
-retried. When retries run out the ``Response`` carries a typed status,
-never an answer: ``rate_limited`` (last answer 429), ``timeout`` (last attempt
-timed out) or ``api_error`` (everything else).
+408, 5xx, timeouts, connection errors and a malformed JSON body are retried
+up to ``max_retries`` times with exponential backoff and full jitter
+(``wait_random_exponential``); a ``Retry-After`` header (seconds or HTTP
+date) replaces the backoff for that wait. Other 4xx answers are not retried.
+When retries run out the ``Response`` carries a typed status, never an
+answer: ``rate_limited`` (last answer 429), ``timeout`` (last attempt timed
+out or passed its ``deadline``) or ``api_error`` (everything else).
+
+Final answers, never retried (``docs/failures.md``):
+
+* ``rejected``: a 4xx other than 401/403/404/408/429 (the server refuses
+  this request for good; ``400`` for an image it cannot take). When the
+  message names a limit of the server that every sample will hit (too many
+  images, no video input, context too long; ``models/limits.py``),
+  ``Response.extra["server_limit"]`` says which and how to fix it, and the
+  runner stops the run at once.
+* ``empty_reply``: empty content at temperature 0 (greedy decoding gives the
+  same nothing again); at temperature > 0 an empty reply is retried and is
+  ``empty_reply`` only when every attempt was empty.
+
+Each HTTP attempt has an overall ``deadline`` (default ``3 x timeout``) on top
+of httpx's per-operation ``timeout``, so a server that trickles its reply
+cannot hang a run (``models/_deadline.py``).
 
 The API key is read from the environment variable named by ``api_key_env``
 and sent only in the ``Authorization`` header; it is not part of
-``fingerprint()`` and is scrubbed from every error message.
+``fingerprint()``. Every string taken from the server (error bodies,
+answers) goes through ``mmrobust.redact.server_text``: the key, bearer tokens
+and URL credentials are masked *before* an error body is cut to length.
 """
 
 from __future__ import annotations
@@ -38,9 +56,12 @@ from tenacity.wait import wait_base, wait_random_exponential
 
 from mmrobust import __version__
 from mmrobust.media.jpeg import FrameEncoding
+from mmrobust.models import _deadline
 from mmrobust.models._encode import data_url, file_data_url, file_url, frame_data_url
 from mmrobust.models._options import parse_options
 from mmrobust.models.base import FrameFormat, MediaInput, Model, Request, Response
+from mmrobust.models.limits import recognise_limit
+from mmrobust.redact import redact, server_text
 from mmrobust.status import Status
 
 _ERROR_BODY_CHARS = 200
@@ -55,7 +76,10 @@ class OpenAIOptions(BaseModel):
             ``None`` sends no ``Authorization`` header (local servers).
         temperature: sampling temperature; 0 (greedy) by default.
         max_tokens: cap on generated tokens.
-        timeout: seconds one HTTP attempt may take (connect, read, write each).
+        timeout: seconds one socket operation of an attempt may wait (connect,
+            each read, each write).
+        deadline: seconds one whole HTTP attempt may take, connect to last byte
+            (default ``3 * timeout``); past it the attempt is a ``timeout``.
         concurrency: requests in flight at once (``Model.max_concurrency``).
         max_retries: retries after the first attempt (0: try once).
         backoff_initial: seconds; the n-th backoff is uniform in
@@ -87,6 +111,7 @@ class OpenAIOptions(BaseModel):
     temperature: float = Field(0.0, ge=0)
     max_tokens: int = Field(256, ge=1)
     timeout: float = Field(60.0, gt=0)
+    deadline: float | None = Field(None, gt=0)
     concurrency: int = Field(4, ge=1)
     max_retries: int = Field(5, ge=0)
     backoff_initial: float = Field(1.0, ge=0)
@@ -137,16 +162,24 @@ class AttemptError(Exception):
         message: one-line reason (no secrets).
         retryable: whether the policy retries it.
         retry_after: seconds the server asked us to wait, if it did.
+        extra: details stored with the row (``server_limit`` of a rejection).
     """
 
     def __init__(
-        self, status: Status, message: str, *, retryable: bool, retry_after: float | None = None
+        self,
+        status: Status,
+        message: str,
+        *,
+        retryable: bool,
+        retry_after: float | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.retryable = retryable
         self.retry_after = retry_after
+        self.extra = extra or {}
 
 
 class WaitRetryAfter(wait_base):
@@ -211,6 +244,13 @@ class OpenAICompatModel(Model):
             limits=httpx.Limits(max_connections=max(options.concurrency, 1) * 2),
             transport=transport,
         )
+        self._deadline = _deadline.Deadline()
+        _deadline.install(self._client, self._deadline)
+
+    @property
+    def deadline_s(self) -> float:
+        """Seconds one HTTP attempt may take in all (``deadline``, else ``3 * timeout``)."""
+        return self.options.deadline or 3 * self.options.timeout
 
     # -- public API --------------------------------------------------------------------
 
@@ -262,7 +302,7 @@ class OpenAICompatModel(Model):
             return Response(
                 text="",
                 status=Status.MEDIA_ERROR,
-                error=self._redact(f"could not encode media: {exc}".splitlines()[0]),
+                error=self._clean(f"could not encode media: {exc}"),
                 latency_s=time.monotonic() - started,
             )
         history: list[str] = []
@@ -291,22 +331,22 @@ class OpenAICompatModel(Model):
             return Response(
                 text="",
                 status=exc.status,
-                error=self._redact(f"{exc.message} (attempts: {len(history)})"),
+                error=self._clean(f"{exc.message} (attempts: {len(history)})"),
                 latency_s=time.monotonic() - started,
-                extra={**extra, "attempts": len(history), "history": history},
+                extra={**extra, **exc.extra, "attempts": len(history), "history": history},
             )
         except Exception as exc:  # one bad item never ends a run; the reason is kept
             reason = f"unexpected {type(exc).__name__}: {exc}".splitlines()[0]
             return Response(
                 text="",
                 status=Status.API_ERROR,
-                error=self._redact(reason),
+                error=self._clean(reason),
                 latency_s=time.monotonic() - started,
                 extra={**extra, "attempts": len(history), "history": history},
             )
         text, usage, finish = body
         return Response(
-            text=text,
+            text=redact(text, [self._api_key]),
             status=Status.OK,
             latency_s=time.monotonic() - started,
             prompt_tokens=usage.get("prompt_tokens"),
@@ -316,30 +356,36 @@ class OpenAICompatModel(Model):
 
     def _attempt(self, payload: dict[str, Any]) -> tuple[str, dict[str, int | None], str | None]:
         """One HTTP attempt: ``(text, usage, finish_reason)`` or ``AttemptError``."""
+        self._deadline.start(self.deadline_s)
         try:
-            reply = self._client.post("chat/completions", json=payload)
+            code, headers, raw = self._post(payload)
         except httpx.TimeoutException as exc:
+            what = (
+                f"reply not complete within the {self.deadline_s:g}s deadline"
+                if self._deadline.passed()
+                else f"no reply within {self.options.timeout:g}s"
+            )
             raise AttemptError(
-                Status.TIMEOUT,
-                f"no reply within {self.options.timeout:g}s ({type(exc).__name__})",
-                retryable=True,
+                Status.TIMEOUT, f"{what} ({type(exc).__name__})", retryable=True
             ) from None
         except httpx.TransportError as exc:
             raise AttemptError(
                 Status.API_ERROR,
-                f"connection error: {type(exc).__name__}: {exc}".splitlines()[0],
+                self._clean(f"connection error: {type(exc).__name__}: {exc}"),
                 retryable=True,
             ) from None
         except httpx.HTTPError as exc:  # undecodable body, too many redirects, ...
             raise AttemptError(
                 Status.API_ERROR,
-                f"HTTP client error: {type(exc).__name__}: {exc}".splitlines()[0],
+                self._clean(f"HTTP client error: {type(exc).__name__}: {exc}"),
                 retryable=True,
             ) from None
-        code = reply.status_code
+        finally:
+            self._deadline.clear()
+        text = raw.decode("utf-8", errors="replace")
         if code >= 400:
-            retry_after = parse_retry_after(reply.headers.get("retry-after"))
-            snippet = " ".join(reply.text[:_ERROR_BODY_CHARS].split())
+            retry_after = parse_retry_after(headers.get("retry-after"))
+            snippet = self._clean(text, _ERROR_BODY_CHARS)
             message = f"HTTP {code}: {snippet}" if snippet else f"HTTP {code}"
             if code == 429:
                 raise AttemptError(
@@ -347,17 +393,42 @@ class OpenAICompatModel(Model):
                 )
             if code == 408:
                 raise AttemptError(Status.TIMEOUT, message, retryable=True, retry_after=retry_after)
+            if code >= 500 or code in (401, 403, 404):  # server down, bad key, wrong URL/name
+                raise AttemptError(
+                    Status.API_ERROR, message, retryable=code >= 500, retry_after=retry_after
+                )
+            n_images, n_videos = _count_media(payload)
+            limit = recognise_limit(self._clean(text), n_images=n_images, n_videos=n_videos)
             raise AttemptError(
-                Status.API_ERROR, message, retryable=code >= 500, retry_after=retry_after
+                Status.REJECTED,
+                message,
+                retryable=False,
+                extra={"server_limit": limit.as_extra()} if limit else None,
             )
         try:
-            body = reply.json()
+            body = json.loads(text)
         except ValueError:
-            snippet = " ".join(reply.text[:60].split())
             raise AttemptError(
-                Status.API_ERROR, f"malformed JSON body: {snippet!r}", retryable=True
+                Status.API_ERROR,
+                f"malformed JSON body: {self._clean(text, 60)!r}",
+                retryable=True,
             ) from None
-        return _parse_completion(body)
+        return _parse_completion(body, greedy=self.options.temperature == 0, clean=self._clean)
+
+    def _post(self, payload: dict[str, Any]) -> tuple[int, httpx.Headers, bytes]:
+        """POST ``chat/completions``; ``(status, headers, body)``, read within the deadline.
+
+        Raises:
+            httpx.TimeoutException: a socket operation timed out or the deadline passed.
+            httpx.HTTPError: any other client or transport failure.
+        """
+        with self._client.stream("POST", "chat/completions", json=payload) as reply:
+            chunks = []
+            for chunk in reply.iter_bytes():
+                chunks.append(chunk)
+                if self._deadline.passed():  # public-API guard if the socket hook is absent
+                    raise httpx.ReadTimeout("overall request deadline passed")
+            return reply.status_code, reply.headers, b"".join(chunks)
 
     # -- request body ------------------------------------------------------------------
 
@@ -429,10 +500,9 @@ class OpenAICompatModel(Model):
             image_url["detail"] = self.options.image_detail
         return {"type": "image_url", "image_url": image_url}
 
-    def _redact(self, message: str) -> str:
-        if self._api_key:
-            message = message.replace(self._api_key, "***")
-        return message
+    def _clean(self, message: str, limit: int | None = None) -> str:
+        """A server's (or the client library's) text, key masked, then made one line and cut."""
+        return server_text(message, [self._api_key], limit)
 
 
 class OpenAICompatVideoModel(OpenAICompatModel):
@@ -447,13 +517,33 @@ class OpenAICompatVideoModel(OpenAICompatModel):
     media_input: ClassVar[MediaInput] = "path"
 
 
-def _parse_completion(body: Any) -> tuple[str, dict[str, int | None], str | None]:
-    """Text, usage and finish reason of a chat-completion body, or ``AttemptError``."""
+def _count_media(payload: Mapping[str, Any]) -> tuple[int, int]:
+    """``(image parts, video parts)`` in the messages of a chat-completions body."""
+    images = videos = 0
+    for message in payload.get("messages", []):
+        content = message.get("content")
+        for part in content if isinstance(content, list) else []:
+            images += part.get("type") == "image_url"
+            videos += part.get("type") == "video_url"
+    return images, videos
+
+
+def _parse_completion(
+    body: Any, *, greedy: bool = True, clean: Callable[[str, int], str] | None = None
+) -> tuple[str, dict[str, int | None], str | None]:
+    """Text, usage and finish reason of a chat-completion body, or ``AttemptError``.
+
+    Empty content is ``empty_reply``: final when ``greedy`` (temperature 0), else retried.
+    ``clean(text, limit)`` makes a piece of the body safe to quote (default: :func:`server_text`).
+    """
+    quote = clean or (lambda text, limit: server_text(text, (), limit))
     try:
         choice = body["choices"][0]
         message = choice["message"]
     except (KeyError, IndexError, TypeError):
-        shape = json.dumps(body)[:80] if isinstance(body, (dict, list)) else type(body).__name__
+        shape = (
+            quote(json.dumps(body), 80) if isinstance(body, (dict, list)) else type(body).__name__
+        )
         raise AttemptError(
             Status.API_ERROR, f"no choices[0].message in reply: {shape}", retryable=True
         ) from None
@@ -467,7 +557,7 @@ def _parse_completion(body: Any) -> tuple[str, dict[str, int | None], str | None
     finish = choice.get("finish_reason") if isinstance(choice, dict) else None
     if not isinstance(content, str) or not content.strip():
         raise AttemptError(
-            Status.API_ERROR, f"empty content (finish_reason={finish})", retryable=True
+            Status.EMPTY_REPLY, f"empty content (finish_reason={finish})", retryable=not greedy
         )
     usage_raw = body.get("usage") if isinstance(body, dict) else None
     usage: dict[str, int | None] = {"prompt_tokens": None, "completion_tokens": None}

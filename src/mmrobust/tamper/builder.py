@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import shutil
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -58,6 +59,7 @@ from mmrobust.tamper.manifest import (
 )
 from mmrobust.tamper.plan import PoolVideo, SourcePlan, choose_donor, plan_sources
 from mmrobust.tamper.source import SourceResult, build_source
+from mmrobust.workers import end_with_parent
 
 
 @dataclass
@@ -115,7 +117,8 @@ def build(
         out_dir: build folder; gets ``videos/``, ``manifest.jsonl``,
             ``errors.jsonl`` and, for ``layout="mvtamperbench"``, ``json/``.
         config: what to build (default: the paper's five effects, 1 s, middle).
-        jobs: worker processes, one source each at a time.
+        jobs: worker processes, one source each at a time; they end with this
+            process (``mmrobust.workers.end_with_parent``) if it is killed.
         on_start: called with the number of sources once they are planned.
         on_source: called in the main process after each source finishes.
 
@@ -136,8 +139,13 @@ def build(
         if on_source:
             on_source(SourceResult(source=err.source, errors=[err]))
     results: list[SourceResult] = []
+    bad_donors: set[str] = set()
 
     def _collect(r: SourceResult) -> None:
+        for err in r.donor_errors:  # a bad donor is reported once, by the first source to draw it
+            if err.source not in bad_donors:
+                bad_donors.add(err.source)
+                r.errors.append(err)
         new = [
             e for e in r.entries if e.key not in done or done[e.key].video_sha256 != e.video_sha256
         ]
@@ -152,7 +160,12 @@ def build(
             _collect(build_source(plan, config, out, pool, done))
     else:
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
+        with ProcessPoolExecutor(
+            max_workers=jobs,
+            mp_context=ctx,
+            initializer=end_with_parent,  # a killed `tamper --jobs N` leaves no worker behind
+            initargs=(os.getpid(),),
+        ) as ex:
             futures: dict[Future[SourceResult], SourcePlan] = {
                 ex.submit(build_source, p, config, out, pool, done): p for p in plans
             }

@@ -1,8 +1,11 @@
 """Building one source: every variant (original + each effect) from a single decode.
 
 Skips outputs already complete (resume key + sha256), copies or re-encodes the
-original, draws substitution donors, renders the rest (``tamper/variants.py``)
-and re-plans once if decoding finds a different frame count than demuxing.
+original, draws substitution donors (a drawn donor is decoded over the range it
+must give before it is used; one that fails is left out of the pool and the draw
+is made again, and ``build`` reports it once), renders the rest
+(``tamper/variants.py``) and re-plans once if decoding finds a different frame
+count than demuxing.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+
+import numpy as np
 
 from mmrobust.datasets.schema import TAMPER_ORIGINAL
 from mmrobust.media import MediaError, iter_frames
@@ -28,13 +33,18 @@ from mmrobust.tamper.window import WindowError, source_window
 
 @dataclass
 class SourceResult:
-    """What building one source produced."""
+    """What building one source produced.
+
+    ``donor_errors`` are substitution donors found undecodable over the range
+    this source needed (one entry per donor; ``build`` reports each donor once).
+    """
 
     source: str
     entries: list[ManifestEntry] = field(default_factory=list)
     errors: list[BuildError] = field(default_factory=list)
     built: int = 0
     skipped: int = 0
+    donor_errors: list[BuildError] = field(default_factory=list)
 
 
 def build_source(
@@ -118,24 +128,12 @@ def build_source(
     for v in variants:
         if v.effect is not None and v.effect.needs_donor:
             try:
-                donor, offset = choose_donor(plan, window.n_frames, pool, config.seed)
-                frames = list(
-                    iter_frames(
-                        donor.path,
-                        start=offset,
-                        stop=offset + window.n_frames,
-                        size=(info.width, info.height),
-                    )
-                )
-                if len(frames) != window.n_frames:
-                    raise MediaError(
-                        donor.path, f"donor has only {offset + len(frames)} decodable frames"
-                    )
+                donor, offset, frames = _draw_donor(plan, window.n_frames, pool, config, res)
                 v.donor, v.donor_frames = (
                     Donor(source=str(donor.path), sha256=donor.sha256, offset=offset),
                     frames,
                 )
-            except (WindowError, MediaError) as exc:
+            except WindowError as exc:
                 res.errors.append(
                     BuildError(source=str(plan.path), reason=str(exc), variant=v.name)
                 )
@@ -202,6 +200,45 @@ def build_source(
         )
         res.built += 1
     return res
+
+
+def _draw_donor(
+    plan: SourcePlan,
+    length: int,
+    pool: Sequence[PoolVideo],
+    config: BuildConfig,
+    res: SourceResult,
+) -> tuple[PoolVideo, int, list[np.ndarray]]:
+    """Draw a donor and decode its ``length`` frames; a donor that does not decode over that
+    range is left out (recorded in ``res.donor_errors``) and the draw is made again.
+
+    The draw stays seeded: it depends only on the files, the seed and which donors failed.
+
+    Raises:
+        WindowError: no usable donor is left.
+    """
+    usable = list(pool)
+    while True:
+        donor, offset = choose_donor(plan, length, usable, config.seed)
+        try:
+            frames = list(
+                iter_frames(
+                    donor.path,
+                    start=offset,
+                    stop=offset + length,
+                    size=(plan.info.width, plan.info.height),
+                )
+            )
+            if len(frames) != length:
+                raise MediaError(donor.path, f"only {offset + len(frames)} frames decode")
+        except MediaError as exc:
+            reason = f"donor unusable, left out of the pool: {exc.reason}"
+            res.donor_errors.append(
+                BuildError(source=str(donor.path), reason=reason, variant="substitution")
+            )
+            usable = [p for p in usable if p.sha256 != donor.sha256]
+            continue
+        return donor, offset, frames
 
 
 __all__ = ["SourceResult", "build_source"]

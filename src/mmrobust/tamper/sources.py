@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,12 +27,39 @@ VIDEO_SUFFIXES = frozenset(
 """Extensions picked up when a folder is given (files given by name are used whatever their suffix)."""
 
 
+def _walk_videos(folder: Path, errors: list[BuildError]) -> list[Path]:
+    """Video files under ``folder`` (symlinked folders followed once); every sub-folder that
+    cannot be listed (permission, I/O error) becomes a ``BuildError``, not a silent gap."""
+
+    def unreadable(exc: OSError) -> None:
+        where = exc.filename if exc.filename is not None else folder
+        errors.append(
+            BuildError(source=str(where), reason=f"cannot read folder: {exc.strerror or exc}")
+        )
+
+    seen: set[str] = set()
+    vids: list[Path] = []
+    for root, dirs, files in os.walk(folder, onerror=unreadable, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:  # a symlink loop or a folder linked twice
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs.sort()
+        for name in files:
+            f = Path(root) / name
+            if f.suffix.lower() in VIDEO_SUFFIXES and not name.startswith(".") and f.is_file():
+                vids.append(f.resolve())
+    return sorted(vids)
+
+
 def discover_sources(paths: Sequence[str | Path]) -> tuple[list[Path], list[BuildError]]:
     """Expand ``paths`` into a sorted, de-duplicated list of video files.
 
     Returns:
         ``(files, errors)``: absolute paths, and one ``BuildError`` per path
-        that does not exist or per folder that holds no video file.
+        that does not exist, per folder that holds no video file and per
+        sub-folder that cannot be read.
     """
     found: dict[Path, None] = {}
     errors: list[BuildError] = []
@@ -40,12 +68,9 @@ def discover_sources(paths: Sequence[str | Path]) -> tuple[list[Path], list[Buil
         if not p.exists():
             errors.append(BuildError(source=str(p), reason="path does not exist"))
         elif p.is_dir():
-            vids = sorted(
-                f.resolve()
-                for f in p.rglob("*")
-                if f.is_file() and f.suffix.lower() in VIDEO_SUFFIXES and not f.name.startswith(".")
-            )
-            if not vids:
+            n_errors = len(errors)
+            vids = _walk_videos(p, errors)
+            if not vids and len(errors) == n_errors:
                 exts = ", ".join(sorted(VIDEO_SUFFIXES))
                 errors.append(
                     BuildError(source=str(p), reason=f"folder holds no video files ({exts})")

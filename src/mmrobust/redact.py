@@ -1,0 +1,100 @@
+"""Secrets out of everything mmrobust stores or prints.
+
+Every string that comes from a server (error bodies, answers) or names a
+server (``base_url``) goes through this module before it is stored in
+``results.sqlite``, ``run.json``, ``metrics.json``, the report or the console:
+
+* :func:`redact` replaces each known secret (the API key a backend sends),
+  any ``Bearer <token>`` / ``Basic <credentials>`` and the credentials of any URL (``user:pass@``) by
+  ``***``;
+* :func:`clip` makes it one line and cuts it to a length, always *after*
+  redacting (a key cut in half by truncation would leak its first half);
+* :func:`server_text` does both, in that order: the one call for a server's text;
+* :func:`scrub_url` and :func:`scrub_args` clean a URL and a ``--model-arg``
+  mapping for the record (secret-named values dropped, URLs scrubbed).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from urllib.parse import urlsplit, urlunsplit
+
+MASK = "***"
+"""What a secret is replaced by."""
+
+MIN_SECRET_CHARS = 4
+"""Secrets shorter than this are not searched for (they would mask ordinary words)."""
+
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"<>]+@")
+_BEARER = re.compile(r"(?i)\b((?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}")
+_SECRET_PARAM = re.compile(
+    r"(?i)([?&;](?:api[_-]?key|key|token|access[_-]?token|secret|password|sig)=)[^&#\s'\"<>]+"
+)
+_SECRET_ARG_NAMES = ("key", "token", "secret", "password", "passwd", "auth")
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` with every secret, bearer token and URL credential replaced by ``***``.
+
+    Args:
+        text: any string (an error body, a reply, a URL).
+        secrets: exact values to remove (an API key); ``None``, empty and
+            values shorter than ``MIN_SECRET_CHARS`` are ignored.
+    """
+    for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len)[::-1]:
+        text = text.replace(secret, MASK)
+    text = _URL_USERINFO.sub(rf"\1{MASK}@", text)
+    text = _BEARER.sub(rf"\1{MASK}", text)
+    return _SECRET_PARAM.sub(rf"\1{MASK}", text)
+
+
+def clip(text: str, limit: int | None = None) -> str:
+    """One line (whitespace runs collapsed to one space), at most ``limit`` characters.
+
+    A cut string ends with ``...`` (counted in ``limit``).
+    """
+    line = " ".join(text.split())
+    if limit is not None and len(line) > limit:
+        return line[: max(0, limit - 3)] + "..."
+    return line
+
+
+def server_text(text: str, secrets: Iterable[str | None] = (), limit: int | None = None) -> str:
+    """A server's text made safe to store or print: :func:`redact`, then :func:`clip`."""
+    return clip(redact(text, secrets), limit)
+
+
+def scrub_url(url: str) -> str:
+    """``url`` without credentials: ``http://user:pass@host/v1?key=k`` -> ``http://***@host/v1?key=***``.
+
+    A string that is not a URL is returned redacted the same way.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact(url)
+    if not parts.scheme or not parts.netloc or "@" not in parts.netloc:
+        return redact(url)
+    host = parts.netloc.rsplit("@", 1)[1]
+    return redact(urlunsplit(parts._replace(netloc=f"{MASK}@{host}")))
+
+
+def scrub_args(args: Mapping[str, str]) -> dict[str, str]:
+    """``--model-arg`` pairs fit for ``run.json`` / ``metrics.json``.
+
+    Values of secret-named arguments (``*key*``, ``*token*``, ``*secret*``,
+    ``*password*``, ``*auth*``; ``api_key_env`` names a variable, not a secret,
+    and is kept) become ``***``; every other value is scrubbed like a URL.
+    """
+    out: dict[str, str] = {}
+    for name, value in args.items():
+        lowered = name.lower()
+        if lowered != "api_key_env" and any(s in lowered for s in _SECRET_ARG_NAMES):
+            out[name] = MASK
+        else:
+            out[name] = scrub_url(str(value))
+    return out
+
+
+__all__ = ["MASK", "clip", "redact", "scrub_args", "scrub_url", "server_text"]

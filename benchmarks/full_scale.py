@@ -21,7 +21,9 @@ are printed:
   samples/s and the cache size at the end;
 * ``rescore``: ``mmrobust rescore`` of one run (1,000 bootstrap draws; target < 30 s);
 * ``report``: ``mmrobust report`` of the three runs (3 x 20,922 rows): wall time, peak
-  memory and the size of ``index.html`` (targets < 60 s, < 25 MB).
+  memory and the size of ``index.html`` (targets < 60 s, < 25 MB);
+* ``audit``: ``mmrobust audit`` of the folder (every clip's container read, the classifiers
+  cross-validated by source video).
 
 Prints figures; asserts nothing. The machine is shared: the load average is printed.
 """
@@ -155,6 +157,13 @@ def stage(name: str, root: Path, work: Path) -> dict[str, Any]:
         out = {"n": res.n_new, "cache": info["frame_cache"],
                "windows_derived": res.metrics.get("windows_derived"),
                "window_coverage": res.metrics.get("window_coverage")}  # fmt: skip
+    elif name == "audit":
+        from mmrobust.audit import audit_dataset
+        from mmrobust.datasets import load_dataset
+
+        a = audit_dataset(load_dataset(root), workers=4)
+        out = {"codec_f1": a["fields"]["codec"]["f1"], "all_f1": a["classifier"]["f1"],
+               "coverage": a["window_coverage"]["overall"], "n": a["n_clips"]}  # fmt: skip
     elif name == "rescore":
         m = rescore(work / "random_0")
         out = {"n": m.get("n_samples")}
@@ -176,7 +185,7 @@ def stage(name: str, root: Path, work: Path) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", type=Path, default=Path.home() / ".cache/mmrobust/full_scale")
-    ap.add_argument("--stages", default="load,eval,frames,rescore,report")
+    ap.add_argument("--stages", default="load,eval,frames,rescore,report,audit")
     ap.add_argument("--stage", default=None)
     ap.add_argument("--work", type=Path, default=None)
     a = ap.parse_args()
@@ -219,6 +228,9 @@ def main() -> None:
             print(f"         {r['n']} samples, {r['n'] / r['s']:.0f} samples/s; cache {c.get('bytes', 0) / 1e6:.1f} MB in "
                   f"{c.get('entries')} entries (hits {c.get('hits')}, misses {c.get('misses')}); "
                   f"windows derived {r['windows_derived']}; coverage {r['window_coverage']}")  # fmt: skip
+        elif name == "audit":
+            print(f"         {r['n']} clips; metadata-only F1: codec {r['codec_f1']:.3f}, all fields "
+                  f"{r['all_f1']:.3f}; window coverage {r['coverage']:.3f}")  # fmt: skip
         elif name == "report":
             print(
                 f"         index.html {r['index_bytes'] / 1e6:.2f} MB; report folder {r['folder_bytes'] / 1e6:.1f} MB"

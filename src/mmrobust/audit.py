@@ -60,16 +60,16 @@ class ClipFacts:
 
 
 def clip_facts(path: Path) -> ClipFacts:
-    """Probe one clip's metadata.
+    """One clip's metadata, read from its container and packets (no frame is decoded).
 
     Raises:
-        MediaError: the clip cannot be opened or has no frame.
+        MediaError: the clip cannot be opened or demuxed.
     """
-    from mmrobust.media import probe
+    from mmrobust.media.probe import count_packets
 
-    info = probe(path, count_frames="demux")
+    info = count_packets(path)
     size = path.stat().st_size
-    duration = info.frame_count / float(info.fps) if info.fps else 0.0
+    duration = info.frames / float(info.fps)
     return ClipFacts(
         codec=info.codec,
         container=info.container,
@@ -77,7 +77,7 @@ def clip_facts(path: Path) -> ClipFacts:
         duration_s=duration,
         bitrate=8 * size / duration if duration > 0 else 0.0,
         file_bytes=size,
-        n_frames=info.frame_count,
+        n_frames=info.frames,
         fps_value=float(info.fps),
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import av
 import av.error
@@ -106,9 +106,19 @@ def stream_fps(path: Path, stream: VideoStream) -> Fraction:
     return Fraction(rate)
 
 
-def count_packets(path: str | Path) -> tuple[int, Fraction]:
-    """``(frames, fps)`` of a video without decoding a frame: the frame count from its
-    packets (exact for the usual one-frame-per-packet codecs, as ``probe(count_frames="demux")``).
+class PacketCount(NamedTuple):
+    """What ``count_packets`` reads without decoding: frames (from packets), fps, codec, container."""
+
+    frames: int
+    fps: Fraction
+    codec: str
+    container: str
+
+
+def count_packets(path: str | Path) -> PacketCount:
+    """Frame count, fps, codec and container of a video without decoding a frame: the frame
+    count from its packets (exact for the usual one-frame-per-packet codecs, as
+    ``probe(count_frames="demux")``).
 
     Raises:
         MediaError: unreadable, no video stream, no usable frame rate, or a demux error.
@@ -117,9 +127,10 @@ def count_packets(path: str | Path) -> tuple[int, Fraction]:
     with open_video(p) as (container, stream):
         fps = stream_fps(p, stream)
         try:
-            return _frame_packets(container, stream), fps
+            n = _frame_packets(container, stream)
         except av.error.FFmpegError as exc:
             raise MediaError(p, f"demux failed: {describe_av_error(exc)}") from exc
+        return PacketCount(n, fps, stream.codec_context.name, container.format.name)
 
 
 def truncation(path: Path, format_name: str, listed: int, counted: int) -> str | None:
@@ -216,6 +227,7 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
 
 __all__ = [
     "CountMethod",
+    "PacketCount",
     "VideoInfo",
     "count_packets",
     "normalise_rotation",

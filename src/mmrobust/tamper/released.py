@@ -96,7 +96,8 @@ class WindowDeriver:
         from mmrobust.media.probe import count_packets
 
         try:
-            facts: tuple[int, Fraction] | None = count_packets(Path(original))
+            counted = count_packets(Path(original))
+            facts: tuple[int, Fraction] | None = (counted.frames, counted.fps)
         except (MediaError, OSError):
             facts = None
         with self._lock:

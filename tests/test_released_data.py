@@ -93,7 +93,7 @@ def released_audit(builds: dict[str, Path], tmp_path_factory: pytest.TempPathFac
         app, ["audit", str(builds["released"]), "--format", "mvtamperbench", "--out", str(out)]
     )
     assert res.exit_code == 0, res.output
-    assert "codec" in res.output and "window coverage (8 segment-centre frames)" in res.output
+    assert "codec" in res.output and "window coverage (8 segment-centre frames), %" in res.output
     return out / "audit.json"
 
 
@@ -167,4 +167,4 @@ def test_report_heatmap_and_audit_panel(
     assert rep.exit_code == 0, rep.output
     assert (tmp_path / "heatmap_random_0.png").is_file()  # task x type F1 (paper Figure 10)
     html = (tmp_path / "index.html").read_text()
-    assert "Leak audit: released" in html and "<td>codec</td><td>1.000</td>" in html
+    assert "Leak audit: released" in html and "<td>codec</td><td>100.0</td>" in html

@@ -317,15 +317,17 @@ def _finite(obj: Any) -> Any:
 def audit_text(result: dict[str, Any]) -> str:
     """A plain-text summary of :func:`audit_dataset`'s result (what the CLI prints)."""
 
+    from mmrobust.report.units import pct
+
     def f(x: Any) -> str:
-        return "-" if x is None else f"{x:.3f}"
+        return pct(x)  # percent, one decimal: the console's convention
 
     lines = [
         f"leak audit: {result['dataset']}  clips {result['n_clips']} "
         f"({result['n_original']} original, {result['n_tampered']} tampered, "
         f"{result['n_groups']} source videos); {result['cv']}",
-        f"F1 from metadata alone (benchmark F1: per type on that type plus all originals, mean); "
-        f"always 'Yes' = {f(result['always_yes']['f1'])}, chance balanced accuracy = 0.500",
+        f"F1 from metadata alone, % (benchmark F1: per type on that type plus all originals, "
+        f"mean); always 'Yes' = {f(result['always_yes']['f1'])}, chance balanced accuracy = 50.0",
         f"{'field':<12} {'F1':>6} {'bal.acc':>8}  values (original | tampered)",
     ]
     for name, r in result.get("fields", {}).items():
@@ -344,7 +346,7 @@ def audit_text(result: dict[str, Any]) -> str:
     cov = result["window_coverage"]
     per = ", ".join(f"{t} {f(v)}" for t, v in cov["per_type"].items())
     lines.append(
-        f"window coverage ({cov['policy']}): overall {f(cov['overall'])}; {per}; windows "
+        f"window coverage ({cov['policy']}), %: overall {f(cov['overall'])}; {per}; windows "
         f"{cov['windows_known']} known, {cov['windows_derived']} derived by the released rule, "
         f"{cov['windows_unknown']} unknown"
     )

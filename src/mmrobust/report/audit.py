@@ -1,8 +1,9 @@
 """The leak-audit panel of the HTML report (``mmrobust report --audit audit.json``).
 
-A small, separate block: :func:`audit_panel` renders one ``audit.json``
+A small, separate block: :func:`audit_section` renders one ``audit.json``
 (written by ``mmrobust audit --out``) with its own template,
-``templates/audit.html.j2``; the page places the panels after the plots.
+``templates/audit.html.j2``, as a page :class:`~mmrobust.report.html.Section`
+(placed after the plots, with a navigation link).
 """
 
 from __future__ import annotations
@@ -14,9 +15,13 @@ from typing import Any
 
 import markupsafe
 
+from mmrobust.report.html import Section
+
 
 def _fmt(x: Any) -> str:
-    return "–" if x is None else f"{float(x):.3f}"
+    from mmrobust.report.units import pct
+
+    return pct(x)  # the report's convention: percent, one decimal
 
 
 def _values(v: Any) -> str:
@@ -44,16 +49,16 @@ def load_audit(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def audit_panel(audit: Mapping[str, Any], index: int = 0) -> markupsafe.Markup:
-    """The panel's HTML (escaped, ready to insert into the page)."""
+def audit_section(audit: Mapping[str, Any], index: int = 0) -> Section:
+    """The panel as a report :class:`~mmrobust.report.html.Section` (escaped HTML)."""
     from mmrobust.report.html import _env
 
-    html = (
-        _env()
-        .get_template("audit.html.j2")
-        .render(a=audit, loop_index=index, fmt=_fmt, values=_values)
+    html = _env().get_template("audit.html.j2").render(a=audit, fmt=_fmt, values=_values)
+    return Section(
+        id=f"audit-{index}",
+        title=f"Leak audit: {audit.get('dataset', '?')}",
+        html=markupsafe.Markup(html),  # rendered by Jinja2 with autoescape on
     )
-    return markupsafe.Markup(html)
 
 
-__all__ = ["audit_panel", "load_audit"]
+__all__ = ["audit_section", "load_audit"]

@@ -272,16 +272,16 @@ def _resolve_source(path: str | Path, cache_dir: Path | None) -> tuple[Path, lis
             )
         return candidates[0], _image_roots(p, cache_root)
     if re.fullmatch(r"[\w.-]+/[\w.-]+", str(path)):
-        return _resolve_source(_download_hub(str(path)), cache_dir)
+        return _resolve_source(_download_hub(str(path), cache_root), cache_dir)
     raise FileNotFoundError(f"MMR data not found: {path}")
 
 
-def _download_hub(repo_id: str) -> Path:
-    """The hub snapshot of ``repo_id`` (``mmrobust.datasets.hub.snapshot``: the hub's own
-    cache, token and offline mode; one-line errors)."""
+def _download_hub(repo_id: str, cache_root: Path) -> Path:
+    """The hub snapshot of ``repo_id`` in ``cache_root/hub`` (``mmrobust.datasets.hub.snapshot``:
+    token and offline mode as the hub library has them; one-line errors)."""
     from mmrobust.datasets.hub import HubRef, snapshot
 
-    return snapshot(HubRef(repo_id))
+    return snapshot(HubRef(repo_id), cache_dir=cache_root / "hub")
 
 
 def default_cache_dir() -> Path:

@@ -9,9 +9,10 @@ from pathlib import Path
 def cache_root() -> Path:
     """``$MMROBUST_CACHE``, else ``$XDG_CACHE_HOME/mmrobust``, else ``~/.cache/mmrobust``.
 
-    Holds ``frames/`` (the frame cache), ``unzipped/`` (the videos of hub
-    datasets, unzipped) and ``mmr_demo/``; each can be deleted at any time (it is
-    rebuilt on demand; the hub downloads themselves stay in the hub's cache).
+    Holds ``frames/`` (the frame cache), ``unzipped/`` (the videos of ``hf:``
+    datasets, unzipped; their downloads stay in the hub's own cache), ``hub/``
+    (MMR datasets named by a bare hub id) and ``mmr_demo/``; each can be deleted
+    at any time (it is rebuilt on demand).
     """
     env = os.environ.get("MMROBUST_CACHE")
     if env:

@@ -190,6 +190,19 @@ def tamper(
 # --- eval / rescore / report / compare (issue 3) ------------------------------------------
 
 
+def _log_to_stderr(quiet: bool = False) -> None:
+    """Show mmrobust's own log lines (downloads, unzipping, cache warnings) on stderr."""
+    import logging
+
+    logger = logging.getLogger("mmrobust")
+    if not any(getattr(h, "_mmrobust", False) for h in logger.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler._mmrobust = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+
+
 def _fail(message: str, code: int = 2) -> typer.Exit:
     """Print a one-line error to stderr and return the exit to raise."""
     typer.echo(f"error: {message}", err=True)
@@ -252,7 +265,12 @@ def eval_cmd(
     ),
     seed: int = typer.Option(0, "--seed", help="Seed (bootstrap; recorded in run.json)."),
     cache_dir: str | None = typer.Option(
-        None, "--cache-dir", help="Decoded-frame cache (default ~/.cache/mmrobust/frames)."
+        None,
+        "--cache-dir",
+        help="Frame cache folder (default ~/.cache/mmrobust/frames; 'none' switches it off).",
+    ),
+    cache_size: str | None = typer.Option(
+        None, "--cache-size", help="Frame cache cap, e.g. 10GB (default), 500MB; LRU eviction."
     ),
     bootstrap: int = typer.Option(
         1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0 = off)."
@@ -286,6 +304,7 @@ def eval_cmd(
     from mmrobust.runner import EvalConfig, run_eval
     from mmrobust.store import RunFolderWriteError
 
+    _log_to_stderr(quiet)
     if extract not in EXTRACT_MODES:
         raise _fail(f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {extract!r}")
     if option_style not in ("paper", "vlmevalkit"):
@@ -299,8 +318,8 @@ def eval_cmd(
             images=images, text_only=text_only, prompt=prompt, option_style=option_style,
             permute=permute, frames=frames, fps=fps, max_frames=max_frames, extract=extract,
             official=official, limit=limit, workers=workers, seed=seed, cache_dir=cache_dir,
-            n_resamples=bootstrap, judge=judge, judge_args=parse_model_args(judge_arg),
-            reference=reference,
+            cache_size=cache_size, n_resamples=bootstrap, judge=judge,
+            judge_args=parse_model_args(judge_arg), reference=reference,
             retry_failed=retry_failed,
         )  # fmt: skip
         if ray is not None:
@@ -329,6 +348,8 @@ def eval_cmd(
             "interrupted: finished rows are kept; re-run the same command to resume", err=True
         )
         raise typer.Exit(130)
+    if result.nothing_scored:
+        raise _fail(result.nothing_scored, 1)
 
 
 @app.command("rescore")
@@ -384,6 +405,11 @@ def report_cmd(
         ..., "--out", help="Output folder (index.html, report.md, CSV tables, PNG plots)."
     ),
     title: str = typer.Option("mmrobust report", "--title", help="Title of index.html."),
+    audit: list[str] = typer.Option(
+        [],
+        "--audit",
+        help="audit.json from `mmrobust audit --out` to show as a panel (repeatable).",
+    ),
     published: bool = typer.Option(
         True,
         "--published/--no-published",
@@ -406,7 +432,7 @@ def report_cmd(
     try:
         site = build_site(
             run_dirs, out, title=title, published=published, max_thumbs=thumbs,
-            thumb_seconds=thumb_seconds,
+            thumb_seconds=thumb_seconds, audits=audit,
         )  # fmt: skip
     except (OSError, ValueError) as exc:  # OSError: missing folder, full disk under --out
         raise _fail(str(exc).splitlines()[0]) from None
@@ -431,6 +457,49 @@ def compare_cmd(
     except (FileNotFoundError, ValueError) as exc:
         raise _fail(str(exc).splitlines()[0]) from None
     typer.echo(json.dumps(result.as_dict(), indent=2) if as_json else result.as_text())
+
+
+# --- audit (issue 15) ---------------------------------------------------------------------
+
+
+@app.command("audit")
+def audit_cmd(
+    data: str = typer.Argument(..., help="A tamper dataset (folder, manifest, TSV, hf:<repo>)."),
+    format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
+    images: str | None = typer.Option(None, "--images", help="Media folder of the dataset."),
+    frames: int = typer.Option(8, "--frames", help="Segment-centre frames (window coverage)."),
+    fps: float | None = typer.Option(None, "--fps", help="Sample F frames per second instead."),
+    max_frames: int | None = typer.Option(None, "--max-frames", help="Cap for --fps."),
+    out: str | None = typer.Option(None, "--out", help="Folder to write audit.json into."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the classifiers."),
+    workers: int = typer.Option(4, "--workers", min=1, help="Threads probing clips."),
+) -> None:
+    """Leak audit: how well metadata alone (codec, container, fps, duration, bitrate, size)
+    separates tampered from original clips, and window coverage under a frame policy."""
+    import json
+
+    from mmrobust.audit import audit_dataset, audit_text
+    from mmrobust.datasets import DatasetError, load_dataset
+    from mmrobust.media.sampling import FramePolicy
+    from mmrobust.registry import UnknownNameError
+
+    _log_to_stderr()
+    try:
+        policy = (
+            FramePolicy(mode="fps", fps=fps, max_frames=max_frames)
+            if fps is not None
+            else FramePolicy(mode="segments", n_frames=frames)
+        )
+        dataset = load_dataset(data, format, images=images)
+        result = audit_dataset(dataset, policy=policy, seed=seed, workers=workers)
+    except (FileNotFoundError, DatasetError, UnknownNameError, ValueError) as exc:
+        raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    typer.echo(audit_text(result))
+    if out:
+        path = Path(out) / "audit.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        typer.echo(f"wrote {path}")
 
 
 # --- mmr-data (issue 6) -------------------------------------------------------------------

@@ -41,7 +41,7 @@ from mmrobust import __version__
 from mmrobust.datasets import Dataset, Sample, load_dataset
 from mmrobust.extract import extract
 from mmrobust.judge import Judge, load_judge
-from mmrobust.media.sampling import FramePolicy, frame_indices, window_coverage
+from mmrobust.media.sampling import FramePolicy, window_coverage
 from mmrobust.metrics import compute_metrics
 from mmrobust.models.base import Model, Request, Response
 from mmrobust.official import reference_block, tamper_reference
@@ -97,6 +97,7 @@ class EvalConfig:
     workers: int | None = None
     seed: int = 0
     cache_dir: str | None = None
+    cache_size: str | None = None
     n_resamples: int = 1000
     judge: str | None = None
     judge_args: dict[str, str] = field(default_factory=dict)
@@ -227,6 +228,8 @@ class RunResult:
         interrupted: the run stopped early (Ctrl-C, or aborted).
         aborted: why the runner stopped by itself (consecutive transient failures), else ``None``.
         first_error: ``status: error`` of the first failed row, if any (for the console).
+        nothing_scored: why not one selected sample got a scored answer (every
+            row failed or was unparseable), else ``None``; the CLI exits non-zero.
     """
 
     run_dir: Path
@@ -237,6 +240,7 @@ class RunResult:
     interrupted: bool = False
     aborted: str | None = None
     first_error: str | None = None
+    nothing_scored: str | None = None
 
 
 def _hash(obj: Any) -> str:
@@ -296,9 +300,26 @@ def _versions() -> dict[str, str]:
 
 
 def default_cache_dir() -> Path:
-    """``$MMROBUST_CACHE/frames`` or ``~/.cache/mmrobust/frames``."""
-    base = os.environ.get("MMROBUST_CACHE") or str(Path.home() / ".cache" / "mmrobust")
-    return Path(base) / "frames"
+    """``<mmrobust cache>/frames``: ``$MMROBUST_CACHE``, ``$XDG_CACHE_HOME/mmrobust`` or
+    ``~/.cache/mmrobust`` (``mmrobust.paths.cache_root``)."""
+    from mmrobust.paths import cache_root
+
+    return cache_root() / "frames"
+
+
+def frame_cache(config: EvalConfig) -> Any:
+    """The ``FrameCache`` ``--cache-dir``/``--cache-size`` describe, or ``None`` (``none`` or
+    a size of 0).
+
+    Raises:
+        ValueError: ``--cache-size`` is not a size.
+    """
+    from mmrobust.media.cache import DEFAULT_MAX_BYTES, FrameCache, parse_size
+
+    size = parse_size(config.cache_size) if config.cache_size else DEFAULT_MAX_BYTES
+    if (config.cache_dir or "").strip().lower() in ("none", "off") or size == 0:
+        return None
+    return FrameCache(Path(config.cache_dir) if config.cache_dir else default_cache_dir(), size)
 
 
 class SampleProcessor:
@@ -316,10 +337,13 @@ class SampleProcessor:
         policy: FramePolicy,
         extract_mode: str,
         text_only: bool,
-        cache_dir: Path | None,
+        cache: Any = None,
         judge: Judge | None = None,
         reference: str | None = None,
     ) -> None:
+        from mmrobust.media.provider import FrameProvider
+        from mmrobust.tamper.released import WindowDeriver
+
         self.model = model
         self.reference = reference
         self.judge = judge
@@ -328,35 +352,22 @@ class SampleProcessor:
         self.policy = policy
         self.extract_mode = extract_mode
         self.text_only = text_only
-        self.cache: Any = None
-        if cache_dir is not None and not text_only and model.media_input == "frames":
-            from mmrobust.media.cache import FrameCache
+        use_cache = not text_only and model.media_input == "frames"
+        self.frames = FrameProvider(policy, model.frame_encoding(), cache if use_cache else None)
+        self.windows = WindowDeriver()
 
-            self.cache = FrameCache(cache_dir)
-
-    def _frames(self, sample: Sample) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
-        """Decoded frames and their indices; raises ``MediaError``."""
+    def _frames(
+        self, sample: Sample
+    ) -> tuple[tuple[np.ndarray, ...], tuple[bytes, ...], tuple[int, ...]]:
+        """Decoded frames (when the model reads arrays), JPEGs and indices; raises ``MediaError``."""
         if sample.video is not None:
-            from mmrobust.media import probe, read_frames
-            from mmrobust.media.cache import CachedFrames
-
-            hit = self.cache.get(sample.video, self.policy) if self.cache is not None else None
-            if hit is None:
-                info = probe(sample.video)
-                idx = frame_indices(info.frame_count, info.fps, self.policy)
-                frames = read_frames(sample.video, idx, size=self.policy.size)
-                hit = CachedFrames(
-                    frames=frames,
-                    indices=np.asarray(idx, dtype=np.int64),
-                    n_frames=info.frame_count,
-                    fps=float(info.fps),
-                )
-                if self.cache is not None:
-                    self.cache.put(sample.video, self.policy, hit)
-            return tuple(hit.frames), tuple(int(i) for i in hit.indices)
+            clip, arrays = self.frames.clip(
+                sample.video, arrays=self.model.frame_format == "arrays"
+            )
+            return arrays, clip.jpegs, clip.indices
         if sample.image is not None:
-            return (load_image(sample.image),), ()
-        return (), ()
+            return (load_image(sample.image),), (), ()
+        return (), (), ()
 
     def _row(self, sample: Sample, status: Status, **kw: Any) -> StoredRow:
         return StoredRow(sample=sample, key=self.key, status=status, created_at=time.time(), **kw)
@@ -377,10 +388,11 @@ class SampleProcessor:
                 continue
             mode = "none" if self.text_only else self.model.media_input
             frames: tuple[np.ndarray, ...] = ()
+            jpegs: tuple[bytes, ...] = ()
             indices: tuple[int, ...] = ()
             try:
                 if mode == "frames":
-                    frames, indices = self._frames(sample)
+                    frames, jpegs, indices = self._frames(sample)
             except (MediaError, OSError, ValueError) as exc:
                 msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 rows[i] = self._row(
@@ -399,12 +411,18 @@ class SampleProcessor:
                 media_offset=prompt.media_offset,
                 video=None if mode == "none" else sample.video,
                 image=None if mode == "none" else sample.image,
+                frame_jpegs=jpegs,
             )
             meta: dict[str, Any] = dict(shown)
+            derived = self.windows(sample) if mode != "none" else None
+            if derived is not None:
+                meta["derived_window"] = derived.as_dict()
             if indices:
                 meta["frame_indices"] = list(indices)
                 meta["window_covered"] = window_coverage(
-                    indices, sample.window, dropped=_dropped_frames(sample)
+                    indices,
+                    sample.window or (derived.output if derived else None),
+                    dropped=_dropped_frames(sample) or (derived.dropped if derived else None),
                 )
             pending.append((i, sample, req, meta))
         if pending:
@@ -427,12 +445,16 @@ class SampleProcessor:
         return [rows[i] for i in sorted(rows)]
 
     def _scored_row(self, sample: Sample, resp: Response, meta: dict[str, Any]) -> StoredRow:
+        meta = dict(meta)
+        extra = dict(resp.extra)
+        if "derived_window" in meta:
+            extra["derived_window"] = meta.pop("derived_window")
         common: dict[str, Any] = {
             "raw_text": resp.text or "",
             "latency_s": resp.latency_s,
             "prompt_tokens": resp.prompt_tokens,
             "completion_tokens": resp.completion_tokens,
-            "extra": dict(resp.extra),
+            "extra": extra,
             **meta,
         }
         if meta.get("frame_indices"):
@@ -512,10 +534,13 @@ def run_key(
 ) -> RunKey:
     """The store key of a configuration: model fingerprint, prompt and sampling-policy hashes."""
     mode = "none" if text_only else model.media_input
+    media: dict[str, Any] = {"policy": asdict(policy), "media": mode}
+    if mode == "frames":  # the pixels a model sees are the JPEGs of its frame encoding
+        media["encoding"] = model.frame_encoding().fingerprint()
     return RunKey(
         model_fp=_hash(model.fingerprint()),
         prompt_fp=prompt_config.fingerprint(),
-        policy_fp=_hash({"policy": asdict(policy), "media": mode}),
+        policy_fp=_hash(media),
     )
 
 
@@ -553,6 +578,9 @@ def run_block(config: EvalConfig, model: Model, benchmark: str | None = None) ->
             if model.media_input == "path"
             else config.policy().describe()
         ),
+        "frame_encoding": model.frame_encoding().describe()
+        if not config.text_only and model.media_input == "frames"
+        else None,
         "extraction": config.extract_mode(),
         "failures": config.failures(),
         "text_only": config.text_only,
@@ -598,6 +626,9 @@ def score_rows(
         }
     metrics = compute_metrics(records, benchmark, **kw)
     metrics.setdefault("defects", list(defects))
+    derived = sum(1 for r in rows if "derived_window" in r.extra)
+    if derived:
+        metrics["windows_derived"] = derived  # released clips: windows by the released rule
     return metrics
 
 
@@ -680,6 +711,42 @@ def check_usable(samples: Sequence[Sample], config: EvalConfig) -> None:
         )
 
 
+def check_nonempty(dataset: Dataset, samples: Sequence[Sample], config: EvalConfig) -> None:
+    """Fail before any model call when there is nothing to evaluate.
+
+    Raises:
+        DatasetError: no sample selected (every record skipped, an empty file, ``--limit 0``).
+    """
+    from mmrobust.datasets import DatasetError
+
+    if samples:
+        return
+    if dataset.samples:
+        why = f"--limit {config.limit} selects none of its {len(dataset.samples)} samples"
+    elif dataset.defects:
+        why = f"every record was skipped ({len(dataset.defects)}; first: {dataset.defects[0]})"
+    else:
+        why = "it holds no records"
+    raise DatasetError(f"no sample to evaluate in {config.data} ({dataset.benchmark}): {why}")
+
+
+def nothing_scored(rows: Sequence[StoredRow]) -> str | None:
+    """Why no row got a scored answer (all failed or unparseable), or ``None`` if one did."""
+    if not rows or any(r.status is Status.OK for r in rows):
+        return None
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.status.value] = counts.get(r.status.value, 0) + 1
+    spread = ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    first = rows[0]
+    detail = (
+        f"first reply {first.raw_text[:60]!r} matches no option ({', '.join(first.options)})"
+        if first.status is Status.PARSE_FAIL
+        else f"first: {first.status.value}: {first.error or 'no detail'}"
+    )
+    return f"no sample could be scored: {len(rows)} of {len(rows)} rows are {spread}; {detail}"
+
+
 def unfinished(
     store: ResultStore, key: RunKey, samples: Sequence[Sample], *, retry_failed: bool = False
 ) -> list[Sample]:
@@ -742,12 +809,17 @@ def run_eval(
         config.data, config.format, images=config.images, text_only=config.text_only
     )
     samples = select_samples(dataset, config.limit)
+    check_nonempty(dataset, samples, config)
     check_usable(samples, config)
     run_dir = Path(config.out)
     created = not run_dir.exists()
     lock = RunLock(run_dir).acquire()  # one process per run folder, from here to the end
     try:
         model = model or load_model(config.model, config.model_args)
+        refusal = None if config.judge else model.cannot_answer([s.options for s in samples])
+        if refusal:  # said before any request (a judge may still read such replies)
+            model.close()
+            raise ValueError(refusal)
         judge = load_judge(config.judge, config.judge_args) if config.judge else None
         key = run_key(model, pconf, policy, text_only=config.text_only)
         check_same_run(run_dir, key, dataset)  # under the lock: no other run can slip in
@@ -775,7 +847,7 @@ def _evaluate(
     policy = config.policy()
     pconf = config.prompt_config()
     run_dir = Path(config.out)
-    cache_dir = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
+    cache = frame_cache(config)
     run_info: dict[str, Any] = {
         "mmrobust_version": __version__,
         "config": config_record(config),
@@ -787,6 +859,7 @@ def _evaluate(
             "n_samples": len(dataset.samples),
             "n_selected": len(samples),
             "defects": dataset.defects,
+            **dataset.info,
         },
         "key": asdict(key),
         "run": {
@@ -818,7 +891,7 @@ def _evaluate(
             policy=policy,
             extract_mode=config.extract_mode(),
             text_only=config.text_only,
-            cache_dir=cache_dir,
+            cache=cache,
             judge=judge,
             reference=config.reference,
         )
@@ -860,6 +933,7 @@ def _evaluate(
             n_rows=len(rows),
             n_new=n_new,
             executor=describe_executor(executor),
+            frame_cache=cache.stats() if cache is not None else None,
         )
         _atomic_write_json(run_dir / RUN_FILE, run_info)
     finally:
@@ -876,6 +950,7 @@ def _evaluate(
         interrupted,
         aborted,
         first_error,
+        None if interrupted else nothing_scored(rows),
     )
 
 

@@ -285,32 +285,19 @@ def _resolve_source(path: str | Path, cache_dir: Path | None) -> tuple[Path, lis
     raise FileNotFoundError(f"MMR data not found: {path}")
 
 
-def _download_hub(repo_id: str, cache_root: Path) -> Path:  # pragma: no cover - needs network
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError as exc:
-        raise FileNotFoundError(
-            f"{repo_id!r} is not a local path and huggingface_hub is not installed"
-        ) from exc
-    try:
-        folder = snapshot_download(repo_id, repo_type="dataset", cache_dir=str(cache_root / "hub"))
-    except Exception as exc:  # network, auth, unknown repo: one clear line
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise FileNotFoundError(
-            f"{repo_id!r} is not a local path, and downloading it from the hub failed: {first}"
-        ) from exc
-    return Path(folder)
+def _download_hub(repo_id: str, cache_root: Path) -> Path:
+    """The hub snapshot of ``repo_id`` in ``cache_root/hub`` (``mmrobust.datasets.hub.snapshot``:
+    token and offline mode as the hub library has them; one-line errors)."""
+    from mmrobust.datasets.hub import HubRef, snapshot
+
+    return snapshot(HubRef(repo_id), cache_dir=cache_root / "hub")
 
 
 def default_cache_dir() -> Path:
     """``$MMROBUST_CACHE`` or ``$XDG_CACHE_HOME/mmrobust`` or ``~/.cache/mmrobust``."""
-    import os
+    from mmrobust.paths import cache_root
 
-    env = os.environ.get("MMROBUST_CACHE")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "mmrobust"
+    return cache_root()
 
 
 def _find_image(relative: str, roots: Sequence[Path]) -> Path | None:

@@ -118,7 +118,7 @@ class Replica:
         from pathlib import Path
 
         from mmrobust.judge import load_judge
-        from mmrobust.runner import SampleProcessor, default_cache_dir, run_key
+        from mmrobust.runner import SampleProcessor, frame_cache, run_key
 
         pconf, policy = cfg.prompt_config(), cfg.policy()
         self.key = run_key(self.model, pconf, policy, text_only=cfg.text_only)
@@ -129,7 +129,7 @@ class Replica:
             policy=policy,
             extract_mode=cfg.extract_mode(),
             text_only=cfg.text_only,
-            cache_dir=Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir(),
+            cache=frame_cache(cfg),
             judge=load_judge(cfg.judge, cfg.judge_args) if cfg.judge else None,
         )
 

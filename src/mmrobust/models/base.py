@@ -11,11 +11,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 
 from mmrobust.status import Status
+
+if TYPE_CHECKING:
+    from mmrobust.media.jpeg import FrameEncoding
 
 MediaInput = Literal["frames", "path", "none"]
 """What a model wants from the runner.
@@ -27,6 +30,12 @@ MediaInput = Literal["frames", "path", "none"]
   takes ``video_url``).
 * ``"none"``: text only (blind baselines, ``--text-only`` ablations).
 """
+
+FrameFormat = Literal["arrays", "jpeg"]
+"""How a ``frames`` model reads video frames: ``Request.frames`` (decoded
+``(H, W, 3) uint8 RGB`` arrays) or ``Request.frame_jpegs`` (the JPEG bytes,
+e.g. to send them as they are). Both come from the same JPEGs
+(``Model.frame_encoding``), so the pixels are the same either way."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,9 @@ class Request:
         frames: decoded frames, each ``(H, W, 3) uint8 RGB``, in time order;
             empty unless ``model.media_input == "frames"``.
         frame_indices: source frame index of each entry of ``frames`` (video only).
+        frame_jpegs: the same frames as JPEG bytes (video only), encoded as the
+            model's ``frame_encoding()`` says; filled for every ``frames`` model,
+            while ``frames`` stays empty for a model whose ``frame_format`` is ``"jpeg"``.
         video: path of the video, if the sample has one.
         image: path of the image, if the sample has one.
         media_offset: where the media go inside ``prompt``: a character offset
@@ -64,6 +76,7 @@ class Request:
     video: Path | None = None
     image: Path | None = None
     media_offset: int | None = None
+    frame_jpegs: tuple[bytes, ...] = ()
 
 
 @dataclass
@@ -102,6 +115,7 @@ class Model(ABC):
     """
 
     media_input: ClassVar[MediaInput] = "frames"
+    frame_format: ClassVar[FrameFormat] = "arrays"
     name: str = "model"
     max_concurrency: int = 1
     batch_size: int = 1
@@ -121,6 +135,24 @@ class Model(ABC):
         Two runs whose fingerprints are equal may share stored rows.
         """
         return {"name": self.name}
+
+    def frame_encoding(self) -> FrameEncoding:
+        """How this model's video frames are encoded (and cached): JPEG quality, size cap.
+
+        Default: JPEG quality 95 at the decoded size. A remote backend returns
+        exactly what it sends (its ``jpeg_quality`` and ``image_max_side``).
+        """
+        from mmrobust.media.jpeg import FrameEncoding
+
+        return FrameEncoding()
+
+    def cannot_answer(self, options: Sequence[Mapping[str, str]]) -> str | None:
+        """Why this model can answer none of the samples with these options, else ``None``.
+
+        Checked before any request is sent (``constant:Z`` on Yes/No questions).
+        Default: ``None`` (a model is assumed able to answer).
+        """
+        return None
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (servers, GPU memory). Default: nothing."""
@@ -146,4 +178,4 @@ def place_media(
     return [*([text(head)] if head else []), *media, *([text(tail)] if tail else [])]
 
 
-__all__ = ["MediaInput", "Model", "Request", "Response", "place_media"]
+__all__ = ["FrameFormat", "MediaInput", "Model", "Request", "Response", "place_media"]

@@ -55,10 +55,18 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from tenacity.wait import wait_base, wait_random_exponential
 
 from mmrobust import __version__
+from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models import _deadline
-from mmrobust.models._encode import file_data_url, file_url, frame_data_url
+from mmrobust.models._encode import data_url, file_data_url, file_url, frame_data_url
 from mmrobust.models._options import parse_options
-from mmrobust.models.base import MediaInput, Model, Request, Response, place_media
+from mmrobust.models.base import (
+    FrameFormat,
+    MediaInput,
+    Model,
+    Request,
+    Response,
+    place_media,
+)
 from mmrobust.models.limits import recognise_limit
 from mmrobust.redact import redact, server_text
 from mmrobust.status import Status
@@ -217,6 +225,7 @@ class OpenAICompatModel(Model):
     """
 
     media_input: ClassVar[MediaInput] = "frames"
+    frame_format: ClassVar[FrameFormat] = "jpeg"
 
     def __init__(
         self,
@@ -282,6 +291,11 @@ class OpenAICompatModel(Model):
             "prefill": o.prefill,
             "extra_body": o.extra_body,
         }
+
+    def frame_encoding(self) -> FrameEncoding:
+        """Exactly what is sent: ``jpeg_quality``, longer side at most ``image_max_side``."""
+        o = self.options
+        return FrameEncoding(quality=o.jpeg_quality, max_side=o.image_max_side or None)
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -482,6 +496,8 @@ class OpenAICompatModel(Model):
             if request.image is not None:
                 return [self._image_part(self._file_ref(request.image))]
             return []
+        if request.frame_jpegs:  # encoded by the runner as frame_encoding() says
+            return [self._image_part(data_url(j, "image/jpeg")) for j in request.frame_jpegs]
         return [
             self._image_part(frame_data_url(f, max_side=o.image_max_side, quality=o.jpeg_quality))
             for f in request.frames

@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from mmrobust.models.base import MediaInput, Model, Request, Response
+from mmrobust.models.base import FrameFormat, MediaInput, Model, Request, Response
 
 
 def _parse_common(args: Mapping[str, str]) -> tuple[MediaInput, float]:
@@ -40,6 +40,7 @@ class _RuleModel(Model):
     """A baseline whose reply is a pure function of the request (``_reply``)."""
 
     media_input: ClassVar[MediaInput] = "none"
+    frame_format: ClassVar[FrameFormat] = "jpeg"  # never looks at pixels: skip decoding JPEGs
     max_concurrency = 4
     delay_s: float = 0.0
 
@@ -79,6 +80,19 @@ class ConstantModel(_RuleModel):
             if text.strip().lower() == self.answer.strip().lower():
                 return letter
         return self.answer
+
+    def cannot_answer(self, options: Sequence[Mapping[str, str]]) -> str | None:
+        """The answer is neither a letter nor an option text of any sample."""
+        wanted = self.answer.strip().lower()
+        for opts in options:
+            if self.answer in opts or any(t.strip().lower() == wanted for t in opts.values()):
+                return None
+        letters = sorted({k for opts in options for k in opts})
+        return (
+            f"constant:{self.answer} answers {self.answer!r}, which is neither an option letter "
+            f"({', '.join(letters)}) nor an option text of any sample: every answer would be "
+            "a parse failure"
+        )
 
     def fingerprint(self) -> dict[str, Any]:
         """Name and answer (the delay and media input do not change answers)."""

@@ -19,6 +19,7 @@ from mmrobust.tamper.builder import (
     TAMPER_PRESET,
     BuildConfig,
     BuildReport,
+    SourceMap,
     SourceResult,
     Style,
     build,
@@ -103,6 +104,7 @@ def build_with_progress(
     jobs: int = 1,
     console: Console | None = None,
     quiet: bool = False,
+    map_sources: SourceMap | None = None,
 ) -> BuildReport:
     """Run ``build`` with a progress bar (none when ``quiet``); print each failure on
     one line and a summary."""
@@ -133,7 +135,15 @@ def build_with_progress(
                 bar.advance(task)
             bar.update(task, description=escape(Path(r.source).name))
 
-        report = build(sources, out_dir, config, jobs=jobs, on_start=on_start, on_source=on_source)
+        report = build(
+            sources,
+            out_dir,
+            config,
+            jobs=jobs,
+            on_start=on_start,
+            on_source=on_source,
+            map_sources=map_sources,
+        )
     n_err = len(report.errors)
     errors = f"{n_err} error{'' if n_err == 1 else 's'}"
     if not report.out_dir.exists():

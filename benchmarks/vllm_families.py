@@ -69,7 +69,7 @@ def _eval(data: str, spec: str, out: Path, *args: str) -> tuple[str, dict[str, t
     cmd = ["eval", "--data", data, "--model", spec, "--out", str(out), "--bootstrap", "0", "-q"]
     result = CliRunner().invoke(app, [*cmd, *args])
     rows = _rows(out)
-    if result.exit_code not in (0, 3) or not rows:
+    if result.exit_code not in (0, 1, 3) or not rows:  # 1: random weights scored nothing
         text = (result.output or str(result.exception) or "").strip().splitlines()
         return f"fails: {(text or ['?'])[-1][:120]}", rows
     counts = Counter(s for s, _, _ in rows.values())

@@ -169,22 +169,41 @@ def _prompt_text(call: Call) -> str:
     return str(call.processor.tokenizer.decode(call.inputs["input_ids"][0]))
 
 
+def _same_frames_in_order(got: list[np.ndarray], want: list[np.ndarray]) -> None:
+    """``got[i]`` is ``want[i]`` as the runner hands it over (a JPEG q95 round trip of it).
+
+    Each received frame is within 2 grey levels (mean absolute difference) of the
+    expected frame at its position and closer to it than to any other expected frame.
+    """
+    assert len(got) == len(want) == 8
+    for i, frame in enumerate(got):
+        assert frame.shape == want[i].shape
+        diffs = [float(np.abs(frame.astype(np.int16) - w.astype(np.int16)).mean()) for w in want]
+        assert diffs[i] < 2.0, (i, diffs)
+        assert int(np.argmin(diffs)) == i, (i, diffs)
+
+
 def _check_frames_reached(call: Call, clip: Path, indices: list[int], mode: str) -> None:
     expected = _decoded(clip, indices)
     if mode == "video":
         (video,) = call.kwargs["videos"]
-        assert video.shape == (8, *expected[0].shape)
-        assert np.array_equal(video, np.stack(expected))
+        received = list(video)
         assert call.kwargs["do_sample_frames"] is False
     else:
         (images,) = call.kwargs["images"]
-        assert len(images) == 8
-        for got, want in zip(images, expected, strict=True):
-            assert np.array_equal(np.asarray(got), want)
+        received = [np.asarray(image) for image in images]
+    _same_frames_in_order(received, expected)
     # the model's input tensors are exactly the processor's output for these frames ...
-    assert _same_inputs(call.inputs, _reprocess(call, expected))
+    assert _same_inputs(call.inputs, _reprocess(call, received))
     # ... and the order matters: the same frames reversed make different inputs
-    assert not _same_inputs(call.inputs, _reprocess(call, expected[::-1]))
+    assert not _same_inputs(call.inputs, _reprocess(call, received[::-1]))
+
+
+def _ran(result: Any) -> bool:
+    """The eval finished; random weights may score nothing (exit 1, issue 15's rule)."""
+    return result.exit_code == 0 or (
+        result.exit_code == 1 and "no sample could be scored" in result.output
+    )
 
 
 def _run_tamper(
@@ -201,7 +220,7 @@ def _run_tamper(
     checkpoint = family_checkpoints(name)
     args = ["--frames", "8", "--model-arg", f"video_input={mode}", *extra]
     result = _eval(str(family_tamper_set), checkpoint, out, frame_cache, *args)
-    assert result.exit_code == 0, result.output
+    assert _ran(result), result.output
     rows = stored_rows(out)
     assert len(rows) == 4
     for sid, row in rows.items():
@@ -276,7 +295,7 @@ def test_family_on_the_mmr_demo(
     result = _eval(
         "mmr-demo", family_checkpoints(name), tmp_path / "run", frame_cache, "--limit", "4"
     )
-    assert result.exit_code == 0, result.output
+    assert _ran(result), result.output
     rows = stored_rows(tmp_path / "run")
     samples = {s.id: s for s in load_dataset("mmr-demo").samples}
     assert len(rows) == 4
@@ -377,15 +396,15 @@ def test_fingerprint_follows_the_chat_template_and_processor_config(
         (row,) = stored_rows(tmp_path / out).values()
         return str(row["model_fp"])
 
-    assert run("a").exit_code == 0
+    assert _ran(run("a"))
     again = run("a")
-    assert again.exit_code == 0 and "0 new rows, 1 resumed" in again.output
+    assert _ran(again) and "0 new rows, 1 resumed" in again.output
 
     template = checkpoint / "chat_template.jinja"
     template.write_text(template.read_text().replace("helpful assistant", "careful assistant"))
     stale = run("a")
     assert stale.exit_code == 2 and "already holds a run with a different model" in stale.output
-    assert run("b").exit_code == 0
+    assert _ran(run("b"))
     assert "careful assistant" in _prompt_text(spy.calls[-1])
 
     config = checkpoint / "processor_config.json"  # transformers 5 keeps every sub-processor here
@@ -393,7 +412,7 @@ def test_fingerprint_follows_the_chat_template_and_processor_config(
     settings["image_processor"]["size"]["longest_edge"] = 28 * 28 * 9
     config.write_text(json.dumps(settings))
     assert run("b").exit_code == 2
-    assert run("c").exit_code == 0
+    assert _ran(run("c"))
     assert len({fingerprint("a"), fingerprint("b"), fingerprint("c")}) == 3
 
     run_block = json.loads((tmp_path / "c" / "metrics.json").read_text())["run"]
@@ -469,8 +488,10 @@ def test_missing_torchvision_is_a_one_line_error_naming_the_fix(
     idefics = shutil.copytree(family_checkpoints("idefics3"), tmp_path / "idefics3")
     done = _cli_without_torchvision("sys.modules['torchvision'] = None", qwen, idefics, env={})
     assert "Traceback" not in done.stderr, done.stderr
-    assert re.findall(r"^exit (\d+)$", done.stdout, re.M) == ["2", "0"]
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    # Qwen2-VL stops at load; Idefics3 runs (its random answers may score nothing: exit 1)
+    exits = re.findall(r"^exit (\d+)$", done.stdout, re.M)
+    assert exits in (["2", "0"], ["2", "1"]), done.stdout
+    errors = [line for line in done.stderr.splitlines() if "torchvision" in line]
     pair = matching_torchvision(torch.__version__)
     assert errors == [
         "error: hf: torchvision is not installed; transformers needs it for this model's "

@@ -35,7 +35,10 @@ FAMILY = os.environ.get("MMROBUST_VLLM_FAMILY", "qwen2_vl")
 def _eval(data: str, spec: str, out: Path, *args: str) -> dict[str, dict[str, Any]]:
     cmd = ["eval", "--data", data, "--model", spec, "--out", str(out), "--bootstrap", "0", "-q"]
     result = CliRunner().invoke(app, [*cmd, *args])
-    assert result.exit_code == 0, result.output
+    # random weights may score nothing: exit 1 (issue 15's rule), rows stored all the same
+    assert result.exit_code == 0 or (
+        result.exit_code == 1 and "no sample could be scored" in result.output
+    ), result.output
     return stored_rows(out)
 
 
@@ -75,7 +78,7 @@ def test_vllm_server_matches_hf_prompt_tokens(
         )
     for rows in (images, mmr, video):
         for sid, row in rows.items():
-            assert row["status"] in ("ok", "parse_fail"), (sid, row["error"])
+            assert row["status"] in ("ok", "parse_fail", "empty_reply"), (sid, row["error"])
             assert row["prompt_tokens"] and row["prompt_tokens"] > 0
 
     hf = ["--model-arg", "device=cpu", "--model-arg", "max_new_tokens=2"]

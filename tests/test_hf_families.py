@@ -9,10 +9,11 @@ and, where the family has a video processor, ``video_input=video``, and on the
 built-in MMR demo set. The processor calls are observed (a spy around the
 processor inside ``HFModel._inputs``), so the tests assert what reaches the model:
 
-* the frames, decoded here independently with PyAV at the VLMEvalKit segment-centre
-  indices written out by hand, equal the frames handed to the processor, in time
-  order, and the model's input tensors are what the processor makes of exactly those
-  frames (reversed frames give different tensors);
+* the frames handed to the processor are the frames decoded here independently with
+  PyAV at the VLMEvalKit segment-centre indices written out by hand, in time order
+  (each within 2 grey levels of its own, the JPEG q95 round trip of the frame cache,
+  and nearest to it), and the model's input tensors are what the processor makes of
+  exactly those frames (reversed frames give different tensors);
 * with ``video_input=video``, the metadata is the clip's true timing (fps, the
   sampled indices, 250 frames, 10 s) with ``do_sample_frames=False``, and the
   processors turn it into the true times: Qwen2.5-VL ``second_per_grid_ts`` 2.5 s,

@@ -44,11 +44,12 @@ from mmrobust.judge import Judge, load_judge
 from mmrobust.media.sampling import FramePolicy, frame_indices, window_coverage
 from mmrobust.metrics import compute_metrics
 from mmrobust.models.base import Model, Request, Response
-from mmrobust.prompts import PromptConfig, build_prompt
+from mmrobust.prompts import PromptConfig, build_prompt, prompt_record
 from mmrobust.redact import scrub_args
 from mmrobust.runlock import LOCK_FILE, RunLock
 from mmrobust.status import Status
 from mmrobust.store import TRANSIENT, ResultStore, RunFolderWriteError, RunKey, StoredRow
+from mmrobust.tasks import check_task_options, derive_task, option_keys, task_fingerprint
 
 RUN_FILE = "run.json"
 METRICS_FILE = "metrics.json"
@@ -61,6 +62,11 @@ class EvalConfig:
     ``official`` switches to the reference protocol for tamper data:
     VLMEvalKit's prompt framing and ``(A) Yes`` options, 8 segment-centre
     frames, ``official`` extraction, and parse failures scored as wrong.
+
+    ``task`` picks the question asked about each clip of a tamper dataset:
+    ``detect`` (the paper's yes/no question, default), ``type``, ``when`` or
+    ``leading`` (``mmrobust.tasks``, docs/tasks.md); ``seed`` also seeds their
+    option order and the leading presuppositions.
     """
 
     data: str
@@ -73,6 +79,7 @@ class EvalConfig:
     prompt: str | None = None
     option_style: str = "paper"
     permute: int = 0
+    task: str = "detect"
     frames: int = 8
     fps: float | None = None
     max_frames: int | None = None
@@ -340,7 +347,11 @@ class SampleProcessor:
         pending: list[tuple[int, Sample, Request, dict[str, Any]]] = []
         for i, sample in enumerate(item.samples):
             prompt = build_prompt(sample, self.prompt_config)
-            shown = {"answer": prompt.answer, "options": prompt.options}
+            shown = {
+                "answer": prompt.answer,
+                "options": prompt.options,
+                "prompt": prompt_record(prompt),
+            }
             if sample.error:
                 rows[i] = self._row(
                     sample, Status.DATA_ERROR, error=sample.error, rule="data_error", **shown
@@ -363,6 +374,7 @@ class SampleProcessor:
                 prompt=prompt.text,
                 question=prompt.question,
                 options=prompt.options,
+                option_keys=option_keys(sample, prompt.options),
                 system=prompt.system,
                 assistant_prefill=prompt.assistant_prefill,
                 frames=frames,
@@ -474,13 +486,25 @@ def batches(samples: Sequence[Sample], size: int) -> Iterator[WorkItem]:
 
 
 def run_key(
-    model: Model, prompt_config: PromptConfig, policy: FramePolicy, *, text_only: bool
+    model: Model,
+    prompt_config: PromptConfig,
+    policy: FramePolicy,
+    *,
+    text_only: bool,
+    task: str = "detect",
 ) -> RunKey:
-    """The store key of a configuration: model fingerprint, prompt and sampling-policy hashes."""
+    """The store key of a configuration: model fingerprint, prompt and sampling-policy hashes.
+
+    A ``--task`` other than ``detect`` is part of the prompt hash (with the
+    template file's digest), so a run folder never mixes tasks.
+    """
     mode = "none" if text_only else model.media_input
+    prompt_fp = prompt_config.fingerprint()
+    if task != "detect":
+        prompt_fp = _hash({"prompt": prompt_fp, **task_fingerprint(task)})
     return RunKey(
         model_fp=_hash(model.fingerprint()),
-        prompt_fp=prompt_config.fingerprint(),
+        prompt_fp=prompt_fp,
         policy_fp=_hash({"policy": asdict(policy), "media": mode}),
     )
 
@@ -498,6 +522,7 @@ def run_block(config: EvalConfig, model: Model) -> dict[str, Any]:
     pc = config.prompt_config()
     return {
         "model": config.model,
+        "task": config.task,
         "model_args": scrub_args(config.model_args),
         "model_fingerprint": model.fingerprint(),
         "prompt": {
@@ -535,6 +560,8 @@ def score_rows(
         kw = {"failures": failures, "n_resamples": n_resamples, "seed": seed}
     elif benchmark == "mmr":
         kw = {"n_boot": n_resamples, "seed": seed, "defects": list(defects)}
+    elif benchmark.startswith("tamper-"):  # --task type|when|leading
+        kw = {"failures": failures, "n_resamples": n_resamples, "seed": seed, "defects": defects}
     metrics = compute_metrics(records, benchmark, **kw)
     metrics.setdefault("defects", list(defects))
     return metrics
@@ -594,7 +621,11 @@ def check_same_run(run_dir: Path, key: RunKey, dataset: Dataset) -> None:
         ) from None
     what = []
     if old_key != key:
-        what.append(f"model/prompt/frames (was {old.get('config', {}).get('model')!r})")
+        was = old.get("config", {})
+        what.append(
+            f"model/prompt/frames/task (was {was.get('model')!r}, task "
+            f"{was.get('task', 'detect')!r})"
+        )
     if not same_source(old_data.get("source"), dataset.source):
         what.append(f"dataset (was {old_data.get('source')!r})")
     if what:
@@ -665,10 +696,12 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
     from mmrobust.models.spec import load_model
 
     policy = config.policy()  # validates frame options early
+    check_task_options(config.task, prompt=config.prompt, official=config.official)
     pconf = config.prompt_config()
     dataset = load_dataset(
         config.data, config.format, images=config.images, text_only=config.text_only
     )
+    dataset = derive_task(dataset, config.task, seed=config.seed)
     samples = select_samples(dataset, config.limit)
     check_usable(samples, config)
     run_dir = Path(config.out)
@@ -677,7 +710,7 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
     try:
         model = model or load_model(config.model, config.model_args)
         judge = load_judge(config.judge, config.judge_args) if config.judge else None
-        key = run_key(model, pconf, policy, text_only=config.text_only)
+        key = run_key(model, pconf, policy, text_only=config.text_only, task=config.task)
         check_same_run(run_dir, key, dataset)  # under the lock: no other run can slip in
         return _evaluate(config, dataset, samples, model, judge, key, progress=progress)
     finally:

@@ -38,6 +38,10 @@ class Request:
         prompt: the full user text (question, options, instruction).
         question: the question stem alone.
         options: option letter -> text, in display order.
+        option_keys: option letter -> the option's meaning as a key, for questions
+            of ``--task type|when|leading`` (``none``, ``rotation``, ``middle``,
+            ``reject`` ...; ``mmrobust.tasks``); empty otherwise. Rule-based models
+            (``forensic``, ``constant:<key>``) answer by it; language models read the text.
         system: optional system message.
         assistant_prefill: optional start of the assistant turn
             (VLMEvalKit's "Best option:(" in official mode).
@@ -52,6 +56,7 @@ class Request:
     prompt: str
     question: str
     options: Mapping[str, str]
+    option_keys: Mapping[str, str] = field(default_factory=dict)
     system: str | None = None
     assistant_prefill: str | None = None
     frames: tuple[np.ndarray, ...] = ()

@@ -2,7 +2,11 @@
 
 They anchor every table: ``constant:A`` ("Yes" to everything) scores
 F1 = 2/3 on balanced tamper data, ``constant:B`` scores 0, and ``random``
-shows chance. Both are text-only (``media_input = "none"``) unless
+shows chance. On ``--task type|when|leading`` questions ``constant:<key>``
+(``constant:none``, ``constant:middle``, ``constant:reject``) always gives the
+same *meaning*, whatever the option order: the class-prior baseline;
+``constant:A`` always gives the same letter, which the seeded option order
+turns into a uniform guess. Both are text-only (``media_input = "none"``) unless
 ``--model-arg media=frames`` asks the runner to decode frames anyway (for
 harness benchmarks and end-to-end tests of the frame path).
 
@@ -61,9 +65,10 @@ class ConstantModel(_RuleModel):
     """Always gives the same answer.
 
     Args:
-        answer: an option letter (``"A"``) or an option text (``"Yes"``,
-            matched case-insensitively against each request's options; the
-            reply is then that option's letter).
+        answer: an option letter (``"A"``), an option key of ``--task`` questions
+            (``"none"``, ``"middle"``, ``"reject"``: ``Request.option_keys``) or an
+            option text (``"Yes"``); keys and texts are matched case-insensitively
+            against each request's options, and the reply is that option's letter.
         delay_s: seconds to sleep per request.
     """
 
@@ -75,6 +80,9 @@ class ConstantModel(_RuleModel):
     def _reply(self, req: Request) -> str:
         if self.answer in req.options:
             return self.answer
+        for letter, key in req.option_keys.items():
+            if key.lower() == self.answer.strip().lower():
+                return letter
         for letter, text in req.options.items():
             if text.strip().lower() == self.answer.strip().lower():
                 return letter

@@ -5,7 +5,7 @@ can answer every task by the options' keys (``Request.option_keys``):
 
 * ``type``: ``none`` when it sees no tampering, else its predicted effect; when
   that effect is not an option (``flip`` in a set of the paper's five) the
-  next of its ranked candidates that is one.
+  next of its ranked candidates that is one; none of them: no answer.
 * ``when``: ``nowhere`` when it sees no tampering, else the third of its
   predicted window, by the same rule as the truth (:func:`mmrobust.tasks.truth.third_of`).
 * ``leading`` negative (presupposes ``Y``): the option rejecting the premise

@@ -8,7 +8,9 @@ best candidate's score reaches ``Thresholds.decision``. Questions of ``--task
 type|when|leading`` carry option keys (``Request.option_keys``); the same
 verdict answers them (:func:`mmrobust.tasks.answer_from_detection`): its
 predicted type, the third of its predicted window, and a leading premise
-accepted only when the premise's effect is its own predicted type.
+accepted only when the premise's effect is its own predicted type. When none of
+its candidate types is an option it replies so in words (a ``parse_fail``, as
+any reply outside the options).
 
 The decision never reads the file name, container, codec, bitrate, fps or
 duration metadata: only decoded pixels and the frame size. The fps is read
@@ -402,15 +404,9 @@ class ForensicDetector(Model):
                 n_frames=v.frames,
                 fps=fps,
             )
-            if letter is None:
-                return Response(
-                    text="",
-                    status=Status.MODEL_ERROR,
-                    error=f"no option matches the verdict (type {v.pred_type!r})",
-                    latency_s=time.perf_counter() - t0,
-                    extra=extra,
-                )
-            text = letter
+            # None: its type is not an option (a set without that effect); the reply says so
+            # and, like any reply outside the options, is a parse failure
+            text = letter or f"tampered: {v.pred_type}, not among the options"
         return Response(text=text, latency_s=time.perf_counter() - t0, extra=extra)
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:

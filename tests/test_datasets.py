@@ -10,8 +10,18 @@ import pytest
 from mmrobust.datasets import DatasetError, detect_format, load_dataset
 from mmrobust.prompts import STRUCTURED_QUESTION
 from mmrobust.registry import UnknownNameError
+from tests.shared_data import MMR_JSON, needs_shared
 
-MMR_JSON = Path(__file__).resolve().parents[2] / "shared" / "data" / "mmr" / "MMR-benchmark.json"
+MMR_RECORD = {
+    "id": "character/character/01",
+    "image": "character/character/01.jpg",
+    "question": "Is there 'E SWEETWAETR' in the green sign?\nA. It is 'E SWEETWAETR' in the green "
+    "sign.\nB. It is 'E SWEETWAETR' in the red sign.\nC. It is 'DO NOT ENTER' in the green "
+    "sign.\nD. It is 'E SWEETWATER' in the green sign.",
+    "ground_truth": "D",
+    "question_type": "NEG",
+}
+"""The first record of the released MMR-benchmark.json, verbatim."""
 
 
 def manifest_line(**kw: object) -> str:
@@ -135,8 +145,16 @@ def test_jsonl_generic(tmp_path: Path) -> None:
     assert any(":2: skipped" in d for d in ds.defects)
 
 
-def test_detects_mmr_array_and_fails_clearly(tmp_path: Path) -> None:
+@needs_shared(MMR_JSON)
+def test_detects_the_released_mmr_file() -> None:
     assert detect_format(MMR_JSON) == "mmr"
+
+
+def test_detects_mmr_array_and_fails_clearly(tmp_path: Path) -> None:
+    # the released file's shape: a JSON array of records with question/answer/category
+    array = tmp_path / "mmr.json"
+    array.write_text(json.dumps([MMR_RECORD]))
+    assert detect_format(array) == "mmr"
     assert detect_format("mmr-demo") == "mmr"
     with pytest.raises(FileNotFoundError):
         load_dataset(tmp_path / "absent.jsonl")

@@ -6,7 +6,6 @@ and evaluates 4 tamper models and 3 MMR models); every test reads its output.
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import shutil
@@ -18,17 +17,17 @@ import pytest
 from typer.testing import CliRunner
 
 from mmrobust.cli import app
+from mmrobust.report import load_run
 from mmrobust.report.html import HtmlRun, write_html
 from mmrobust.report.site import build_site
+from tests.shared_data import MMR_JSON
 
 TAMPER_RUNS = ("forensic", "constant-A", "constant-B", "random-0")
 MMR_RUNS = ("constant-A", "random-0", "blind-overlap")
 INJECTED = '<script>document.title="PWNED"</script><img src=x onerror="document.title=\'PWNED\'">'
 
 
-MMR_JSON = (
-    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mmr" / "MMR-benchmark.json"
-)
+pytestmark = pytest.mark.slow  # one real demo run (24 clips built, 7 runs): ~20-50 s on 2 cores
 
 
 @pytest.fixture(scope="session")
@@ -40,6 +39,7 @@ def demo_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert result.exit_code == 0, result.output
     assert "report:" in result.output
+    (out / "console.txt").write_text(result.output)
     return out
 
 
@@ -82,6 +82,19 @@ def test_demo_on_the_official_mmr_file_reproduces_its_facts(demo_out: Path) -> N
     assert a["defects"] and "attribute/number/04" in a["defects"][0]
     page = (demo_out / "report" / "index.html").read_text()
     assert "Leading questions on MMR-benchmark" in page
+    # the official file runs without images: marked text-only in the summary and leaderboard
+    console = (demo_out / "console.txt").read_text()
+    assert re.search(
+        r"mmr__constant-A\s+│ mmr\s+│ text only\s+│ 300 pairs │ RA 6.67%  MR 73.68%", console
+    )
+    assert re.search(r"mmr-demo__constant-A\s+│ mmr\s+│ question only", console)
+    assert '<tr class="run"><td>constant:A (text only)</td><td>RA</td>' in page
+
+
+def _browser_data(page: str) -> dict:
+    m = re.search(r'<script type="application/json" id="browser-data">(.*?)</script>', page, re.S)
+    assert m is not None
+    return json.loads(m.group(1))
 
 
 def test_report_numbers_match_metrics_json(demo_out: Path) -> None:
@@ -91,23 +104,42 @@ def test_report_numbers_match_metrics_json(demo_out: Path) -> None:
         TAMPER_RUNS, ("forensic", "constant:A", "constant:B", "random:0"), strict=True
     ):
         f1 = _metrics(runs / f"tamper__{name}")["f1"]
-        row = re.search(rf"<tr><td>{re.escape(label)}</td>(.*?)</tr>", page, re.S)
+        row = re.search(rf'<tr class="run"><td>{re.escape(label)}</td>(.*?)</tr>', page, re.S)
         assert row is not None, label
         cells = re.findall(r"<td>([^<]*)</td>", row.group(1))
         expected = [
             f1[t] for t in ("dropping", "masking", "repetition", "rotation", "substitution")
         ]
-        assert cells[:6] == [f"{v:.3f}" for v in [*expected, f1["overall"]]]
+        assert cells[:6] == [f"{100 * v:.1f}" for v in [*expected, f1["overall"]]]  # percent
     blind = _metrics(runs / "mmr-demo__blind-overlap")
-    ra_row = re.search(r"<tr><td>blind-overlap</td><td>RA</td>(.*?)</tr>", page, re.S)
+    ra_row = re.search(r'<tr class="run"><td>blind-overlap</td><td>RA</td>(.*?)</tr>', page, re.S)
     assert ra_row is not None
     assert re.findall(r"<td>([^<]*)</td>", ra_row.group(1))[-1] == f"{blind['RA']:.2f}"
-    # the sample browser shows every clip once, with its thumbnails written beside the page
+    # the papers' published rows sit in the leaderboards, greyed and marked, with a toggle
+    assert re.search(
+        r'<tr class="published"><td>VILA1.5-40b<span class="pubtag">published, not run here'
+        r"</span></td><td>87.9</td><td>88.0</td><td>87.8</td><td>88.0</td><td>87.9</td>"
+        r"<td>87.9</td>",
+        page,
+    )
+    assert '<tr class="published"><td>GPT4o<span class="pubtag">' in page
+    assert 'id="show-published" checked' in page
+    # the sample browser carries every sample once, as data, with its thumbnails beside the page
+    data = _browser_data(page)
     n_official = 600 if MMR_JSON.is_file() else 0
-    assert page.count('class="card"') == 24 + 48 + n_official
-    assert "random:0: frame " in page  # the timeline marks the frames random:0 was shown
-    thumbs = re.findall(r'src="(thumbs/[0-9a-f]+\.jpg)"', page)
-    assert thumbs and all((demo_out / "report" / t).is_file() for t in thumbs)
+    assert len(data["samples"]) == 24 + 48 + n_official
+    labels = [f"{r['label']} · {r['dataset']}" for r in data["runs"]]
+    assert len(set(labels)) == len(labels)  # the model filter tells tamper and MMR runs apart
+    rand = next(i for i, r in enumerate(data["runs"]) if r["label"] == "random:0"
+                and r["dataset"] == "tamper-set")  # fmt: skip
+    clip = next(s for s in data["samples"] if s["id"] == "bikes__masking")
+    (answer,) = [a for a in clip["r"] if a[0] == rand]
+    assert clip["fs"][answer[9]] == [15, 46, 77, 108, 139, 171, 202, 233]  # 8 segment centres
+    assert answer[6] == 0 and clip["w"] == [113, 138]  # none inside the window: not covered
+    assert "Options:\nA. Yes\nB. No" in data["prompts"][answer[10]]  # the prompt as sent
+    thumbs = [s["th"] for s in data["samples"] if s["th"]]
+    assert len(thumbs) == 24 + 48  # the official MMR file runs text-only here: no images
+    assert all((demo_out / "report" / t).is_file() for t in thumbs)
 
 
 def test_model_output_is_escaped(tmp_path: Path, demo_out: Path) -> None:
@@ -119,14 +151,15 @@ def test_model_output_is_escaped(tmp_path: Path, demo_out: Path) -> None:
     page = site.index_html.read_text()
     assert INJECTED not in page
     assert "<script>document.title" not in page and "<img src=x" not in page
-    assert (
-        html.escape(INJECTED, quote=False).split('"')[0] in page
-    )  # '&lt;script&gt;document.title='
+    assert "\\u003cscript\\u003edocument.title=" in page  # inert inside the JSON data
+    assert INJECTED in [a[1] for s in _browser_data(page)["samples"] for a in s["r"]]
 
 
 def test_html_without_runs_says_so(tmp_path: Path) -> None:
     index = write_html(tmp_path, [HtmlRun("m", "tamper", {}, {}, [])])
-    assert "No stored answers." in index.read_text()
+    page = index.read_text()
+    assert '<p class="note">No stored answers.</p>' in page
+    assert _browser_data(page)["samples"] == []
 
 
 def _chromium() -> str | None:
@@ -175,6 +208,21 @@ def test_report_in_headless_chromium(tmp_path: Path, demo_out: Path) -> None:
     # the scripts ran (the filter script wrote its count) and the injected one did not
     assert "<title>mmrobust report</title>" in dom
     assert "PWNED" not in dom.split("</title>")[0]
-    assert re.search(r'id="count">24 of 24 samples<', dom)
+    assert re.search(r'id="count" data-ms="\d+">24 of 24 samples<', dom)
     assert 'id="leaderboard"' in dom and 'id="samples"' in dom
-    assert "&lt;script&gt;document.title=" in dom
+    assert "&lt;script&gt;document.title=" in dom  # the injected reply, drawn as text
+    # the page script drew the cards: labelled model filter, timeline rows with their labels
+    assert '<option value="0">forensic · tamper-set</option>' in dom
+    assert dom.count('class="card"') == 24
+    assert dom.count('<span class="tl-label" title="random:0 · tamper-set: 8 frames shown') == 24
+    predicted = sum(
+        isinstance(r.extra.get("pred_window"), dict)
+        for r in load_run(demo_out / "runs" / "tamper__forensic").rows
+    )
+    assert predicted >= 15  # the detector localises what it flags
+    label = '<span class="tl-label" title="forensic · tamper-set: predicted window"'
+    assert dom.count(label) == predicted
+    assert dom.count('class="tl-seam"') == 4  # the four dropping clips: a cut, not a window
+    assert 'class="pubtag">published, not run here<' in dom
+    body = re.search(r"<body[^>]*>", dom)
+    assert body is not None and "hide-published" not in body.group(0)  # shown by default

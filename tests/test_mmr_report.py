@@ -45,7 +45,7 @@ def test_table2_shape_and_values() -> None:
     mr = frame.loc[("m", "MR")].tolist()
     assert mr[0] == 50.0 and mr[2] == 50.0 and mr[1] != mr[1]  # Rel. MR undefined -> NaN
     md = to_markdown(frame)
-    assert "| m | MR ↓ | 50.00 | - | 50.00 |" in md
+    assert "| m | MR ↓ | 50.00 | – | 50.00 |" in md
 
 
 def test_write_report_files(tmp_path: Path) -> None:

@@ -76,7 +76,18 @@ def test_nothing_buildable_exits_non_zero(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert "file is empty" in result.output
-    assert (tmp_path / "o" / "manifest.jsonl").read_text() == ""
+    assert "nothing built (1 error)" in result.output
+    assert not (tmp_path / "o").exists()  # no empty build folder left behind
+
+
+def test_missing_source_folder_leaves_no_build_folder(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["tamper", str(tmp_path / "no_such_dir"), "--out", str(tmp_path / "X")]
+    )
+    assert result.exit_code == 1
+    assert "no_such_dir: path does not exist" in result.output
+    assert f"nothing built (1 error); {tmp_path / 'X'} was not created" in result.output
+    assert not (tmp_path / "X").exists()
 
 
 def test_bad_options_exit_2(tmp_path: Path) -> None:

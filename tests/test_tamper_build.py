@@ -221,7 +221,7 @@ def test_cli_mpeg4_fixed_quantiser(tmp_path: Path) -> None:
          "dropping,repetition", "--codec", "mpeg4", "--qscale", "3", "-q"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "6 clips in" in result.output  # -q drops the bar, not the summary
+    assert "6 clips (6 built, 0 already done), 0 errors" in result.output  # -q keeps the summary
     entries = {e.id: e for e in read_manifest(tmp_path / "o")}
     assert len(entries) == 6
     for e in entries.values():

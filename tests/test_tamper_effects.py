@@ -99,7 +99,8 @@ def test_shuffle_speed_flip_blur() -> None:
         ("masking", {"box": (0.5, 0.0, 0.2, 1.0)}, "box must be fractions"),
         ("speed", {"factor": 1}, "unchanged"),
         ("noise", {"sigma": -1}, "sigma"),
-        ("noise", {"sgima": 3}, "Extra inputs"),
+        ("noise", {"sgima": 3}, r"unknown parameter noise\.sgima \(did you mean noise\.sigma\?\)"),
+        ("rotation", {"degree": 90}, r"did you mean rotation\.degrees\?\); rotation takes degrees"),
         ("droping", {}, "Did you mean: dropping"),
     ],
 )

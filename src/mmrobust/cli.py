@@ -67,8 +67,9 @@ def tamper(
     layout: str = typer.Option("native", help="native or mvtamperbench (adds json/<task>.json)."),
     style: str = typer.Option(
         "mmrobust",
-        help="mmrobust (x264, exact fps) or released (OpenCV mp4v, int fps, "
-        "originals copied: reproduces the released dataset, label leak included).",
+        help="mmrobust (the --codec encoder, MPEG-4 Part 2 by default, at the exact fps, "
+        "originals re-encoded too) or released (OpenCV mp4v, int fps, originals copied: "
+        "reproduces the released dataset, label leak included).",
     ),
     codec_control: bool = typer.Option(
         True, "--codec-control/--no-codec-control", help="Re-encode originals like tampered clips."
@@ -284,7 +285,7 @@ def rescore_cmd(
     from mmrobust.extract import EXTRACT_MODES
     from mmrobust.models.spec import parse_model_args
     from mmrobust.registry import UnknownNameError
-    from mmrobust.report.tables import summary_text
+    from mmrobust.report.tables import rescore_text, summary_text
     from mmrobust.runner import RunAborted, rescore
 
     if extract is not None and extract not in EXTRACT_MODES:
@@ -300,6 +301,7 @@ def rescore_cmd(
         raise _fail(str(exc), 3) from None
     except (OSError, ValueError, UnknownNameError) as exc:  # OSError: missing, full disk
         raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    typer.echo(rescore_text(run_dir))
     typer.echo(summary_text(metrics))
 
 
@@ -310,12 +312,30 @@ def report_cmd(
         ..., "--out", help="Output folder (index.html, report.md, CSV tables, PNG plots)."
     ),
     title: str = typer.Option("mmrobust report", "--title", help="Title of index.html."),
+    published: bool = typer.Option(
+        True,
+        "--published/--no-published",
+        help="Show the papers' published rows (MVTamperBench Table 7, MMR Table 2) as grey "
+        "reference rows in the leaderboards (a toggle in the page).",
+    ),
+    thumbs: int = typer.Option(
+        400, "--thumbs", min=0, help="Samples that get a thumbnail strip in the sample browser."
+    ),
+    thumb_seconds: float = typer.Option(
+        20.0,
+        "--thumb-seconds",
+        min=0,
+        help="Time budget for drawing thumbnails (strips already drawn in --out are reused).",
+    ),
 ) -> None:
     """index.html plus tables (Markdown/CSV, MVTamperBench Table 7 / MMR Table 2 layouts) and plots."""
     from mmrobust.report.site import build_site
 
     try:
-        site = build_site(run_dirs, out, title=title)
+        site = build_site(
+            run_dirs, out, title=title, published=published, max_thumbs=thumbs,
+            thumb_seconds=thumb_seconds,
+        )  # fmt: skip
     except (OSError, ValueError) as exc:  # OSError: missing folder, full disk under --out
         raise _fail(str(exc).splitlines()[0]) from None
     typer.echo(site.tables.markdown.read_text(encoding="utf-8"))
@@ -326,8 +346,10 @@ def report_cmd(
 def compare_cmd(
     run_a: str = typer.Argument(..., help="First run folder."),
     run_b: str = typer.Argument(..., help="Second run folder (same samples)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of the table."),
 ) -> None:
-    """Paired comparison of two runs on their common samples (McNemar exact test)."""
+    """Paired comparison of two runs on their common samples: the 2x2 table of right/wrong,
+    each run's accuracy, and McNemar's exact test."""
     import json
 
     from mmrobust.report import compare_runs
@@ -336,7 +358,7 @@ def compare_cmd(
         result = compare_runs(run_a, run_b)
     except (FileNotFoundError, ValueError) as exc:
         raise _fail(str(exc).splitlines()[0]) from None
-    typer.echo(json.dumps(result.as_dict(), indent=2))
+    typer.echo(json.dumps(result.as_dict(), indent=2) if as_json else result.as_text())
 
 
 # --- mmr-data (issue 6) -------------------------------------------------------------------
@@ -392,6 +414,13 @@ def mmr_data(
     )
 
 
+# --- finetune (issue 21): options and body live in mmrobust.finetune.command -------------
+
+from mmrobust.finetune.command import finetune_command  # noqa: E402  (light: typer + pydantic)
+
+app.command("finetune")(finetune_command)
+
+
 # --- demo (issue 7) -----------------------------------------------------------------------
 
 
@@ -441,16 +470,17 @@ def demo_cmd(
         )  # fmt: skip
     except (FileNotFoundError, UnknownNameError, ValueError, RuntimeError) as exc:
         raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
-    table = Table(title="mmrobust demo", expand=False)
-    for col in ("run", "benchmark", "n", "score", "parse-fail", "errors"):
-        table.add_column(
-            col, justify="left" if col in ("run", "benchmark", "score") else "right", no_wrap=True
-        )
+    from mmrobust.report.units import pct_sign
+
+    table = Table(title="mmrobust demo (scores and rates in %)", expand=False)
+    for col in ("run", "benchmark", "input", "n", "score", "parse-fail", "errors"):
+        left = col in ("run", "benchmark", "input", "score")
+        table.add_column(col, justify="left" if left else "right", no_wrap=True)
     for row in result.summary:
         table.add_row(
-            row["run"], str(row["benchmark"]), str(row["n"]), str(row.get("score", "")),
-            f"{100 * float(row['parse_fail_rate'] or 0):.1f}%",
-            f"{100 * float(row['error_rate'] or 0):.1f}%",
+            row["run"], str(row["benchmark"]), row["input"], str(row["n"]),
+            str(row.get("score", "")), pct_sign(row["parse_fail_rate"] or 0),
+            pct_sign(row["error_rate"] or 0),
         )  # fmt: skip
     console.print(table)
     console.print(f"report: {result.index_html}")

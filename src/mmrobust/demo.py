@@ -78,7 +78,9 @@ def slug(text: str) -> str:
 
 FRAME_BASELINE_ARGS: dict[str, dict[str, str]] = {"random:0": {"media": "frames"}}
 """On the tampered set ``random:0`` is shown 8 decoded frames like an MLLM (its answer ignores
-them), so the demo's report shows frame sampling and window coverage."""
+them), so the demo's report shows frame sampling and window coverage. This is the documented
+switch ``--model-arg media=frames``: by default the constant and random baselines are given no
+media (they would ignore it; decoding every clip would only cost time)."""
 
 
 def check_models(models: Sequence[str]) -> None:
@@ -183,15 +185,31 @@ def run_demo(cfg: DemoConfig, *, log: Callable[[str], None] = print) -> DemoResu
     )
 
 
+def _input(metrics: dict[str, Any]) -> str:
+    """What the model was given, in a few words (``8 frames``, ``images``, ``text only``)."""
+    run = metrics.get("run", {})
+    frames = str(run.get("frames", ""))
+    if run.get("text_only"):
+        return "text only"
+    if frames.startswith("none"):
+        return "question only"
+    if frames.startswith("whole video"):
+        return "video file"
+    if metrics.get("benchmark") == "mmr":
+        return "images"
+    return frames.replace(" segment-centre", "")
+
+
 def _summary_row(name: str, result: RunResult) -> dict[str, Any]:
+    from mmrobust.report.units import pct, percent
+
     m = result.metrics
     n = m.get("n_samples") if m.get("benchmark") != "mmr" else f"{m.get('pairs')} pairs"
-    row: dict[str, Any] = {"run": name, "benchmark": m.get("benchmark"), "n": n}
+    row: dict[str, Any] = {"run": name, "benchmark": m.get("benchmark"), "n": n, "input": _input(m)}
     if m.get("benchmark") == "tamper":
-        overall = m["f1"].get("overall")
-        row["score"] = "F1 –" if overall is None else f"F1 {overall:.3f}"
+        row["score"] = f"F1 {pct(m['f1'].get('overall'))}%"
     elif m.get("benchmark") == "mmr":
-        row["score"] = f"RA {m['RA']:.2f}  MR {m['MR']:.2f}"
+        row["score"] = f"RA {percent(m['RA'])}%  MR {percent(m['MR'])}%"
     row["parse_fail_rate"] = m.get("parse_fail_rate")
     row["error_rate"] = m.get("error_rate")
     return row

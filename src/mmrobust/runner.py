@@ -48,7 +48,14 @@ from mmrobust.prompts import PromptConfig, build_prompt, prompt_record
 from mmrobust.redact import scrub_args
 from mmrobust.runlock import LOCK_FILE, RunLock
 from mmrobust.status import Status
-from mmrobust.store import TRANSIENT, ResultStore, RunFolderWriteError, RunKey, StoredRow
+from mmrobust.store import (
+    STORE_FILE,
+    TRANSIENT,
+    ResultStore,
+    RunFolderWriteError,
+    RunKey,
+    StoredRow,
+)
 from mmrobust.tasks import check_task_options, derive_task, option_keys, task_fingerprint
 
 RUN_FILE = "run.json"
@@ -777,7 +784,10 @@ def _evaluate(
         items = batches(todo, model.batch_size)
         written: list[int] = [0]
         try:
-            _drive(executor, processor, items, store, len(todo), progress, written)
+            label = f"{config.model} on {dataset.name}" + (
+                " (text only)" if config.text_only else ""
+            )
+            _drive(executor, processor, items, store, len(todo), progress, written, label=label)
         except KeyboardInterrupt:
             executor.cancel()
             interrupted = True
@@ -834,12 +844,17 @@ def _drive(
     total: int,
     progress: bool,
     written: list[int],
+    *,
+    label: str = "eval",
 ) -> None:
     """Run items through the executor and store each row at once; ``written[0]`` counts rows.
+
+    ``label`` names the bar (the model and the dataset), so several runs in one log stay apart.
 
     Raises:
         RunAborted: ``ABORT_AFTER`` (or twice the workers) consecutive transient failures.
     """
+    from rich.markup import escape
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -853,7 +868,7 @@ def _drive(
     judge_streak: list[StoredRow] = []  # consecutive judged rows whose judge backend failed
     limit = max(ABORT_AFTER, 2 * getattr(executor, "workers", 1))
     with Progress(
-        TextColumn("[bold]eval[/]"),
+        TextColumn("[bold]{task.description}[/]"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -863,7 +878,7 @@ def _drive(
         disable=not progress,
         transient=False,
     ) as bar:
-        task = bar.add_task("eval", total=total, errors=0)
+        task = bar.add_task(escape(label), total=total, errors=0)
         failed = 0
         for rows in executor.run(processor, items):
             for row in rows:
@@ -949,7 +964,9 @@ def rescore(
 
     Rows that answered (``ok`` / ``parse_fail``) are re-extracted from their
     raw text with ``extract_mode`` and updated in the store; error rows stay.
-    ``metrics.json`` and the ``run`` block of ``run.json`` are rewritten.
+    ``metrics.json`` and the ``run`` block of ``run.json`` are rewritten;
+    ``run.json``'s ``rescore`` block says what changed (extraction and failure
+    policy before/after, rows re-extracted, rows whose letter or status changed).
 
     Args:
         run_dir: a folder written by :func:`run_eval`.
@@ -987,6 +1004,7 @@ def _rescore(
     fail = failures or run.get("failures", "exclude")
     key = RunKey(**info["key"])
     judge_model = load_judge(judge, judge_args) if judge else None
+    changed = 0
     with ResultStore(run_dir) as store:
         rows = store.rows(key)
         updates = []
@@ -994,6 +1012,7 @@ def _rescore(
         for row in rows:
             if row.status.is_error and row.status is not Status.JUDGE_ERROR:
                 continue
+            before = (row.letter, row.status)
             ex = extract(
                 row.raw_text,
                 row.options,
@@ -1016,6 +1035,7 @@ def _rescore(
             new = {"letter": ex.letter, "status": ex.status, "rule": ex.rule, "error": error}
             updates.append((row, new))
             row.letter, row.status, row.rule, row.error = ex.letter, ex.status, ex.rule, error
+            changed += (row.letter, row.status) != before
         store.update_extractions(updates)
     benchmark = info.get("dataset", {}).get("benchmark") or (
         rows[0].sample.benchmark if rows else "generic"
@@ -1032,6 +1052,14 @@ def _rescore(
     run["judge"] = judge_model.describe() if judge_model is not None else None
     metrics["run"] = run
     metrics["complete"] = len(rows) == info.get("dataset", {}).get("n_selected", len(rows))
+    info["rescore"] = {  # what this rescore changed (``mmrobust rescore`` prints it)
+        "extraction": [info.get("run", {}).get("extraction"), mode],
+        "failures": [info.get("run", {}).get("failures"), fail],
+        "rows_reextracted": len(updates),
+        "rows_changed": changed,
+        "rows_total": len(rows),
+        "files": [STORE_FILE, METRICS_FILE, RUN_FILE],
+    }
     info["run"] = run
     info["rescored_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     _atomic_write_json(Path(run_dir) / METRICS_FILE, metrics)

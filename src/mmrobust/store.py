@@ -182,10 +182,16 @@ def _to_db(row: StoredRow) -> tuple[Any, ...]:
     )
 
 
-def _from_db(r: sqlite3.Row) -> StoredRow:
+def _from_db(r: sqlite3.Row, samples: dict[str, Sample] | None = None) -> StoredRow:
     wc = r["window_covered"]
+    text = r["sample"]
+    sample = samples.get(text) if samples is not None else None
+    if sample is None:
+        sample = Sample.model_validate_json(text)
+        if samples is not None:
+            samples[text] = sample
     return StoredRow(
-        sample=Sample.model_validate_json(r["sample"]),
+        sample=sample,
         key=RunKey(r["model_fp"], r["prompt_fp"], r["policy_fp"]),
         status=Status(r["status"]),
         raw_text=r["raw_text"],
@@ -305,9 +311,18 @@ class ResultStore:
         return {r[0] for r in cur}
 
     def rows(
-        self, key: RunKey | None = None, sample_ids: Iterable[str] | None = None
+        self,
+        key: RunKey | None = None,
+        sample_ids: Iterable[str] | None = None,
+        *,
+        samples: dict[str, Sample] | None = None,
     ) -> list[StoredRow]:
-        """Stored rows, optionally for one key and a set of sample ids, in insertion order."""
+        """Stored rows, optionally for one key and a set of sample ids, in insertion order.
+
+        ``samples`` (stored sample JSON -> ``Sample``) lets several calls share parsed
+        samples: runs of one dataset store identical sample JSON, parsed once (the report
+        reads three runs of 20,922 rows this way). ``Sample`` is frozen, so sharing is safe.
+        """
         if key is None:
             cur = self._db.execute("SELECT * FROM results ORDER BY rowid")
         else:
@@ -316,7 +331,7 @@ class ResultStore:
                 "ORDER BY rowid",
                 (key.model_fp, key.prompt_fp, key.policy_fp),
             )
-        out = [_from_db(r) for r in cur]
+        out = [_from_db(r, samples) for r in cur]
         if sample_ids is not None:
             wanted = set(sample_ids)
             out = [r for r in out if r.sample.id in wanted]

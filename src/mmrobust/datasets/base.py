@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mimetypes
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,16 @@ TAMPER_QUESTION = (
 
 YES_NO: dict[str, str] = {"A": "Yes", "B": "No"}
 """Tamper options in the paper's order: A = Yes (tampered), B = No."""
+
+
+HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
+"""A hub dataset id (``owner/name``): read by the MMR loader when no such local path exists."""
+
+
+def _is_video_name(path: Path) -> bool:
+    """Whether the file name says video (``video/*`` MIME type: .mp4, .avi, .mov, .webm ...)."""
+    kind = mimetypes.guess_type(path.name)[0] or ""
+    return kind.startswith("video/")
 
 
 class DatasetError(ValueError):
@@ -167,11 +179,13 @@ def _first_json_value(path: Path) -> Any:
 def detect_format(path: str | Path) -> str:
     """Pick a loader from the path (override with ``--format``).
 
-    Rules: ``"mmr-demo"`` -> mmr; a folder with ``manifest.jsonl`` -> manifest;
-    a folder with ``json/*.json`` -> mvtamperbench; a folder holding an MMR
-    annotation file -> mmr; ``*.tsv`` -> vlmevalkit-tsv; a JSON array whose
-    records have ``question_type`` -> mmr; a JSONL whose records have
-    ``video_sha256`` and ``tamper_type`` -> manifest; other ``.json``/``.jsonl`` -> jsonl.
+    Rules: ``"mmr-demo"`` or a hub id ``owner/name`` that is not a local path -> mmr;
+    a folder with ``manifest.jsonl`` -> manifest; a folder with ``json/*.json`` ->
+    mvtamperbench; a folder holding an MMR annotation file -> mmr; ``*.tsv`` ->
+    vlmevalkit-tsv; a JSON array whose records have ``question_type`` -> mmr; a JSONL
+    whose records have ``video_sha256`` and ``tamper_type`` -> manifest; other
+    ``.json``/``.jsonl`` -> jsonl. A video file is refused with the command that makes
+    a dataset of it (``mmrobust tamper``).
 
     Raises:
         FileNotFoundError: the path does not exist.
@@ -181,6 +195,9 @@ def detect_format(path: str | Path) -> str:
         return "mmr"
     p = Path(path).expanduser()
     if not p.exists():
+        annotation = p.suffix.lower() in (".json", ".jsonl", ".tsv", ".csv")
+        if HUB_ID.fullmatch(str(path)) and not annotation and not _is_video_name(p):
+            return "mmr"  # the MMR loader downloads a hub dataset id (owner/name)
         raise FileNotFoundError(f"dataset not found: {p}")
     if p.is_dir():
         if (p / "manifest.jsonl").is_file():
@@ -204,6 +221,11 @@ def detect_format(path: str | Path) -> str:
         if isinstance(first, dict) and {"video_sha256", "tamper_type"} <= set(first):
             return "manifest"
         return "jsonl"
+    if _is_video_name(p):
+        raise DatasetError(
+            f"{p} is a video, not a dataset; make a dataset from videos with "
+            f"`mmrobust tamper {p} --out my-set`, then `mmrobust eval --data my-set`"
+        )
     raise DatasetError(
         f"cannot tell the format of {p}; pass --format ({', '.join(FORMATS.names())})"
     )

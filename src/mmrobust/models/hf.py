@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Json
 
+from mmrobust.models._adapter import maybe_apply_adapter
 from mmrobust.models._encode import cap_size
 from mmrobust.models._options import parse_options
 from mmrobust.models.base import MediaInput, Model, Request, Response
@@ -68,6 +69,8 @@ class HFOptions(BaseModel):
             (``'{"max_pixels": 401408}'``).
         model_kwargs: JSON object for ``from_pretrained`` of the model
             (``'{"attn_implementation": "sdpa"}'``).
+        adapter: a PEFT adapter folder (``mmrobust finetune`` output) merged into
+            the model after loading (needs ``peft``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -86,6 +89,7 @@ class HFOptions(BaseModel):
     chat_template: Path | None = None
     processor_kwargs: Json[dict[str, Any]] | None = None
     model_kwargs: Json[dict[str, Any]] | None = None
+    adapter: Path | None = None
 
 
 def build_messages(request: Request, n_frames: int, video_input: str) -> list[dict[str, Any]]:
@@ -193,6 +197,7 @@ class HFModel(Model):
         except (OSError, ValueError, KeyError) as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ValueError(f"hf: cannot load {model_id!r}: {reason}") from exc
+        self.model, self._adapter = maybe_apply_adapter(self.model, options.adapter)
         if not options.device_map:
             self.model.to(self.device)
         self.model.eval()
@@ -264,6 +269,7 @@ class HFModel(Model):
             "image_max_side": o.image_max_side,
             "chat_template": self._chat_template,
             "processor_kwargs": o.processor_kwargs,
+            **({"adapter": self._adapter} if self._adapter else {}),
             **self._versions,
         }
 

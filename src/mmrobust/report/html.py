@@ -2,9 +2,15 @@
 
 The page opens offline: no CDN, CSS and JS inline, images as files beside it
 (``thumbs/``, the PNG plots). Everything that comes from a model or a file
-name is escaped by Jinja2's autoescaping, so a model answer containing
-``<script>`` renders as text and never runs; the filter script reads only
-``data-*`` attributes that we write.
+name is escaped: Jinja2 autoescapes the tables and metadata, and the sample
+browser's data travels as JSON (``<`` escaped) that the page script only ever
+puts into the DOM as text. A model answer containing ``<script>`` renders as
+text and never runs.
+
+Extending the page: pass :class:`Section` objects (``sections=``) to add a
+panel of your own between the plots and the run metadata (its body rendered by
+:func:`render_section` with the same autoescaping environment), and add lines to
+a run's metadata with ``HtmlRun.extra_meta``.
 """
 
 from __future__ import annotations
@@ -13,15 +19,23 @@ import datetime as _dt
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 import pandas as pd
 
 from mmrobust import __version__
-from mmrobust.report.thumbs import Strip, write_image_thumb, write_video_strip
-from mmrobust.status import Status
+from mmrobust.report.browser import (
+    MAX_THUMBS,
+    THUMB_SECONDS,
+    BrowserRun,
+    build_payload,
+    script_json,
+)
+from mmrobust.report.units import MISSING, pct_sign
 from mmrobust.store import StoredRow
 
 INDEX_FILE = "index.html"
@@ -37,6 +51,8 @@ class HtmlRun:
         run: the contents of ``run.json``.
         metrics: the contents of ``metrics.json``.
         rows: the stored rows of the run.
+        dataset: the dataset's display name (default: ``run.json``'s dataset name).
+        extra_meta: more ``(name, value)`` lines for the run's metadata block.
     """
 
     label: str
@@ -44,19 +60,69 @@ class HtmlRun:
     run: Mapping[str, Any]
     metrics: Mapping[str, Any]
     rows: Sequence[StoredRow] = field(default_factory=list)
+    dataset: str = ""
+    extra_meta: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def dataset_name(self) -> str:
+        """The dataset's display name."""
+        return self.dataset or str(self.run.get("dataset", {}).get("name", "?"))
 
 
 @dataclass
 class Table:
-    """A table ready to render: a title, column names and string cells."""
+    """A table ready to render: a title, column names and string cells.
+
+    Attributes:
+        title: heading above the table.
+        columns: column names.
+        rows: string cells, one list per row.
+        note: caption under the table.
+        row_classes: a CSS class per row ("" or ``published`` for a paper's reference row).
+        group: ``tamper`` / ``mmr`` / ``generic`` (the published-rows toggle applies to all).
+    """
 
     title: str
     columns: list[str]
     rows: list[list[str]]
     note: str = ""
+    row_classes: list[str] = field(default_factory=list)
+    group: str = ""
+
+    def row_class(self, i: int) -> str:
+        """CSS class of row ``i``."""
+        return self.row_classes[i] if i < len(self.row_classes) else ""
+
+    @property
+    def has_published(self) -> bool:
+        """Whether some row is a published reference row."""
+        return "published" in self.row_classes
 
 
-def frame_to_table(frame: pd.DataFrame, title: str, note: str = "", *, digits: int = 3) -> Table:
+@dataclass
+class Section:
+    """An extra panel of the page (e.g. a leak audit), placed after the plots.
+
+    Attributes:
+        id: HTML id (also the navigation anchor).
+        title: heading and navigation label.
+        html: the panel's body, already escaped (:func:`render_section`).
+    """
+
+    id: str
+    title: str
+    html: markupsafe.Markup
+
+
+def frame_to_table(
+    frame: pd.DataFrame,
+    title: str,
+    note: str = "",
+    *,
+    digits: int = 1,
+    row_classes: Sequence[str] = (),
+    group: str = "",
+) -> Table:
     """Render a pandas frame as strings (``digits`` decimals for floats, "–" for missing).
 
     A named index (e.g. MMR's ``(Method, Metric)``) becomes leading columns.
@@ -65,8 +131,8 @@ def frame_to_table(frame: pd.DataFrame, title: str, note: str = "", *, digits: i
         frame = frame.reset_index()
 
     def cell(v: Any) -> str:
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            return "–"
+        if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+            return MISSING
         if isinstance(v, float):
             return f"{v:.{digits}f}"
         return str(v)
@@ -76,100 +142,9 @@ def frame_to_table(frame: pd.DataFrame, title: str, note: str = "", *, digits: i
         columns=[str(c) for c in frame.columns],
         rows=[[cell(v) for v in rec] for rec in frame.itertuples(index=False)],
         note=note,
+        row_classes=list(row_classes),
+        group=group,
     )
-
-
-def _timeline(
-    n_frames: int,
-    window: Mapping[str, Any] | None,
-    shown: Mapping[str, Sequence[int]],
-    predicted: Mapping[str, Mapping[str, Any]],
-) -> dict[str, Any]:
-    """Geometry of the SVG timeline under a strip, in percent of the clip length."""
-    n = max(1, n_frames)
-
-    def pct(i: float) -> float:
-        return round(100.0 * i / n, 3)
-
-    out: dict[str, Any] = {"window": None, "marks": [], "predicted": []}
-    if window is not None:
-        start, end = int(window["start_frame"]), int(window["end_frame"])
-        if end == start:  # a dropping seam: draw a thin bar at the cut
-            out["window"] = {"x": pct(start) - 0.4, "w": 0.8, "seam": True}
-        else:
-            out["window"] = {"x": pct(start), "w": pct(end - start), "seam": False}
-    for row_i, (label, indices) in enumerate(shown.items()):
-        for i in indices:
-            out["marks"].append({"x": pct(i + 0.5), "row": row_i, "label": label, "frame": i})
-    for label, win in predicted.items():
-        start, end = int(win["start_frame"]), int(win["end_frame"])
-        out["predicted"].append({"x": pct(start), "w": max(0.8, pct(end - start)), "label": label})
-    out["rows"] = max(1, len(shown))
-    return out
-
-
-def _sample_cards(runs: Sequence[HtmlRun], out_dir: Path, max_cards: int) -> list[dict[str, Any]]:
-    """One card per sample (per dataset: equal ids in two datasets stay apart), with every answer."""
-    by_sample: dict[tuple[str, str], list[tuple[HtmlRun, StoredRow]]] = {}
-    for run in runs:
-        data_hash = str(run.run.get("dataset", {}).get("data_hash", ""))
-        for row in run.rows:
-            by_sample.setdefault((data_hash, row.sample.id), []).append((run, row))
-    cards: list[dict[str, Any]] = []
-    rank = {"tamper": 0, "mmr": 1}
-
-    def order(k: tuple[str, str]) -> tuple[int, str, str]:
-        return (rank.get(by_sample[k][0][1].sample.benchmark, 2), k[1], k[0])
-
-    for key in sorted(by_sample, key=order)[:max_cards]:
-        pairs = by_sample[key]
-        sample = pairs[0][1].sample
-        window = sample.window.model_dump() if sample.window is not None else None
-        strip: Strip | None = None
-        if sample.video is not None and Path(sample.video).exists():
-            strip = write_video_strip(Path(sample.video), out_dir, window=sample.window)
-        elif sample.image is not None and Path(sample.image).exists():
-            strip = write_image_thumb(Path(sample.image), out_dir)
-        shown = {run.label: row.frame_indices for run, row in pairs if row.frame_indices}
-        predicted = {
-            run.label: row.extra["pred_window"]
-            for run, row in pairs
-            if isinstance(row.extra.get("pred_window"), Mapping)
-        }
-        answers = []
-        for run, row in pairs:
-            correct = row.status is Status.OK and row.letter == row.answer
-            answers.append(
-                {
-                    "model": run.label,
-                    "raw": row.raw_text,
-                    "letter": row.letter or "–",
-                    "status": row.status.value,
-                    "correct": "correct" if correct else "incorrect",
-                    "error": row.error or "",
-                    "covered": row.window_covered,
-                    "pred_type": row.extra.get("pred_type"),
-                }
-            )
-        video_kind = "video" if sample.video is not None else "image" if sample.image else "text"
-        cards.append(
-            {
-                "id": sample.id,
-                "benchmark": sample.benchmark,
-                "kind": video_kind,
-                "type": sample.tamper_type or sample.category or "–",
-                "polarity": sample.polarity or "",
-                "truth": f"{pairs[0][1].answer}. {sample.options.get(sample.answer, '')}",
-                "question": sample.prompt or sample.question,
-                "media": str(sample.video or sample.image or ""),
-                "strip": strip,
-                "timeline": _timeline(strip.n_frames, window, shown, predicted)
-                if strip is not None and sample.video is not None
-                else None,
-                "answers": answers,
-            }
-        )
-    return cards
 
 
 def _env() -> jinja2.Environment:
@@ -182,14 +157,78 @@ def _env() -> jinja2.Environment:
     )
 
 
+def _asset(name: str) -> str:
+    """A static file of the templates folder (CSS, JS), inlined into the page as is."""
+    return resources.files("mmrobust.report").joinpath("templates", name).read_text("utf-8")
+
+
+def render_section(template: str, **context: Any) -> markupsafe.Markup:
+    """Render a Jinja2 template string with autoescaping, for :class:`Section`'s ``html``."""
+    return markupsafe.Markup(_env().from_string(template).render(**context))
+
+
+def _prompt_line(run: Mapping[str, Any]) -> str:
+    p = run.get("prompt", {})
+    if not isinstance(p, Mapping):
+        return str(p)
+    return ", ".join(f"{k}={v}" for k, v in p.items())
+
+
+def _media_line(block: Mapping[str, Any]) -> str:
+    frames = str(block.get("frames", MISSING))
+    if block.get("text_only"):
+        return "none: a text-only run (--text-only)"
+    if frames.startswith("none"):
+        return "none: the model reads only the question"
+    return frames
+
+
+def run_metadata(run: HtmlRun) -> list[tuple[str, str]]:
+    """The ``(name, value)`` lines of a run's metadata block, rates in percent."""
+    m, info = run.metrics, run.run
+    block = m.get("run", {}) or info.get("run", {})
+    data = info.get("dataset", {})
+    if run.benchmark == "mmr":
+        pairs = int(m.get("pairs") or 0)
+        size = f"{pairs} pairs ({2 * pairs} questions)"
+    else:
+        size = str(m.get("n_samples", "–"))
+    versions = " · ".join(f"{k} {v}" for k, v in info.get("versions", {}).items())
+    if info.get("git_sha"):
+        versions += f" · git {info['git_sha']}"
+    lines = [
+        ("model", str(block.get("model", info.get("config", {}).get("model", MISSING)))),
+        ("dataset", f"{run.dataset_name} · {data.get('source', MISSING)}"),
+        ("data sha256", str(data.get("data_hash", MISSING))),
+        ("prompt", _prompt_line(block)),
+        ("media sent", _media_line(block)),
+        (
+            "extraction",
+            f"{block.get('extraction', MISSING)} (parse failures: "
+            f"{'counted wrong' if block.get('failures') == 'wrong' else 'left out of F1'})",
+        ),
+        (
+            "samples",
+            f"{size} · parse-fail rate {pct_sign(m.get('parse_fail_rate'))} · error rate "
+            f"{pct_sign(m.get('error_rate'))}",
+        ),
+        ("versions", versions or MISSING),
+    ]
+    if m.get("defects"):
+        lines.append(("data defects", "; ".join(m["defects"])))
+    return lines + list(run.extra_meta)
+
+
 def write_html(
     out_dir: str | Path,
     runs: Sequence[HtmlRun],
     *,
     tables: Sequence[Table] = (),
-    figures: Mapping[str, str] | None = None,
+    figures: Sequence[Any] = (),
+    sections: Sequence[Section] = (),
     title: str = "mmrobust report",
-    max_cards: int = 2000,
+    max_thumbs: int = MAX_THUMBS,
+    thumb_seconds: float | None = THUMB_SECONDS,
 ) -> Path:
     """Write ``out_dir/index.html`` (and ``out_dir/thumbs/``) for ``runs``.
 
@@ -197,39 +236,54 @@ def write_html(
         out_dir: the report folder; created if missing.
         runs: the runs to show (any mix of benchmarks).
         tables: leaderboards and per-task tables, in display order.
-        figures: caption -> PNG path relative to ``out_dir``.
+        figures: :class:`mmrobust.report.plots.Figure` objects (``path`` under ``out_dir``,
+            ``caption``, display ``width``); a caption -> path mapping is also accepted.
+        sections: extra panels placed after the plots.
         title: page title.
-        max_cards: at most this many samples in the browser (tamper clips first, then by id).
+        max_thumbs: at most this many samples get a thumbnail (the rest are listed without).
+        thumb_seconds: time budget for drawing thumbnails (``None``: none).
 
     Returns:
         The path of ``index.html``.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    cards = _sample_cards(runs, out, max_cards)
+    payload = build_payload(
+        [
+            BrowserRun(
+                label=r.label,
+                dataset=r.dataset_name,
+                benchmark=r.benchmark,
+                info=r.run,
+                rows=r.rows,
+                frames=str((r.metrics.get("run") or {}).get("frames", "")),
+                text_only=bool((r.metrics.get("run") or {}).get("text_only")),
+            )
+            for r in runs
+        ],
+        out,
+        max_thumbs=max_thumbs,
+        thumb_seconds=thumb_seconds,
+    )
+    figs = []
+    items = figures.items() if isinstance(figures, Mapping) else figures
+    for f in items:
+        if isinstance(f, tuple):  # (caption, relative path)
+            figs.append({"caption": f[0], "src": f[1], "width": 640})
+        else:
+            src = Path(f.path).resolve().relative_to(out.resolve()).as_posix()
+            figs.append({"caption": f.caption, "src": src, "width": f.width})
     meta = [
         {
-            "label": run.label,
-            "benchmark": run.benchmark,
-            "model": run.metrics.get("run", {}).get(
-                "model", run.run.get("config", {}).get("model")
-            ),
-            "run": run.metrics.get("run", {}),
-            "data": run.run.get("dataset", {}),
-            "versions": run.run.get("versions", {}),
-            "git": run.run.get("git_sha"),
-            "n": run.metrics.get("n_samples")
-            if run.benchmark != "mmr"
-            else f"{run.metrics.get('pairs')} pairs ({2 * int(run.metrics.get('pairs') or 0)} questions)",
-            "complete": run.metrics.get("complete", True),
-            "parse_fail_rate": run.metrics.get("parse_fail_rate"),
-            "error_rate": run.metrics.get("error_rate"),
-            "defects": run.metrics.get("defects", []),
+            "label": r.label,
+            "benchmark": r.benchmark,
+            "dataset": r.dataset_name,
+            "complete": r.metrics.get("complete", True),
+            "lines": run_metadata(r),
         }
-        for run in runs
+        for r in sorted(runs, key=lambda r: {"tamper": 0, "mmr": 1}.get(r.benchmark, 2))
     ]
-    types = sorted({c["type"] for c in cards})
-    models = [run.label for run in runs]
+    n_thumbs = sum(1 for s in payload["samples"] if s["th"])
     html = (
         _env()
         .get_template("index.html.j2")
@@ -238,18 +292,15 @@ def write_html(
             generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             version=__version__,
             tables=list(tables),
-            figures=dict(figures or {}),
+            figures=figs,
+            sections=list(sections),
             meta=meta,
-            cards=cards,
-            types=types,
-            models=models,
-            n_total=len(
-                {
-                    (str(run.run.get("dataset", {}).get("data_hash")), r.sample.id)
-                    for run in runs
-                    for r in run.rows
-                }
-            ),
+            n_total=len(payload["samples"]),
+            n_thumbs=n_thumbs,
+            browser_json=markupsafe.Markup(script_json(payload)),
+            css=markupsafe.Markup(_asset("report.css")),
+            js=markupsafe.Markup(_asset("browser.js")),
+            has_published=any(t.has_published for t in tables),
         )
     )
     path = out / INDEX_FILE
@@ -259,4 +310,13 @@ def write_html(
     return path
 
 
-__all__ = ["INDEX_FILE", "HtmlRun", "Table", "frame_to_table", "write_html"]
+__all__ = [
+    "INDEX_FILE",
+    "HtmlRun",
+    "Section",
+    "Table",
+    "frame_to_table",
+    "render_section",
+    "run_metadata",
+    "write_html",
+]

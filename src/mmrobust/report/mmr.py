@@ -17,6 +17,9 @@ from typing import Any
 
 import pandas as pd
 
+from mmrobust.report.plots import Figure, plot_mmr_accuracy
+from mmrobust.report.units import MISSING, PERCENT_DIGITS, pct_sign, percent_interval
+
 ABBREVIATIONS: dict[str, str] = {
     "Character/Number": "Char/Num",
     "Presence": "Pres.",
@@ -42,7 +45,8 @@ def table2(runs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
             in Table 2 order; a category a run lacks is ``NaN``.
 
     Returns:
-        a DataFrame indexed by ``(Method, Metric)``; values in percent (``None`` -> ``NaN``).
+        a DataFrame indexed by ``(Method, Metric)``; values in percent rounded to two
+        decimals as MMR Table 2 prints them (``None`` -> ``NaN``).
     """
     columns: list[str] = []
     for metrics in runs.values():
@@ -60,15 +64,15 @@ def table2(runs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
             row["Avg"] = metrics.get(key)
             rows.append(row)
     frame = pd.DataFrame(rows).set_index(["Method", "Metric"])
-    return frame.astype(float)
+    return frame.astype(float).round(PERCENT_DIGITS)
 
 
 def _fmt(value: float) -> str:
-    return "-" if pd.isna(value) else f"{value:.2f}"
+    return MISSING if pd.isna(value) else f"{value:.2f}"
 
 
 def to_markdown(frame: pd.DataFrame) -> str:
-    """GitHub Markdown of a :func:`table2` frame (``-`` for undefined values, 2 decimals)."""
+    """GitHub Markdown of a :func:`table2` frame (``–`` for undefined values, 2 decimals)."""
     headers = ["Method", "Metric", *frame.columns]
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     for index, row in frame.iterrows():
@@ -79,23 +83,23 @@ def to_markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summary_markdown(label: str, metrics: Mapping[str, Any]) -> str:
-    """Markdown block: Table 2 row pair, counts, accuracies, CIs, failure rates, defects."""
+def summary_markdown(label: str, metrics: Mapping[str, Any], *, table: bool = True) -> str:
+    """Markdown block of one run: its Table 2 rows (unless ``table`` is false), counts,
+    accuracies, CIs, failure rates, defects. No heading: the caller writes one."""
     ci = metrics.get("ci") or {}
     mean = metrics.get("category_mean") or {}
     parts = [
-        f"## MMR: {label}\n",
-        to_markdown(table2({label: metrics})),
+        *([to_markdown(table2({label: metrics}))] if table else []),
         f"Pairs {metrics['pairs']}: UR {metrics['UR']}, UF {metrics['UF']}, NR {metrics['NR']}, "
-        f"NF {metrics['NF']}. RA {_fmt(_num(metrics.get('RA')))} "
-        f"(95% CI {_ci(ci.get('RA'))}), MR {_fmt(_num(metrics.get('MR')))} "
-        f"(95% CI {_ci(ci.get('MR'))}).",
-        f"Mean of the category values (not the paper's Avg): RA {_fmt(_num(mean.get('RA')))}, "
-        f"MR {_fmt(_num(mean.get('MR')))}.",
-        f"Accuracy on positive questions {_fmt(_num(metrics.get('positive_accuracy')))} %, "
-        f"on negative (leading) questions {_fmt(_num(metrics.get('negative_accuracy')))} %.",
-        f"Parse failures {100 * metrics.get('parse_fail_rate', 0.0):.2f} % and errors "
-        f"{100 * metrics.get('error_rate', 0.0):.2f} % of questions (a failed answer counts as wrong).",
+        f"NF {metrics['NF']}. RA {_fmt(_num(metrics.get('RA')))}% "
+        f"(95% CI {percent_interval(ci.get('RA'))}), MR {_fmt(_num(metrics.get('MR')))}% "
+        f"(95% CI {percent_interval(ci.get('MR'))}).",
+        f"Mean of the category values (not the paper's Avg): RA {_fmt(_num(mean.get('RA')))}%, "
+        f"MR {_fmt(_num(mean.get('MR')))}%.",
+        f"Accuracy on positive questions {_fmt(_num(metrics.get('positive_accuracy')))}%, "
+        f"on negative (leading) questions {_fmt(_num(metrics.get('negative_accuracy')))}%.",
+        f"Parse failures {pct_sign(metrics.get('parse_fail_rate', 0.0))} and errors "
+        f"{pct_sign(metrics.get('error_rate', 0.0))} of questions (a failed answer counts as wrong).",
     ]
     defects: Sequence[str] = metrics.get("defects", [])
     if defects:
@@ -107,56 +111,33 @@ def _num(value: Any) -> float:
     return float("nan") if value is None else float(value)
 
 
-def _ci(bounds: Sequence[float] | None) -> str:
-    return "-" if not bounds else f"{bounds[0]:.2f}-{bounds[1]:.2f}"
+def plot_accuracy(
+    metrics: Mapping[str, Any], path: str | Path, *, label: str = "", dataset: str = ""
+) -> Figure:
+    """Bar chart of positive- vs negative-question accuracy per category (PNG).
 
-
-def plot_accuracy(metrics: Mapping[str, Any], path: str | Path, *, title: str = "MMR") -> Path:
-    """Bar chart of positive- vs negative-question accuracy per category (PNG, matplotlib Agg).
-
-    Args:
-        metrics: an MMR metrics dict.
-        path: output PNG path (parent folders are created).
-        title: figure title.
-
-    Returns:
-        the written path.
+    See :func:`mmrobust.report.plots.plot_mmr_accuracy`; categories use Table 2's abbreviations.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    categories = metrics.get("categories", {})
-    names = [*categories, "Overall"]
-    pos = [_num(c.get("positive_accuracy")) for c in categories.values()]
-    neg = [_num(c.get("negative_accuracy")) for c in categories.values()]
-    pos.append(_num(metrics.get("positive_accuracy")))
-    neg.append(_num(metrics.get("negative_accuracy")))
-    x = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(names) + 2), 4.0), dpi=100)
-    try:
-        ax.bar(x - 0.2, pos, 0.4, label="positive questions", color="#4C72B0")
-        ax.bar(x + 0.2, neg, 0.4, label="negative (leading) questions", color="#DD8452")
-        ax.set_xticks(x, [ABBREVIATIONS.get(n, n) for n in names], rotation=35, ha="right")
-        ax.set_ylabel("accuracy (%)")
-        ax.set_ylim(0, 100)
-        ax.set_title(title)
-        ax.legend(loc="upper right", fontsize="small")
-        fig.tight_layout()
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, format="png")
-    finally:
-        plt.close(fig)
-    return out
+    return plot_mmr_accuracy(
+        metrics, path, label=label, dataset=dataset, abbreviations=ABBREVIATIONS
+    )
 
 
 def write_mmr_report(
-    metrics: Mapping[str, Any], out_dir: str | Path, *, label: str = "model"
+    metrics: Mapping[str, Any],
+    out_dir: str | Path,
+    *,
+    label: str = "model",
+    dataset: str = "",
+    figures: list[Figure] | None = None,
 ) -> dict[str, Path]:
     """Write ``mmr_table.md``, ``mmr_table.csv`` and ``mmr_accuracy.png`` into ``out_dir``.
+
+    Args:
+        metrics: the run's MMR ``metrics.json``.
+        out_dir: folder to write into (created).
+        label: the run's display label; dataset: its dataset's name (titles, captions).
+        figures: when given, the accuracy plot's :class:`Figure` is appended to it.
 
     Returns:
         ``{"markdown": ..., "csv": ..., "plot": ...}`` paths.
@@ -164,11 +145,13 @@ def write_mmr_report(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     md = out / "mmr_table.md"
-    md.write_text(summary_markdown(label, metrics), encoding="utf-8")
+    md.write_text(f"## MMR: {label}\n\n{summary_markdown(label, metrics)}", encoding="utf-8")
     csv = out / "mmr_table.csv"
-    table2({label: metrics}).round(2).to_csv(csv)
-    plot = plot_accuracy(metrics, out / "mmr_accuracy.png", title=f"MMR: {label}")
-    return {"markdown": md, "csv": csv, "plot": plot}
+    table2({label: metrics}).to_csv(csv)
+    figure = plot_accuracy(metrics, out / "mmr_accuracy.png", label=label, dataset=dataset)
+    if figures is not None:
+        figures.append(figure)
+    return {"markdown": md, "csv": csv, "plot": figure.path}
 
 
 __all__ = [

@@ -1,14 +1,46 @@
-"""PNG plots (matplotlib, Agg backend): F1 per tamper type per model, task x type heatmap."""
+"""PNG plots (matplotlib, Agg backend): F1 per tamper type with 95% CIs, task x type heatmap,
+MMR accuracy on positive vs negative questions.
+
+Sizing: a figure of ``W`` inches is shown at ``W x 100`` CSS pixels in the
+HTML report (:data:`DISPLAY_DPI`) and written at twice that resolution
+(:data:`RENDER_DPI`), so 10-point text reads as about 14 px on the page and
+stays sharp on high-density screens. :class:`Figure` carries that display
+width; the page sets it on the ``<img>``. Legends sit outside the axes, below
+the plot, so they never cover data. Values are percentages
+(:mod:`mmrobust.report.units`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mmrobust.report.tables import TABLE7_COLUMNS
+
+DISPLAY_DPI = 100
+"""CSS pixels per figure inch in the page."""
+
+RENDER_DPI = 200
+"""PNG pixels per figure inch (2x the display size)."""
+
+FONT_SIZE = 10
+"""Base font size in points (about 14 CSS px at the display size)."""
+
+PALETTE = ("#3559e0", "#e07b35", "#2a9d8f", "#c8102e", "#7b61c9", "#8a6d3b", "#d45d9b", "#5f6b7a")
+"""Series colours (colour-blind-friendly enough for up to 8 runs; then they repeat)."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A written plot: its file, the caption to show under it and its display width in px."""
+
+    path: Path
+    caption: str
+    width: int
 
 
 def _pyplot() -> Any:
@@ -17,72 +49,216 @@ def _pyplot() -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    plt.rcParams.update(
+        {
+            "font.size": FONT_SIZE,
+            "axes.titlesize": FONT_SIZE + 1,
+            "axes.labelsize": FONT_SIZE,
+            "xtick.labelsize": FONT_SIZE - 1,
+            "ytick.labelsize": FONT_SIZE - 1,
+            "legend.fontsize": FONT_SIZE - 1,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+        }
+    )
     return plt
 
 
-def _save(plt: Any, fig: Any, path: str | Path) -> Path:
-    """Lay out, write ``path`` as PNG and close the figure."""
+def _save(plt: Any, fig: Any, path: str | Path, caption: str) -> Figure:
+    """Write ``path`` as PNG at :data:`RENDER_DPI`, close the figure, return the :class:`Figure`."""
     try:
-        fig.tight_layout()
         out = Path(path)
-        fig.savefig(out, format="png")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, format="png", dpi=RENDER_DPI)
+        width = round(fig.get_figwidth() * DISPLAY_DPI)
     finally:
         plt.close(fig)
-    return out
+    return Figure(path=out, caption=caption, width=width)
 
 
-def plot_f1_per_type(runs: Mapping[str, Mapping[str, Any]], path: str | Path) -> Path:
-    """Grouped bars: F1 per tamper type (Table 7 order, then Overall) for each run.
+def _legend_below(fig: Any, ax: Any, n_items: int) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(max(1, n_items), 4))
 
-    A dashed line marks 2/3, the F1 of always answering "Yes" on balanced data.
+
+def _mark_empty_bars(ax: Any, xs: Any, values: Any, half: float, colour: str) -> None:
+    """Tell a bar of 0 (a flat mark and "0") from a missing one ("n/a"), both invisible as bars."""
+    for p, v in zip(xs, values, strict=True):
+        if np.isnan(v):
+            ax.text(p, 1.5, "n/a", ha="center", va="bottom", rotation=90, fontsize=7,
+                    color="#667085")  # fmt: skip
+        elif v == 0:
+            ax.plot([p - half, p + half], [0.4, 0.4], color=colour, linewidth=2.5,
+                    solid_capstyle="butt")  # fmt: skip
+            ax.text(p, 1.5, "0", ha="center", va="bottom", fontsize=7, color=colour)
+
+
+def plot_f1_per_type(
+    runs: Mapping[str, Mapping[str, Any]], path: str | Path, *, dataset: str = ""
+) -> Figure:
+    """Grouped bars: F1 (%) per tamper type (Table 7 order, then Overall) for each run.
+
+    Error bars are the bootstrap 95% CIs of ``metrics.json`` (``f1_ci95``). A type
+    a run did not score shows ``n/a`` instead of a bar; an F1 of 0 shows a flat
+    mark and ``0`` so it cannot be taken for a missing bar. A dashed line marks
+    66.7, the F1 of always answering "Yes" on balanced data.
     """
     plt = _pyplot()
     types = [(k, h) for k, h in TABLE7_COLUMNS if any(k in m.get("f1", {}) for m in runs.values())]
+    extra = [
+        t
+        for m in runs.values()
+        for t in m.get("f1", {})
+        if t != "overall" and t not in dict(TABLE7_COLUMNS)
+    ]
+    types += [(t, t) for t in dict.fromkeys(extra)]
     types.append(("overall", "Overall"))
     x = np.arange(len(types))
-    width = 0.8 / max(1, len(runs))
-    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(types)) + 3, 4), dpi=100)
+    n = max(1, len(runs))
+    width = 0.8 / n
+    fig_w = min(12.0, max(6.4, 0.28 * n * len(types) + 1.6))
+    fig, ax = plt.subplots(figsize=(fig_w, 4.2), layout="constrained")
     try:
         for i, (label, m) in enumerate(runs.items()):
-            raw = [m.get("f1", {}).get(k) for k, _ in types]
-            vals = [np.nan if v is None else float(v) for v in raw]  # unscored type: no bar
-            ax.bar(x + i * width - 0.4 + width / 2, vals, width, label=label)
-        ax.axhline(2 / 3, color="grey", linestyle="--", linewidth=1, label='always "Yes" (2/3)')
+            colour = PALETTE[i % len(PALETTE)]
+            pos = x + i * width - 0.4 + width / 2
+            f1 = m.get("f1", {})
+            ci = m.get("f1_ci95", {})
+            vals = np.array([np.nan if f1.get(k) is None else 100 * f1[k] for k, _ in types])
+            lo = [100 * ci[k][0] if ci.get(k) else np.nan for k, _ in types]
+            hi = [100 * ci[k][1] if ci.get(k) else np.nan for k, _ in types]
+            err = np.array([np.maximum(vals - lo, 0), np.maximum(np.array(hi) - vals, 0)])
+            ax.bar(pos, vals, width * 0.92, label=label, color=colour)
+            ax.errorbar(
+                pos, vals, yerr=np.nan_to_num(err), fmt="none", ecolor="#1d2330", elinewidth=0.9,
+                capsize=2,
+            )  # fmt: skip
+            _mark_empty_bars(ax, pos, vals, width * 0.46, colour)
+        ax.axhline(200 / 3, color="#667085", linestyle="--", linewidth=1,
+                   label='always "Yes" (66.7)')  # fmt: skip
         ax.set_xticks(x, [h for _, h in types])
-        ax.set_ylim(0, 1)
-        ax.set_ylabel("F1 (positive = tampered)")
-        ax.set_title("MVTamperBench F1 per tamper type")
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+        ax.set_ylim(0, 105)
+        ax.set_ylabel("F1 (%), tampered = positive")
+        ax.set_title(f"F1 per tamper type{f' on {dataset}' if dataset else ''} (95% CI bars)")
+        _legend_below(fig, ax, len(runs) + 1)
     except BaseException:
         plt.close(fig)
         raise
-    return _save(plt, fig, path)
+    caption = (
+        f"F1 per tamper type{f' on {dataset}' if dataset else ''}, with bootstrap 95% CIs: "
+        + ", ".join(runs)
+    )
+    return _save(plt, fig, path, caption)
 
 
-def plot_task_heatmap(metrics: Mapping[str, Any], path: str | Path, *, title: str = "") -> Path:
-    """Heatmap of F1 per task (rows) x tamper type (columns) of one run."""
+def plot_task_heatmap(
+    metrics: Mapping[str, Any], path: str | Path, *, label: str = "", dataset: str = ""
+) -> Figure:
+    """Heatmap of F1 (%) per task (rows) x tamper type (columns) of one run (paper Figure 16)."""
     plt = _pyplot()
     per_task = metrics.get("per_task", {})
     tasks = list(per_task) or ["(no task)"]
     types = [(k, h) for k, h in TABLE7_COLUMNS if any(k in f for f in per_task.values())]
-    types = types or [("overall", "Overall")]
+    types.append(("overall", "Overall"))
     grid = np.array(
-        [[per_task.get(t, {}).get(k, np.nan) for k, _ in types] for t in tasks], dtype=float
+        [
+            [
+                np.nan if per_task.get(t, {}).get(k) is None else 100 * per_task[t][k]
+                for k, _ in types
+            ]
+            for t in tasks
+        ],
+        dtype=float,
     )
-    fig, ax = plt.subplots(figsize=(1.2 * len(types) + 3, 0.35 * len(tasks) + 1.5), dpi=100)
+    # fixed margins (no layout engine: it redraws the 100+ cell labels several times)
+    left = 0.3 + 0.075 * max(len(t) for t in tasks)
+    width = max(6.4, left + 0.85 * len(types) + 1.4)
+    height = 0.3 * len(tasks) + 1.3
+    fig, ax = plt.subplots(figsize=(width, height))
+    fig.subplots_adjust(
+        left=left / width, right=1 - 1.3 / width, bottom=0.55 / height, top=1 - 0.5 / height
+    )
     try:
-        im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        im = ax.imshow(grid, vmin=0, vmax=100, cmap="viridis", aspect="auto")
         ax.set_xticks(range(len(types)), [h for _, h in types])
         ax.set_yticks(range(len(tasks)), tasks)
         for (r, c), v in np.ndenumerate(grid):
-            if not np.isnan(v):
-                ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white")
-        fig.colorbar(im, ax=ax, label="F1")
-        ax.set_title(title or "F1 per task x tamper type")
+            text = "n/a" if np.isnan(v) else f"{v:.1f}"
+            ax.text(c, r, text, ha="center", va="center", fontsize=8,
+                    color="white" if np.isnan(v) or v < 60 else "black")  # fmt: skip
+        cax = fig.add_axes((1 - 1.1 / width, 0.55 / height, 0.15 / width, 1 - 1.05 / height))
+        fig.colorbar(im, cax=cax, label="F1 (%)")
+        where = f" on {dataset}" if dataset else ""
+        ax.set_title(f"F1 per task x tamper type: {label}{where}" if label else "F1 per task")
     except BaseException:
         plt.close(fig)
         raise
-    return _save(plt, fig, path)
+    caption = f"F1 per task and tamper type (paper Figure 16 layout): {label}" + (
+        f" on {dataset}" if dataset else ""
+    )
+    return _save(plt, fig, path, caption)
 
 
-__all__ = ["plot_f1_per_type", "plot_task_heatmap"]
+def plot_mmr_accuracy(
+    metrics: Mapping[str, Any],
+    path: str | Path,
+    *,
+    label: str = "",
+    dataset: str = "",
+    abbreviations: Mapping[str, str] | None = None,
+) -> Figure:
+    """Bars of accuracy (%) on positive vs negative (leading) questions per MMR category.
+
+    The per-category view of MMR Figure 5; the last group is over all pairs.
+    """
+    plt = _pyplot()
+    short = dict(abbreviations or {})
+    categories: Mapping[str, Mapping[str, Any]] = metrics.get("categories", {})
+    names = [*categories, "Overall"]
+
+    def num(v: Any) -> float:
+        return float("nan") if v is None else float(v)
+
+    pos = [num(c.get("positive_accuracy")) for c in categories.values()]
+    neg = [num(c.get("negative_accuracy")) for c in categories.values()]
+    pos.append(num(metrics.get("positive_accuracy")))
+    neg.append(num(metrics.get("negative_accuracy")))
+    x = np.arange(len(names))
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.62 * len(names) + 1.6), 4.2), layout="constrained")
+    try:
+        for offset, vals, name, colour in (
+            (-0.2, pos, "positive questions", PALETTE[0]),
+            (0.2, neg, "negative (leading) questions", PALETTE[1]),
+        ):
+            ax.bar(x + offset, vals, 0.38, label=name, color=colour)
+            _mark_empty_bars(ax, x + offset, vals, 0.17, colour)
+        ax.set_xticks(x, [short.get(n, n) for n in names], rotation=35, ha="right")
+        ax.set_ylabel("accuracy (%)")
+        ax.set_ylim(0, 105)
+        where = f" on {dataset}" if dataset else ""
+        ax.set_title(f"MMR accuracy per category: {label}{where}" if label else "MMR accuracy")
+        _legend_below(fig, ax, 2)
+    except BaseException:
+        plt.close(fig)
+        raise
+    caption = f"MMR accuracy on positive vs negative (leading) questions: {label}" + (
+        f" on {dataset}" if dataset else ""
+    )
+    return _save(plt, fig, path, caption)
+
+
+def safe_name(text: str) -> str:
+    """A file-name-safe form of a label (``constant:A [x]`` -> ``constant_A__x_``)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+__all__ = [
+    "DISPLAY_DPI",
+    "FONT_SIZE",
+    "RENDER_DPI",
+    "Figure",
+    "plot_f1_per_type",
+    "plot_mmr_accuracy",
+    "plot_task_heatmap",
+    "safe_name",
+]

@@ -1,20 +1,43 @@
 """The full report of several runs: Markdown/CSV tables, PNG plots and ``index.html``.
 
 :func:`build_site` is what ``mmrobust report`` and ``mmrobust demo`` call. It
-writes the tables and plots with :func:`mmrobust.report.build_report`, then
-the self-contained HTML page (:mod:`mmrobust.report.html`) that shows the
-same numbers: one leaderboard per dataset (runs on different data are never
-ranked together), the plots, the run metadata and the sample browser.
+loads each run once, writes the tables and plots with
+:func:`mmrobust.report.build_report`, then the self-contained HTML page
+(:mod:`mmrobust.report.html`) that shows the same numbers: one leaderboard per
+dataset (runs on different data are never ranked together) with the papers'
+published rows as grey reference rows (toggle in the page; ``published=False``
+leaves them out), the plots, any extra panels, the run metadata and the sample
+browser.
+
+Adding a panel: append a function ``(runs, labels, out_dir) -> Section | None``
+to :data:`SECTION_BUILDERS` (see :class:`mmrobust.report.html.Section`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mmrobust.report import ReportPaths, RunData, build_report, load_run
-from mmrobust.report.html import HtmlRun, Table, frame_to_table, write_html
+import pandas as pd
+
+from mmrobust.datasets.schema import Sample
+from mmrobust.report import (
+    MMR_NOTE,
+    ReportPaths,
+    RunData,
+    build_report,
+    group_runs,
+    load_run,
+    run_labels,
+)
+from mmrobust.report.browser import MAX_THUMBS, THUMB_SECONDS
+from mmrobust.report.html import HtmlRun, Section, Table, frame_to_table, write_html
+
+SectionBuilder = Callable[[Sequence[RunData], Sequence[str], Path], "Section | None"]
+
+SECTION_BUILDERS: list[SectionBuilder] = []
+"""Extra panels of ``index.html``, in order; a builder returns ``None`` to add nothing."""
 
 
 @dataclass
@@ -25,96 +48,161 @@ class SitePaths:
     tables: ReportPaths
 
 
-def _dataset_key(run: RunData) -> tuple[str, str]:
-    ds = run.info.get("dataset", {})
-    return str(ds.get("name", "?")), str(ds.get("data_hash", ""))
-
-
 def labels_for(runs: Sequence[RunData]) -> list[str]:
-    """Display labels: the model spec, made unique within a dataset by the run folder name."""
-    labels = [r.model for r in runs]
-    seen: dict[tuple[tuple[str, str], str], int] = {}
-    for r, lab in zip(runs, labels, strict=True):
-        seen[(_dataset_key(r), lab)] = seen.get((_dataset_key(r), lab), 0) + 1
-    return [
-        f"{lab} [{r.run_dir.name}]" if seen[(_dataset_key(r), lab)] > 1 else lab
-        for r, lab in zip(runs, labels, strict=True)
-    ]
+    """Display labels (see :func:`mmrobust.report.run_labels`)."""
+    return run_labels(runs)
 
 
-def leaderboards(runs: Sequence[RunData], labels: Sequence[str]) -> list[Table]:
-    """One table per (benchmark, dataset): Table 7 shape for tamper, Table 2 shape for MMR."""
+def _published_table7(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str], str]:
+    """``frame`` (our runs) with MVTamperBench Table 7's rows, sorted by Overall; row classes."""
+    from mmrobust.report.published import load_published, table7_metrics
+    from mmrobust.report.tables import table7
+
+    published = table7(table7_metrics())
+    both = pd.concat([frame.assign(_src="run"), published.assign(_src="published")])
+    both = both.sort_values("Overall", ascending=False, na_position="last", kind="stable")
+    classes = both.pop("_src").tolist()
+    both["n"] = both["n"].astype("Int64")
+    src = load_published("mvtamperbench_table7")
+    note = (
+        f" Grey rows: {src.citation}, as published (F1 x 100), {src.source['protocol']} "
+        "A run here is comparable with them only on that data with that protocol "
+        "(mmrobust eval --official on the released benchmark)."
+    )
+    return both.reset_index(drop=True), classes, note
+
+
+def _published_table2(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str], str]:
+    """``frame`` (our runs, Table 2 shape) with MMR Table 2's rows, by Avg RA; row classes."""
     from mmrobust.report.mmr import table2
-    from mmrobust.report.tables import per_task_table, table7
+    from mmrobust.report.published import load_published, table2_errata, table2_metrics
 
-    groups: dict[tuple[str, tuple[str, str]], dict[str, RunData]] = {}
-    for r, lab in zip(runs, labels, strict=True):
-        groups.setdefault((r.benchmark, _dataset_key(r)), {})[lab] = r
+    published = table2(table2_metrics())
+    both = pd.concat([frame.assign(_src="run"), published.assign(_src="published")])
+    ra = both.xs("RA", level="Metric")["Avg"]
+    order = ra.sort_values(ascending=False, kind="stable").index.tolist()
+    both = pd.concat([both.loc[[m]] for m in dict.fromkeys(order)])
+    classes = both.pop("_src").tolist()
+    src = load_published("mmr_table2")
+    errata = "; ".join(
+        f"{e['model']}'s {e['category']} {e['metric']} is printed {e['printed']:.2f}, "
+        f"the rest of its row implies {e['consistent']:.2f} (shown as printed)"
+        for e in table2_errata()
+    )
+    note = (
+        f" Grey rows: {src.citation}, as published, {src.source['protocol']} "
+        f"Comparable with a run here only on that data. {errata}."
+    )
+    return both, classes, note
+
+
+def leaderboards(
+    runs: Sequence[RunData], labels: Sequence[str], *, published: bool = True
+) -> list[Table]:
+    """One table per (benchmark, dataset): Table 7 shape for tamper, Table 2 shape for MMR.
+
+    With ``published``, each tamper table also lists MVTamperBench Table 7's 45
+    models and each MMR table MMR Table 2's 19, as grey reference rows sorted in
+    with the runs (by Overall F1, by Avg RA).
+    """
+    from mmrobust.report.mmr import table2
+    from mmrobust.report.tables import TABLE7_NOTE, per_task_table, table7
+
+    layouts = {  # benchmark -> (Table frame, published rows, caption, title, decimals)
+        "tamper": (table7, _published_table7, TABLE7_NOTE,
+                   "Tamper detection F1 (%) on {} (MVTamperBench Table 7 layout)", 1),
+        "mmr": (table2, _published_table2, MMR_NOTE,
+                "Leading questions on {} (MMR Table 2 layout, %)", 2),
+    }  # fmt: skip
     tables: list[Table] = []
-    order = {"tamper": 0, "mmr": 1}
-    for (bench, (name, digest)), members in sorted(
-        groups.items(), key=lambda kv: order.get(kv[0][0], 2)
-    ):
-        where = f"{name} (data sha256 {digest[:12]})" if digest else name
-        metrics = {lab: r.metrics for lab, r in members.items()}
-        if bench == "tamper":
-            tables.append(
-                frame_to_table(
-                    table7(metrics),
-                    f"Tamper detection F1 on {where} (MVTamperBench Table 7 layout)",
-                    note="F1 with tampered = positive class, per type on that type's clips plus "
-                    "all originals; Overall = unweighted mean over types (paper section 4.1). "
-                    "Overall CI95 = cluster bootstrap over source videos. Window coverage = "
-                    "share of tampered clips with a shown frame inside the tamper window. "
-                    "Flag always_yes/always_no marks a degenerate predictor (always 'Yes' scores "
-                    "F1 2/3 on balanced data).",
-                )
+    for g in group_runs(runs, labels):
+        if g.benchmark not in layouts:
+            continue
+        shape, add_published, note, title, digits = layouts[g.benchmark]
+        frame = shape({lab: r.metrics for lab, r in g.runs.items()})
+        classes = ["run"] * len(frame)
+        if published:
+            frame, classes, extra = add_published(frame)
+            note += extra
+        tables.append(
+            frame_to_table(
+                frame,
+                title.format(g.where),
+                note=note,
+                digits=digits,
+                row_classes=classes,
+                group=g.benchmark,
             )
-            for lab, r in members.items():
-                frame = per_task_table(r.metrics)
-                if not frame.empty and len(frame) > 1:
-                    tables.append(frame_to_table(frame, f"Per task x type F1: {lab}"))
-        elif bench == "mmr":
-            tables.append(
-                frame_to_table(
-                    table2(metrics),
-                    f"Leading questions on {where} (MMR Table 2 layout)",
-                    note="RA = UR / pairs, MR = UF / (UR + UF), in percent (MMR paper section 3, "
-                    "eq. 1-2). 'Avg' is over all pairs, as published; the mean of the category "
-                    "values is category_mean in metrics.json.",
-                    digits=2,
-                )
-            )
+        )
+        if g.benchmark == "tamper":
+            for lab, r in g.runs.items():
+                per_task = per_task_table(r.metrics)
+                if not per_task.empty and len(per_task) > 1:
+                    tables.append(
+                        frame_to_table(per_task, f"Per task x type F1 (%): {lab} on {g.dataset}")
+                    )
     return tables
 
 
 def build_site(
-    run_dirs: Sequence[str | Path], out_dir: str | Path, *, title: str = "mmrobust report"
+    run_dirs: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    title: str = "mmrobust report",
+    published: bool = True,
+    max_thumbs: int = MAX_THUMBS,
+    thumb_seconds: float | None = THUMB_SECONDS,
 ) -> SitePaths:
     """Write the tables, plots and ``index.html`` for ``run_dirs`` into ``out_dir``.
+
+    Args:
+        run_dirs: run folders written by ``mmrobust eval``.
+        out_dir: the report folder (created).
+        title: the page title.
+        published: show the papers' published rows in the leaderboards (toggle in the page).
+        max_thumbs: samples that get a thumbnail strip in the sample browser.
+        thumb_seconds: time budget for drawing them (``None``: none); a second report
+            into the same folder reuses the strips already drawn.
 
     Raises:
         FileNotFoundError: a folder is not a run folder.
     """
     out = Path(out_dir)
-    paths = build_report(run_dirs, out)
-    runs = [load_run(d) for d in run_dirs]
-    labels = labels_for(runs)
-    figures: dict[str, str] = {}
-    for p in paths.plots:
-        figures[p.stem.replace("_", " ")] = p.resolve().relative_to(out.resolve()).as_posix()
-    for p in paths.mmr:
-        if p.suffix == ".png":
-            rel = p.resolve().relative_to(out.resolve()).as_posix()
-            figures[f"MMR accuracy on positive vs negative questions: {p.parent.name}"] = rel
+    shared: dict[str, Sample] = {}  # runs of one dataset parse each sample once
+    runs = [load_run(d, samples=shared) for d in run_dirs]
+    labels = run_labels(runs)
+    paths = build_report(runs, out)
+    names = {id(r): g.dataset for g in group_runs(runs, labels) for r in g.runs.values()}
     html_runs = [
-        HtmlRun(label=lab, benchmark=r.benchmark, run=r.info, metrics=r.metrics, rows=r.rows)
+        HtmlRun(
+            label=lab,
+            benchmark=r.benchmark,
+            run=r.info,
+            metrics=r.metrics,
+            rows=r.rows,
+            dataset=names.get(id(r), r.dataset),
+        )
         for lab, r in zip(labels, runs, strict=True)
     ]
+    sections = [s for build in SECTION_BUILDERS if (s := build(runs, labels, out)) is not None]
     index = write_html(
-        out, html_runs, tables=leaderboards(runs, labels), figures=figures, title=title
+        out,
+        html_runs,
+        tables=leaderboards(runs, labels, published=published),
+        figures=paths.figures,
+        sections=sections,
+        title=title,
+        max_thumbs=max_thumbs,
+        thumb_seconds=thumb_seconds,
     )
     return SitePaths(index_html=index, tables=paths)
 
 
-__all__ = ["SitePaths", "build_site", "labels_for", "leaderboards"]
+__all__ = [
+    "SECTION_BUILDERS",
+    "SectionBuilder",
+    "SitePaths",
+    "build_site",
+    "labels_for",
+    "leaderboards",
+]

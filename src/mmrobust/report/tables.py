@@ -1,20 +1,36 @@
-"""Report tables (pandas frames, rendered to Markdown and CSV).
+"""Report tables (pandas frames, rendered to Markdown, CSV and HTML).
+
+Values in the frames are already in the display convention of
+:mod:`mmrobust.report.units`: percentages, rounded (F1 and rates to one
+decimal), so the CSV, ``report.md`` and ``index.html`` show the same numbers.
 
 * :func:`table7` — MVTamperBench Table 7 shape: Model, Drop, Mask, Repeat,
-  Rotate, Substitute, Overall (F1), plus 95% CI of Overall, parse-fail and
+  Rotate, Substitute, Overall (F1, %), plus the 95% CI of Overall, parse-fail and
   error rates, window coverage and a degenerate-predictor flag.
 * :func:`per_task_table` — task x tamper type F1 of one run.
 * :func:`ablation_table` — F1 (overall) of each model across values of a
   factor (tamper position: paper Table 2; duration: Table 4; prompt: Table 5).
-* :func:`summary_text` — the few lines ``mmrobust eval`` prints.
+* :func:`summary_text` — the lines ``mmrobust eval`` and ``rescore`` print.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from mmrobust.report.units import (
+    MISSING,
+    pct,
+    pct_interval,
+    pct_sign,
+    percent,
+    percent_interval,
+    rounded_pct,
+)
 
 TABLE7_COLUMNS: tuple[tuple[str, str], ...] = (
     ("dropping", "Drop"),
@@ -25,72 +41,81 @@ TABLE7_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 """Our effect names -> the column headings of the paper's Table 7, in its order."""
 
+TABLE7_NOTE = (
+    "F1 in % with tampered = positive class, per type on that type's clips plus all originals; "
+    "Overall = unweighted mean over the types (MVTamperBench section 4.1). Overall 95% CI = "
+    "bootstrap over source videos. Window coverage = share of tampered clips with a shown frame "
+    "inside the tamper window (mean over types; – when the model was shown no sampled frames). "
+    "Flag always_yes / always_no marks a degenerate predictor (always 'Yes' scores F1 66.7 on "
+    "balanced data)."
+)
+"""The caption of every Table 7 shaped table."""
 
-def _f(x: Any, digits: int = 3) -> str:
-    if x is None or (isinstance(x, float) and pd.isna(x)):
-        return "–"
-    return f"{float(x):.{digits}f}"
+
+def _coverage(metrics: Mapping[str, Any]) -> float | None:
+    cov = [v for v in metrics.get("window_coverage", {}).values() if v is not None]
+    return sum(cov) / len(cov) if cov else None
 
 
-def _pct(x: Any) -> str:
-    return "–" if x is None else f"{100 * float(x):.1f}%"
+def _extra_types(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    known = {k for k, _ in TABLE7_COLUMNS}
+    extra: list[str] = []
+    for m in runs.values():
+        for t in m.get("f1", {}):
+            if t != "overall" and t not in known and t not in extra:
+                extra.append(t)
+    return extra
 
 
 def table7(runs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """One row per run (label -> tamper ``metrics.json``), Table 7 columns plus diagnostics.
 
-    F1 values are fractions in [0, 1]; a type the run does not cover is NaN.
-    Extra types (beyond the paper's five) get their own columns.
+    F1 and rates are percentages rounded to one decimal; a type the run does not
+    cover is NaN. Extra types (beyond the paper's five) get their own columns.
     """
-    extra_types: list[str] = []
-    known = {k for k, _ in TABLE7_COLUMNS}
-    for m in runs.values():
-        for t in m.get("f1", {}):
-            if t != "overall" and t not in known and t not in extra_types:
-                extra_types.append(t)
+    extra_types = _extra_types(runs)
     rows = []
     for label, m in runs.items():
         f1 = m.get("f1", {})
         row: dict[str, Any] = {"Model": label}
         for key, head in TABLE7_COLUMNS:
-            row[head] = f1.get(key)
+            row[head] = rounded_pct(f1.get(key))
         for t in extra_types:
-            row[t] = f1.get(t)
-        row["Overall"] = f1.get("overall")
+            row[t] = rounded_pct(f1.get(t))
+        row["Overall"] = rounded_pct(f1.get("overall"))
         ci = m.get("f1_ci95", {}).get("overall")
-        row["Overall CI95"] = f"[{_f(ci[0])}, {_f(ci[1])}]" if ci else ""
+        row["Overall 95% CI"] = pct_interval(ci)
         row["n"] = m.get("n_samples")
-        row["Parse fail"] = m.get("parse_fail_rate")
-        row["Errors"] = m.get("error_rate")
-        cov = [v for v in m.get("window_coverage", {}).values() if v is not None]
-        row["Window coverage"] = sum(cov) / len(cov) if cov else None
+        row["Parse fail"] = rounded_pct(m.get("parse_fail_rate"))
+        row["Errors"] = rounded_pct(m.get("error_rate"))
+        row["Window coverage"] = rounded_pct(_coverage(m))
         row["Flag"] = m.get("degenerate") or ""
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def per_task_table(metrics: Mapping[str, Any]) -> pd.DataFrame:
-    """Task x type F1 (rows: tasks; columns: Table 7 headings present, then Overall)."""
+    """Task x type F1 in % (rows: tasks; columns: Table 7 headings present, then Overall)."""
     per_task = metrics.get("per_task", {})
     rows = []
     for task, f1 in per_task.items():
         row: dict[str, Any] = {"Task": task}
         for key, head in TABLE7_COLUMNS:
             if key in f1:
-                row[head] = f1[key]
+                row[head] = rounded_pct(f1[key])
         for t, v in f1.items():
             if t != "overall" and t not in dict(TABLE7_COLUMNS):
-                row[t] = v
-        row["Overall"] = f1.get("overall")
+                row[t] = rounded_pct(v)
+        row["Overall"] = rounded_pct(f1.get("overall"))
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def ablation_table(values: Mapping[str, Mapping[str, float]], factor: str) -> pd.DataFrame:
-    """Model x factor-value table of F1 (overall) (paper Tables 2, 4, 5).
+    """Model x factor-value table of F1 (overall) in % (paper Tables 2, 4, 5).
 
     Args:
-        values: model label -> {factor value -> F1 overall}.
+        values: model label -> {factor value -> F1 overall as a fraction}.
         factor: column-group name ("position", "duration", "prompt").
     """
     levels: list[str] = []
@@ -98,70 +123,127 @@ def ablation_table(values: Mapping[str, Mapping[str, float]], factor: str) -> pd
         for k in v:
             if k not in levels:
                 levels.append(k)
-    rows = [{"Model": m, **{f"{factor}={k}": v.get(k) for k in levels}} for m, v in values.items()]
+    rows = [
+        {"Model": m, **{f"{factor}={k}": rounded_pct(v.get(k)) for k in levels}}
+        for m, v in values.items()
+    ]
     return pd.DataFrame(rows)
 
 
-def to_markdown(
-    frame: pd.DataFrame, *, rates: Sequence[str] = ("Parse fail", "Errors", "Window coverage")
-) -> str:
-    """Render a frame as a GitHub Markdown table (F1 to 3 decimals, rates as percentages)."""
+def _cell(v: Any, digits: int) -> str:
+    if v is None or (isinstance(v, float) and pd.isna(v)):
+        return MISSING
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def to_markdown(frame: pd.DataFrame, *, digits: int = 1) -> str:
+    """Render a frame as a GitHub Markdown table (floats to ``digits`` decimals, – if missing)."""
     if frame.empty:
         return "_(no rows)_\n"
-    cols = list(frame.columns)
+    cols = [str(c) for c in frame.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for _, row in frame.iterrows():
-        cells = []
-        for c in cols:
-            v = row[c]
-            if c in rates:
-                cells.append(_pct(None if pd.isna(v) else v))
-            elif isinstance(v, float):
-                cells.append(_f(v))
-            else:
-                cells.append("" if v is None else str(v))
-        lines.append("| " + " | ".join(cells) + " |")
+    for rec in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(_cell(v, digits) for v in rec) + " |")
     return "\n".join(lines) + "\n"
 
 
-def summary_text(metrics: Mapping[str, Any]) -> str:
-    """A few human-readable lines summarising a ``metrics.json``."""
-    bench = metrics.get("benchmark")
-    size = (
-        f"pairs: {metrics.get('pairs')}"
-        if bench == "mmr"
-        else f"samples: {metrics.get('n_samples')}"
+def _f1_line(metrics: Mapping[str, Any]) -> str:
+    f1 = metrics.get("f1", {})
+    parts = [f"{head} {pct(f1.get(key))}" for key, head in TABLE7_COLUMNS if key in f1]
+    parts += [
+        f"{t} {pct(v)}" for t, v in f1.items() if t != "overall" and t not in dict(TABLE7_COLUMNS)
+    ]
+    ci = metrics.get("f1_ci95", {}).get("overall")
+    ci_text = f" (95% CI {pct_interval(ci)})" if ci else ""
+    return "F1 %: " + "  ".join(parts) + f"  | Overall {pct(f1.get('overall'))}{ci_text}"
+
+
+def _coverage_line(metrics: Mapping[str, Any]) -> str:
+    cov = metrics.get("window_coverage", {})
+    overall = _coverage(metrics)
+    if overall is None:
+        frames = metrics.get("run", {}).get("frames") or "no sampled frames"
+        return f"window coverage: not measured (frames: {frames})"
+    heads = dict(TABLE7_COLUMNS)
+    parts = [f"{heads.get(t, t)} {pct(v)}" for t, v in cov.items() if v is not None]
+    return (
+        f"window coverage {pct_sign(overall)} (tampered clips with a shown frame inside the "
+        f"window): {'  '.join(parts)}"
     )
-    lines = [f"benchmark: {bench}   {size}"]
+
+
+def summary_text(metrics: Mapping[str, Any]) -> str:
+    """The lines ``mmrobust eval`` / ``rescore`` print for a ``metrics.json``.
+
+    Tamper: F1 per type and Overall with its 95% CI, window coverage, flags.
+    MMR: RA and MR with 95% CIs and the pair counts. All values in percent
+    (:mod:`mmrobust.report.units`).
+    """
+    bench = metrics.get("benchmark")
+    run = metrics.get("run", {})
+    size = (
+        f"{metrics.get('pairs')} pairs" if bench == "mmr" else f"{metrics.get('n_samples')} samples"
+    )
+    head = f"{bench}: {size}"
+    if run.get("model"):
+        head += f", model {run['model']}"
+    if run.get("text_only"):
+        head += " (text only: no images or frames sent)"
+    lines = [head]
     if bench == "tamper":
+        lines.append(_f1_line(metrics))
         f1 = metrics.get("f1", {})
-        parts = [f"{head} {_f(f1.get(key))}" for key, head in TABLE7_COLUMNS if key in f1]
-        parts += [
-            f"{t} {_f(v)}"
-            for t, v in f1.items()
-            if t != "overall" and t not in dict(TABLE7_COLUMNS)
-        ]
-        lines.append("F1: " + "  ".join(parts) + f"  | Overall {_f(f1.get('overall'))}")
         if f1 and f1.get("overall") is None:
             lines.append("warning: no tampered clip of some type was scored (F1 shown as –)")
+        lines.append(_coverage_line(metrics))
         if metrics.get("degenerate"):
             lines.append(f"warning: degenerate predictor ({metrics['degenerate']})")
     elif bench == "mmr":
-        lines.append(f"RA {_f(metrics.get('RA'), 2)}%  MR {_f(metrics.get('MR'), 2)}%")
+        ci = metrics.get("ci") or {}
+        lines.append(
+            f"RA {percent(metrics.get('RA'))}% (95% CI {percent_interval(ci.get('RA'))})  "
+            f"MR {percent(metrics.get('MR'))}% (95% CI {percent_interval(ci.get('MR'))})  "
+            f"pairs: UR {metrics.get('UR')}, UF {metrics.get('UF')}, NR {metrics.get('NR')}, "
+            f"NF {metrics.get('NF')}"
+        )
     else:
-        lines.append(f"accuracy {_f(metrics.get('accuracy'))}")
+        lines.append(f"accuracy {pct_sign(metrics.get('accuracy'))}")
     lines.append(
-        f"parse-fail {_pct(metrics.get('parse_fail_rate', 0))}  errors {_pct(metrics.get('error_rate', 0))}"
+        f"parse-fail {pct_sign(metrics.get('parse_fail_rate', 0))}  "
+        f"errors {pct_sign(metrics.get('error_rate', 0))}"
     )
     if metrics.get("defects"):
         lines.append(f"data defects: {len(metrics['defects'])} (see metrics.json)")
     return "\n".join(lines)
 
 
+def rescore_text(run_dir: str | Path) -> str:
+    """What the last ``rescore`` of ``run_dir`` changed (the ``rescore`` block of ``run.json``)."""
+    info = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
+    block = info.get("rescore") or {}
+    if not block:
+        return f"{run_dir}: no rescore recorded"
+    (old_x, new_x), (old_f, new_f) = block["extraction"], block["failures"]
+
+    def change(what: str, old: Any, new: Any) -> str:
+        return f"{what} {old} -> {new}" if old != new else f"{what} {new} (unchanged)"
+
+    return (
+        f"rescored {run_dir}: {change('extraction', old_x, new_x)}, "
+        f"{change('parse failures', old_f, new_f)}; {block['rows_reextracted']} of "
+        f"{block['rows_total']} stored answers re-extracted, {block['rows_changed']} changed "
+        f"letter or status; rewrote {', '.join(block['files'])}"
+    )
+
+
 __all__ = [
     "TABLE7_COLUMNS",
+    "TABLE7_NOTE",
     "ablation_table",
     "per_task_table",
+    "rescore_text",
     "summary_text",
     "table7",
     "to_markdown",

@@ -124,15 +124,21 @@ def build(
 
     Returns:
         A ``BuildReport``. Bad sources never raise: they are in ``report.errors``.
-        Do not run two builds into the same folder at once.
+        When no source is usable and ``out_dir`` does not exist, nothing is written
+        (no empty folder). Do not run two builds into the same folder at once.
     """
     config = config or BuildConfig()
     out = Path(out_dir)
+    plans, pool, errors = plan_sources(sources, config)
+    if not plans and not out.exists():  # nothing to build: leave no empty folder behind
+        for err in errors:
+            if on_source:
+                on_source(SourceResult(source=err.source, errors=[err]))
+        return BuildReport(out_dir=out, entries=[], errors=errors, built=0, skipped=0)
     out.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(out)
     previous = read_manifest(out)
     done = {e.key: e for e in previous}
-    plans, pool, errors = plan_sources(sources, config)
     if on_start:
         on_start(len(plans))
     for err in errors:

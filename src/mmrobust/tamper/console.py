@@ -5,6 +5,7 @@ Used by ``mmrobust tamper``; a notebook user calls ``build`` directly.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
@@ -66,7 +67,15 @@ def config_from_options(
     by_effect = parse_param_specs(params)
     stray = sorted(set(by_effect) - set(names))
     if stray:
-        raise EffectParamError(f"parameters given for effects not selected: {', '.join(stray)}")
+        hints = [
+            f"{n} (did you mean {close[0]}?)" if close else n
+            for n in stray
+            for close in [difflib.get_close_matches(n, names, n=1, cutoff=0.5)]
+        ]
+        raise EffectParamError(
+            f"parameters given for effects not selected: {', '.join(hints)}; "
+            f"selected: {', '.join(names)}"
+        )
     return BuildConfig(
         effects=tuple(make_effect(n, **by_effect.get(n, {})) for n in names),
         duration=duration,
@@ -136,12 +145,20 @@ def build_with_progress(
             report = build(
                 sources, out_dir, config, jobs=jobs, on_start=on_start, on_source=on_source
             )
+    n_err = len(report.errors)
+    errors = f"{n_err} error{'' if n_err == 1 else 's'}"
+    if not report.out_dir.exists():
+        con.print(
+            f"nothing built ({errors}); {escape(str(out_dir))} was not created", soft_wrap=True
+        )
+        return report
     con.print(
-        f"[bold]{len(report.entries)}[/] clips in {escape(str(out_dir))} "
-        f"({report.built} built, {report.skipped} already done), "
-        f"{len(report.errors)} errors -> manifest.jsonl"
-        + (", errors.jsonl" if report.errors else "")
+        f"[bold]{len(report.entries)}[/] clips ({report.built} built, {report.skipped} already "
+        f"done), {errors}",
+        soft_wrap=True,
     )
+    files = ["manifest.jsonl", *(["errors.jsonl"] if report.errors else [])]
+    con.print(f"wrote {escape(str(out_dir))}: {', '.join(files)}", soft_wrap=True)
     for task_name, rows in report.json_rows.items():
         con.print(f"mvtamperbench layout: json/{escape(task_name)}.json ({rows} rows)")
     return report

@@ -145,6 +145,7 @@ def build_positions(
         raise ValueError(f"positions must be given once each, got {tokens}")
     out = Path(out_dir)
     built = skipped = 0
+    first_errors: list[BuildError] = []
     for position, token in zip(positions, tokens, strict=True):
         report = build(
             sources,
@@ -156,7 +157,10 @@ def build_positions(
         )
         built += report.built
         skipped += report.skipped
-    entries, errors = join_builds(out, [(t, out / t) for t in tokens])
+        first_errors = first_errors or report.errors
+    if not any((out / t).is_dir() for t in tokens):  # no usable source: write nothing
+        return BuildReport(out_dir=out, entries=[], errors=first_errors, built=0, skipped=0)
+    entries, errors = join_builds(out, [(t, out / t) for t in tokens if (out / t).is_dir()])
     return BuildReport(out_dir=out, entries=entries, errors=errors, built=built, skipped=skipped)
 
 

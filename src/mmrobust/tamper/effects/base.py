@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -85,10 +86,23 @@ def make_effect(name: str, **params: Any) -> Effect:
     try:
         return cls(**params)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}" for e in exc.errors()
-        )
-        raise EffectParamError(f"{name}: {problems}") from None
+        raise EffectParamError(_param_problems(name, cls, exc)) from None
+
+
+def _param_problems(name: str, cls: type[Effect], exc: ValidationError) -> str:
+    """One line naming each bad parameter, the effect's parameter names and a "did you mean"."""
+    fields = list(cls.model_fields)
+    known = f"{name} takes {', '.join(fields)}" if fields else f"{name} takes no parameters"
+    problems = []
+    for e in exc.errors():
+        key = ".".join(str(p) for p in e["loc"]) or "params"
+        if e["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(key, fields, n=1, cutoff=0.5)
+            hint = f" (did you mean {name}.{close[0]}?)" if close else ""
+            problems.append(f"unknown parameter {name}.{key}{hint}")
+        else:
+            problems.append(f"{name}.{key}={e.get('input')!r}: {e['msg']}")
+    return f"{'; '.join(problems)}; {known}"
 
 
 def _parse_value(text: str) -> Any:

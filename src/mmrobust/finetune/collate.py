@@ -1,0 +1,264 @@
+"""Conversations to model inputs, with the loss on the assistant turns only.
+
+Family-agnostic, through the processor's own chat template and call:
+
+1. :func:`to_messages` turns a :class:`~mmrobust.finetune.data.Conversation`
+   into the HF multimodal chat format (``{"type": "image"}`` parts where the
+   ``<image>`` marks were, as ``hf:`` sends them at evaluation).
+2. :class:`ChatRenderer` renders the whole conversation with the chat template
+   and finds each assistant turn's character span by rendering the prefixes
+   (messages before the turn with the generation prompt; through the turn).
+   The span is the answer plus the template's end-of-turn token (so the
+   model learns to stop), trailing whitespace excluded. A template that is not
+   prefix-preserving is refused with a clear error.
+3. The text is tokenized once without image expansion (offsets give the
+   trainable tokens) and once by the processor with the images (the real
+   inputs); :func:`align_labels` carries the trainable marks over with a
+   sequence alignment (``difflib``), so image-token expansion, whatever the
+   family does, never shifts a label. Every trainable token must be found.
+
+This is the "instructions are masked, only the response is used to compute
+the loss" rule of the MMR paper (section 5, Training).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mmrobust.finetune.data import IMAGE_MARK, Conversation
+
+IGNORE_INDEX = -100
+"""Label of tokens outside the loss (the value PyTorch's cross-entropy ignores)."""
+
+
+class TemplateError(ValueError):
+    """The chat template cannot be used for training (one line, with the fix)."""
+
+
+def to_messages(conversation: Conversation) -> list[dict[str, Any]]:
+    """HF multimodal chat messages of one conversation (pure).
+
+    ``"<image>\\nWhat is it?"`` becomes ``[{"type": "image"}, {"type": "text",
+    "text": "What is it?"}]`` (the newline next to a mark is dropped); answers
+    are one text part.
+    """
+    messages: list[dict[str, Any]] = []
+    for turn in conversation.turns:
+        parts: list[dict[str, Any]] = []
+        pieces = turn.text.split(IMAGE_MARK)
+        for index, piece in enumerate(pieces):
+            if index > 0:
+                parts.append({"type": "image"})
+            text = piece.strip("\n") if len(pieces) > 1 else piece
+            if text.strip():
+                parts.append({"type": "text", "text": text})
+        messages.append({"role": turn.role, "content": parts})
+    return messages
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A conversation rendered by the chat template.
+
+    Attributes:
+        text: the full text (image marks of the template, not yet expanded).
+        spans: ``[start, end)`` character spans of the assistant turns.
+    """
+
+    text: str
+    spans: tuple[tuple[int, int], ...]
+
+
+class ChatRenderer:
+    """Renders conversations with a processor's chat template (or an override).
+
+    Raises:
+        TemplateError: the processor has no chat template and none is given.
+    """
+
+    def __init__(self, processor: Any, chat_template: str | None = None) -> None:
+        self.processor = processor
+        self.chat_template = chat_template or getattr(processor, "chat_template", None)
+        if not self.chat_template:
+            raise TemplateError(
+                "the processor has no chat template; pass --chat-template FILE.jinja"
+            )
+
+    def _apply(self, messages: Sequence[dict[str, Any]], generation_prompt: bool) -> str:
+        text = self.processor.apply_chat_template(
+            list(messages),
+            chat_template=self.chat_template,
+            add_generation_prompt=generation_prompt,
+            tokenize=False,
+        )
+        if not isinstance(text, str):  # some processors return a list for one conversation
+            text = text[0]
+        return str(text)
+
+    def render(self, conversation: Conversation) -> Rendered:
+        """Full text and assistant spans.
+
+        Raises:
+            TemplateError: rendering a prefix of the conversation does not give a
+                prefix of the full text (the template rewrites earlier turns).
+        """
+        messages = to_messages(conversation)
+        full = self._apply(messages, False)
+        spans = []
+        for index, message in enumerate(messages):
+            if message["role"] != "assistant":
+                continue
+            before = self._apply(messages[:index], True)
+            through = self._apply(messages[: index + 1], False).rstrip()
+            if not (full.startswith(through) and through.startswith(before)):
+                raise TemplateError(
+                    "the chat template is not prefix-preserving (rendering the first turns does "
+                    "not give the start of the whole conversation), so assistant turns cannot be "
+                    "located; pass a training template with --chat-template FILE.jinja"
+                )
+            if len(through) > len(before):
+                spans.append((len(before), len(through)))
+        return Rendered(full, tuple(spans))
+
+
+def trainable_tokens(
+    offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]
+) -> list[bool]:
+    """Per token: does its character range lie inside an assistant span (pure)."""
+    marks = []
+    for start, end in offsets:
+        marks.append(end > start and any(s <= start and end <= e for s, e in spans))
+    return marks
+
+
+def align_labels(
+    plain_ids: Sequence[int], trainable: Sequence[bool], model_ids: Sequence[int]
+) -> tuple[list[int], int]:
+    """Labels for ``model_ids`` (the processor's expanded ids) from the plain tokenization.
+
+    Args:
+        plain_ids: token ids of the rendered text without image expansion.
+        trainable: per plain token, whether it is in the loss.
+        model_ids: the ids the model gets (image placeholders expanded).
+
+    Returns:
+        ``(labels, missing)``: ``labels[j]`` is ``model_ids[j]`` for tokens
+        aligned to a trainable plain token, else :data:`IGNORE_INDEX`;
+        ``missing`` counts trainable plain tokens with no aligned model token
+        (0 for a sound alignment).
+    """
+    labels = [IGNORE_INDEX] * len(model_ids)
+    matcher = difflib.SequenceMatcher(None, list(plain_ids), list(model_ids), autojunk=False)
+    found = 0
+    for block in matcher.get_matching_blocks():
+        for k in range(block.size):
+            if trainable[block.a + k]:
+                labels[block.b + k] = model_ids[block.b + k]
+                found += 1
+    return labels, sum(trainable) - found
+
+
+def load_images(paths: Sequence[Path]) -> list[Any]:
+    """Open images as RGB PIL images (raises ``OSError`` for an unreadable file)."""
+    from PIL import Image
+
+    out = []
+    for path in paths:
+        with Image.open(path) as image:
+            out.append(image.convert("RGB"))
+    return out
+
+
+class Encoder:
+    """Turns rendered conversations into model inputs with assistant-only labels.
+
+    Args:
+        processor: the model's processor (tokenizer + image processor).
+        processor_call: extra keyword arguments for every processor call.
+    """
+
+    def __init__(self, processor: Any, processor_call: dict[str, Any] | None = None) -> None:
+        self.processor = processor
+        self.tokenizer = getattr(processor, "tokenizer", processor)
+        if not getattr(self.tokenizer, "is_fast", False):
+            raise TemplateError(
+                "training needs a fast tokenizer (offsets), this processor has none"
+            )
+        self.processor_call = dict(processor_call or {})
+
+    def plain(self, rendered: Rendered) -> tuple[list[int], list[bool]]:
+        """Token ids of the rendered text (no image expansion) and their trainable marks."""
+        enc = self.tokenizer(rendered.text, add_special_tokens=False, return_offsets_mapping=True)
+        return list(enc["input_ids"]), trainable_tokens(enc["offset_mapping"], rendered.spans)
+
+    def encode(
+        self, rendered: Sequence[Rendered], images: Sequence[Sequence[Path]]
+    ) -> dict[str, Any]:
+        """One padded batch (right padding): the processor's tensors plus ``labels``.
+
+        Raises:
+            ValueError: a trainable token could not be aligned (never silently mislabelled).
+            OSError: an image cannot be read.
+        """
+        import torch
+
+        pictures = [load_images(p) for p in images]
+        call: dict[str, Any] = {
+            "text": [r.text for r in rendered],
+            "return_tensors": "pt",
+            "padding": True,
+            "padding_side": "right",
+            "add_special_tokens": False,
+            **self.processor_call,
+        }
+        if any(pictures):
+            call["images"] = pictures
+        batch = self.processor(**call)
+        input_ids = batch["input_ids"]
+        mask = batch.get("attention_mask")
+        labels = torch.full_like(input_ids, IGNORE_INDEX)
+        for row, item in enumerate(rendered):
+            length = int(mask[row].sum()) if mask is not None else input_ids.shape[1]
+            ids = input_ids[row, :length].tolist()
+            plain_ids, trainable = self.plain(item)
+            row_labels, missing = align_labels(plain_ids, trainable, ids)
+            if missing:
+                raise ValueError(
+                    f"{missing} answer tokens could not be aligned with the model input"
+                )
+            labels[row, :length] = torch.tensor(row_labels, dtype=input_ids.dtype)
+        out = dict(batch)
+        out["labels"] = labels
+        return out
+
+
+class Collator:
+    """``data_collator`` for the trainer: rows carry ``text``, ``spans`` and ``image_paths``."""
+
+    def __init__(self, encoder: Encoder) -> None:
+        self.encoder = encoder
+
+    def __call__(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        rendered = [
+            Rendered(r["text"], tuple((int(s), int(e)) for s, e in r["spans"])) for r in rows
+        ]
+        images = [[Path(p) for p in r["image_paths"]] for r in rows]
+        return self.encoder.encode(rendered, images)
+
+
+__all__ = [
+    "IGNORE_INDEX",
+    "ChatRenderer",
+    "Collator",
+    "Encoder",
+    "Rendered",
+    "TemplateError",
+    "align_labels",
+    "load_images",
+    "to_messages",
+    "trainable_tokens",
+]

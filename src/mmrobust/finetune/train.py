@@ -1,0 +1,546 @@
+"""``run_finetune``: data -> checks -> TRL ``SFTTrainer`` (LoRA via PEFT) -> outputs.
+
+The training loop is TRL's ``SFTTrainer`` (a ``transformers.Trainer``):
+optimizer, cosine schedule with warm-up, gradient accumulation, mixed
+precision, checkpoints, resume, ``accelerate launch`` / DeepSpeed. mmrobust
+adds what the MMR data needs: the family-agnostic assistant-only labels and
+the skip-and-report data checks (:mod:`mmrobust.finetune.collate`), passed as
+a ``data_collator`` with TRL's dataset preparation skipped (TRL's own
+vision collator truncates over-long samples and masks assistant turns only for
+the chat templates it ships patches for).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mmrobust import __version__
+from mmrobust.finetune.collate import IGNORE_INDEX, ChatRenderer, Collator, Encoder, TemplateError
+from mmrobust.finetune.config import TABLE10, FinetuneConfig
+from mmrobust.finetune.data import Conversation, DataReport, Problem, load_training_data
+from mmrobust.finetune.model import (
+    find_parts,
+    freeze_for_full,
+    load_for_training,
+    lora_target_regex,
+    model_identity,
+)
+from mmrobust.finetune.outputs import (
+    card_markdown,
+    complete_checkpoints,
+    loss_rows,
+    plot_loss,
+    write_loss_csv,
+)
+from mmrobust.mmrdata.writers import write_json
+
+CARD = "training_card.json"
+RUN_CONFIG = "run_config.json"
+
+SOURCES = {
+    "learning_rate": "MMR Table 10",
+    "lr_scheduler": "MMR Table 10",
+    "warmup_ratio": "MMR Table 10",
+    "weight_decay": "MMR Table 10",
+    "epochs": "MMR Table 10",
+    "optimizer": "MMR Table 10 (AdamW)",
+    "global_batch": "MMR Table 10",
+    "method": "MMR section 6.1 (LoRA)",
+    "lora_r": "Bunny finetune_lora.sh",
+    "lora_alpha": "Bunny finetune_lora.sh",
+    "lora_dropout": "Bunny train.py",
+    "projector": "Bunny finetune_lora.sh (connector trained in full)",
+    "projector_lr": "Bunny finetune_lora.sh (--mm_projector_lr)",
+    "max_length": "Bunny finetune_lora.sh (--model_max_length)",
+    "save_steps": "Bunny finetune_lora.sh",
+}
+"""Where each default comes from (see :mod:`mmrobust.finetune.config`); overridden values say 'set'."""
+
+
+class FinetuneError(ValueError):
+    """A run that cannot start (one line, with the fix)."""
+
+
+@dataclass
+class FinetuneResult:
+    """What ``run_finetune`` did.
+
+    Attributes:
+        out: the output folder.
+        samples: conversations trained on; ``skipped``: records skipped per reason.
+        steps: optimizer steps done in total.
+        first_loss, final_loss: first and last logged training loss.
+        resumed_from: the checkpoint this run continued from, if any.
+        already_done: the folder already held this finished run (nothing was trained).
+        card: the training card (``training_card.json``).
+    """
+
+    out: Path
+    samples: int
+    skipped: dict[str, int]
+    steps: int
+    first_loss: float | None
+    final_loss: float | None
+    resumed_from: Path | None = None
+    already_done: bool = False
+    card: dict[str, Any] = field(default_factory=dict)
+
+
+def _resolve_dtype(config: FinetuneConfig) -> str:
+    import torch
+
+    if config.dtype != "auto":
+        return config.dtype
+    if config.device != "cpu" and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+        return "bfloat16"
+    return "float32"
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"mmrobust": __version__, "python": platform.python_version()}
+    for name in ("torch", "transformers", "peft", "trl", "accelerate", "deepspeed"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+def _checkpointing(config_cls: Any, enabled: bool) -> dict[str, Any]:
+    """Activation checkpointing under its current name (transformers >= 5.24 renamed it)."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(config_cls)}
+    key = (
+        "activation_checkpointing"
+        if "activation_checkpointing" in names
+        else "gradient_checkpointing"
+    )
+    return {key: enabled}
+
+
+def _run_fingerprint(config: FinetuneConfig, report: DataReport) -> dict[str, Any]:
+    settings = {
+        k: v
+        for k, v in config.fingerprint().items()
+        if k not in ("data", "extra", "images", "save_steps", "logging_steps", "chat_template")
+    }
+    return {
+        "settings": settings,
+        "data": sorted([f.source, f.sha256] for f in report.files),
+        "chat_template": config.chat_template.read_text(encoding="utf-8")
+        if config.chat_template
+        else None,
+    }
+
+
+def prepare_rows(
+    conversations: Sequence[Conversation],
+    renderer: ChatRenderer,
+    encoder: Encoder,
+    max_length: int,
+    problems: list[Problem],
+    *,
+    progress: bool = False,
+) -> list[dict[str, Any]]:
+    """Render and encode each conversation once; keep the trainable ones as dataset rows.
+
+    A sample whose image cannot be read, that is longer than ``max_length``
+    tokens (images included), whose answer tokens cannot be aligned, or that
+    has no answer tokens is appended to ``problems`` and left out; nothing is
+    truncated.
+
+    Raises:
+        TemplateError: the chat template cannot locate assistant turns (all samples would fail).
+    """
+    from rich.progress import track
+
+    rows = []
+    for conversation in track(conversations, description="checking data", disable=not progress):
+        rendered = renderer.render(conversation)
+        try:
+            batch = encoder.encode([rendered], [conversation.images])
+        except OSError as exc:
+            problems.append(Problem("unreadable_image", conversation.id, str(exc).splitlines()[0]))
+            continue
+        except ValueError as exc:
+            problems.append(Problem("unaligned", conversation.id, str(exc).splitlines()[0]))
+            continue
+        n_tokens = int(batch["input_ids"].shape[1])
+        n_labels = int((batch["labels"] != IGNORE_INDEX).sum())
+        if n_tokens > max_length:
+            problems.append(
+                Problem("too_long", conversation.id, f"{n_tokens} tokens > max_length {max_length}")
+            )
+            continue
+        if n_labels == 0:
+            problems.append(Problem("no_answer_tokens", conversation.id, "no answer tokens"))
+            continue
+        rows.append(
+            {
+                "id": conversation.id,
+                "text": rendered.text,
+                "spans": [list(s) for s in rendered.spans],
+                "image_paths": [str(p) for p in conversation.images],
+                "n_tokens": n_tokens,
+                "n_labels": n_labels,
+            }
+        )
+    return rows
+
+
+def _trainer_class() -> Any:
+    from trl import SFTTrainer
+
+    class MMRTrainer(SFTTrainer):  # type: ignore[misc]
+        """``SFTTrainer`` with a separate learning rate for a fully trained connector (as Bunny does)."""
+
+        projector_prefix: str | None = None
+        projector_lr: float | None = None
+
+        def create_optimizer(self, model: Any = None) -> Any:
+            optimizer = super().create_optimizer(model)
+            prefix, lr = self.projector_prefix, self.projector_lr
+            if prefix is None or lr is None:
+                return optimizer
+            target: Any = model if model is not None else self.model
+            names = {id(p): n for n, p in target.named_parameters()}
+            for group in list(optimizer.param_groups):
+                moved = [p for p in group["params"] if f"{prefix}." in names.get(id(p), "")]
+                if not moved:
+                    continue
+                keep = [p for p in group["params"] if all(p is not m for m in moved)]
+                group["params"] = keep
+                settings = {k: v for k, v in group.items() if k != "params"}
+                optimizer.add_param_group({**settings, "params": moved, "lr": lr})
+                if not keep:
+                    optimizer.param_groups.remove(group)
+            return optimizer
+
+    return MMRTrainer
+
+
+def _merge_saved(config: FinetuneConfig, out: Path, say: Callable[[str], None]) -> None:
+    """Write ``out/merged`` from the saved adapter (one process; after a multi-GPU run)."""
+    from mmrobust.models._adapter import apply_adapter
+
+    model, processor = load_for_training(
+        config.model_id, dtype=_resolve_dtype(config), revision=config.revision,
+        trust_remote_code=config.trust_remote_code, processor_kwargs=config.processor_kwargs,
+    )  # fmt: skip
+    apply_adapter(model, out).save_pretrained(str(out / "merged"))
+    processor.save_pretrained(str(out / "merged"))
+    say(f"wrote {out / 'merged'}")
+
+
+def run_finetune(
+    config: FinetuneConfig,
+    *,
+    progress: bool = True,
+    callbacks: Sequence[Any] = (),
+    log: Callable[[str], None] | None = None,
+) -> FinetuneResult:
+    """Fine-tune ``config.model`` on the composed data; write the outputs to ``config.out``.
+
+    Re-running the same call resumes from the last complete checkpoint in
+    ``out/checkpoints``; a folder that already holds the finished run returns
+    at once (``already_done``).
+
+    Args:
+        config: the run's settings.
+        progress: show a progress bar (steps, loss, tokens/s).
+        callbacks: extra ``transformers.TrainerCallback`` objects.
+        log: where one-line messages go (default: stderr).
+
+    Returns:
+        :class:`FinetuneResult`.
+
+    Raises:
+        FileNotFoundError: a data file does not exist.
+        FinetuneError: the settings conflict with the folder's earlier run, no sample
+            is trainable, or the model cannot be trained (no chat template, no
+            language model); one line each.
+        ImportError: the ``train`` extra is not installed.
+    """
+    say = log or (lambda message: print(message, file=sys.stderr))
+    try:
+        import torch
+        from peft import LoraConfig
+        from trl import SFTConfig
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError(
+            f"finetune needs the train extra: pip install 'mmrobust[train]' ({exc})"
+        ) from exc
+    from datasets import Dataset
+    from transformers import PrinterCallback
+    from transformers import ProgressCallback as HFProgress
+
+    from mmrobust.finetune.callbacks import LossLogCallback, ProgressCallback
+
+    started = time.monotonic()
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    checkpoints = out / "checkpoints"
+    main_process = os.environ.get("RANK", "0") == "0"  # under accelerate/torchrun: write once
+
+    conversations, report = load_training_data(
+        config.data,
+        config.extra,
+        images=config.images,
+        composition=config.composition,
+        rounds=config.rounds,
+        polarity=config.polarity,
+    )
+    fingerprint = _run_fingerprint(config, report)
+    previous = out / RUN_CONFIG
+    if previous.is_file() and config.resume:
+        import json
+
+        earlier = json.loads(previous.read_text(encoding="utf-8"))
+        if earlier != fingerprint:
+            changed = sorted(
+                k
+                for k in set(earlier.get("settings", {})) | set(fingerprint["settings"])
+                if earlier.get("settings", {}).get(k) != fingerprint["settings"].get(k)
+            )
+            if earlier.get("data") != fingerprint["data"]:
+                changed.append("data files")
+            raise FinetuneError(
+                f"{out} holds a run with other settings ({', '.join(changed) or 'chat template'}); "
+                "use a new --out, or --no-resume to start over there"
+            )
+        card_path = out / CARD
+        if card_path.is_file():
+            card = json.loads(card_path.read_text(encoding="utf-8"))
+            if card.get("status") == "finished":
+                say(f"{out} already holds this finished run; nothing to train")
+                if config.merge and config.method == "lora" and not (out / "merged").is_dir():
+                    _merge_saved(config, out, say)
+                result = card["result"]
+                return FinetuneResult(
+                    out, card["data"]["trained"], card["data"]["skipped"], result["steps"],
+                    result["first_loss"], result["final_loss"], None, True, card,
+                )  # fmt: skip
+    if main_process:
+        if not config.resume:
+            shutil.rmtree(checkpoints, ignore_errors=True)
+            (out / CARD).unlink(missing_ok=True)
+        write_json(previous, fingerprint)
+
+    dtype = _resolve_dtype(config)
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    accumulation = config.accumulation(world_size)
+    args = SFTConfig(
+        output_dir=str(checkpoints),
+        per_device_train_batch_size=config.per_device_batch,
+        gradient_accumulation_steps=accumulation,
+        learning_rate=config.learning_rate,
+        lr_scheduler_type=config.lr_scheduler,
+        warmup_steps=config.warmup_ratio,  # a float in [0, 1) is a ratio of the total steps
+        weight_decay=config.weight_decay,
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps,
+        optim=config.optimizer,
+        seed=config.seed,
+        data_seed=config.seed,
+        bf16=dtype == "bfloat16",
+        fp16=dtype == "float16",
+        use_cpu=config.device == "cpu",
+        logging_steps=config.logging_steps,
+        save_strategy="steps",
+        save_steps=config.save_steps,
+        save_total_limit=config.save_total_limit,
+        report_to="none",
+        disable_tqdm=True,
+        remove_unused_columns=False,
+        dataset_kwargs={"skip_prepare_dataset": True},
+        max_length=None,
+        packing=False,
+        completion_only_loss=False,
+        include_num_input_tokens_seen="non_padding",
+        dataloader_num_workers=config.num_workers,
+        deepspeed=str(config.deepspeed) if config.deepspeed else None,
+        **_checkpointing(SFTConfig, config.gradient_checkpointing),
+    )  # created before the model, so DeepSpeed ZeRO-3 can partition it while loading
+
+    model, processor = load_for_training(
+        config.model_id,
+        dtype=dtype,
+        revision=config.revision,
+        trust_remote_code=config.trust_remote_code,
+        processor_kwargs=config.processor_kwargs,
+    )
+    if config.chat_template is not None:
+        processor.chat_template = config.chat_template.read_text(encoding="utf-8")
+    tokenizer = processor.tokenizer
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    try:
+        renderer = ChatRenderer(processor)
+        encoder = Encoder(processor)
+        rows = prepare_rows(
+            conversations, renderer, encoder, config.max_length, report.problems,
+            progress=progress and main_process,
+        )  # fmt: skip
+    except TemplateError as exc:
+        raise FinetuneError(f"finetune: {config.model_id}: {exc}") from None
+    if main_process:
+        problems = [vars(p) for p in report.problems]
+        write_json(out / "data_report.json", {**report.summary(), "problems": problems})
+    counts = report.counts()
+    if counts:
+        say(
+            f"skipped {sum(counts.values())} records: {counts} (details in {out / 'data_report.json'})"
+        )
+    if not rows:
+        raise FinetuneError(f"no trainable samples in the data (skipped: {counts})")
+
+    parts = find_parts(model)
+    trains_projector = config.projector == "full" and parts.projector is not None
+    peft_config = None
+    if config.method == "lora":
+        peft_config = LoraConfig(
+            r=config.lora_r,
+            lora_alpha=config.lora_alpha,
+            lora_dropout=config.lora_dropout,
+            target_modules=lora_target_regex(model, parts, config.projector == "lora"),
+            modules_to_save=[parts.projector] if trains_projector and parts.projector else None,
+            task_type="CAUSAL_LM",
+        )
+    else:
+        freeze_for_full(model, parts, config.projector != "frozen")
+
+    trainer_cls = _trainer_class()
+    trainer_cls.projector_prefix = parts.projector if trains_projector else None
+    trainer_cls.projector_lr = config.projector_lr
+    loss_csv = out / "loss.csv"
+    trainer = trainer_cls(
+        model=model,
+        args=args,
+        data_collator=Collator(encoder),
+        train_dataset=Dataset.from_list(rows),
+        processing_class=processor,
+        peft_config=peft_config,
+        callbacks=[LossLogCallback(loss_csv), *callbacks],
+    )
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(HFProgress)
+    if progress:
+        trainer.add_callback(ProgressCallback())
+    trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in trainer.model.parameters())
+
+    done = complete_checkpoints(checkpoints) if config.resume else []
+    resumed_from = done[-1] if done else None
+    if resumed_from is not None:
+        say(f"resuming from {resumed_from}")
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    trainer.train(resume_from_checkpoint=str(resumed_from) if resumed_from else None)
+
+    trainer.save_model(str(out))
+    main_process = bool(trainer.is_world_process_zero())
+    if main_process:
+        processor.save_pretrained(str(out))
+    if config.merge and config.method == "lora" and main_process:
+        if trainer.is_deepspeed_enabled:  # partitioned weights: merge from the saved adapter
+            say("not merged under DeepSpeed: re-run the same command in one process for OUT/merged")
+        else:
+            merged = trainer.model.merge_and_unload()
+            merged.save_pretrained(str(out / "merged"))
+            processor.save_pretrained(str(out / "merged"))
+
+    history = trainer.state.log_history
+    rows_loss = loss_rows(history)
+    if rows_loss and main_process:
+        write_loss_csv(history, loss_csv)
+        plot_loss(
+            rows_loss,
+            out / "loss.png",
+            f"{config.model_id}: {report.composition}, {len(rows)} samples",
+        )
+    summary: dict[str, Any] = next((e for e in reversed(history) if "train_runtime" in e), {})
+    tokens = int(trainer.state.num_input_tokens_seen or 0)
+    label_tokens = sum(r["n_labels"] for r in rows)
+    peak_gpu = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else None
+    hyper = {
+        **{k: v for k, v in config.fingerprint().items() if k not in ("data", "extra", "images")},
+        "dtype_resolved": dtype,
+        "world_size": world_size,
+        "gradient_accumulation_steps": accumulation,
+        "effective_global_batch": config.per_device_batch * world_size * accumulation,
+        "lora_target_modules": peft_config.target_modules if peft_config else None,
+        "trained_projector": parts.projector if config.projector != "frozen" else None,
+        "language_model": parts.language_model,
+    }
+    defaults = FinetuneConfig.model_fields
+    sources = {
+        k: (
+            SOURCES.get(k, "mmrobust default")
+            if getattr(config, k) == defaults[k].default
+            else "set"
+        )
+        for k in hyper
+        if k in defaults
+    }
+    data_summary = report.summary()
+    card = {
+        "status": "finished",
+        "base": model_identity(config.model_id, model),
+        "method": config.method,
+        "hyperparameters": hyper,
+        "sources": sources,
+        "table10": TABLE10,
+        "data": {**data_summary, "trained": len(rows)},
+        "result": {
+            "steps": trainer.state.global_step,
+            "epochs": trainer.state.epoch,
+            "first_loss": rows_loss[0]["loss"] if rows_loss else None,
+            "final_loss": rows_loss[-1]["loss"] if rows_loss else None,
+            "train_loss": summary.get("train_loss"),
+            "train_runtime_s": summary.get("train_runtime"),
+            "input_tokens_seen": tokens,
+            "input_tokens_per_s": tokens / summary["train_runtime"]
+            if summary.get("train_runtime")
+            else None,
+            "answer_tokens_per_epoch": label_tokens,
+            "trainable_parameters": trainable,
+            "total_parameters": total,
+            "peak_gpu_memory_mib": peak_gpu,
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "wall_s": time.monotonic() - started,
+            "resumed_from": str(resumed_from) if resumed_from else None,
+        },
+        "versions": _versions(),
+        "device": "cuda:" + torch.cuda.get_device_name(0)
+        if torch.cuda.is_available() and config.device != "cpu"
+        else "cpu",
+    }
+    if main_process:
+        write_json(out / CARD, card)
+        (out / "README.md").write_text(card_markdown(card), encoding="utf-8")
+    result = card["result"]
+    return FinetuneResult(
+        out=out,
+        samples=len(rows),
+        skipped=counts,
+        steps=int(result["steps"]),
+        first_loss=result["first_loss"],
+        final_loss=result["final_loss"],
+        resumed_from=resumed_from,
+        card=card,
+    )
+
+
+__all__ = ["CARD", "FinetuneError", "FinetuneResult", "prepare_rows", "run_finetune"]

@@ -1,0 +1,270 @@
+"""The sample browser's data: one compact JSON document the page renders a page at a time.
+
+Scale: ``index.html`` carries every sample of every run (3 runs x 20,922 clips
+is 12.5 MB, see ``benchmarks/report_scale.py``), never an image. The page
+script filters all samples in memory and builds the DOM for one page of cards
+(50 by default), so the browser stays responsive at any size. Thumbnail strips
+are JPEG files beside the page, drawn for at most ``max_thumbs`` samples (the
+first ones of each dataset, taken in turn) within a time budget, and loaded
+lazily; a card without one says so.
+
+Document layout (``payload``):
+
+* ``runs``: ``[{"label", "dataset", "benchmark", "frames", "text_only"}]``;
+* ``prompts``: distinct prompt texts (a row points at one by index);
+* ``samples``: one object per (dataset, sample id):
+  ``id``, ``d`` (dataset), ``b`` (benchmark), ``t`` (type or category), ``k`` (task),
+  ``p`` (polarity), ``a`` (truth, "A. Yes"), ``m`` (media path), ``v`` (1: a video),
+  ``th`` (thumbnail, relative), ``te`` (why there is none), ``n`` (frames in the
+  clip), ``w`` (tamper window ``[start, end)``), ``fs`` (distinct frame-index
+  lists), ``r`` (answers).
+* an answer: ``[run, raw, letter, status, correct, error, covered, pred_type,
+  pred_window, frames (index into fs or -1), prompt (index into prompts)]``.
+
+Every string in it comes from a model, a file or the user; the page only ever
+puts them in the DOM as text (``textContent``), and :func:`script_json` escapes
+``<`` so the document cannot close its ``<script>`` element.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mmrobust.datasets.schema import Sample
+from mmrobust.prompts import PromptConfig, build_prompt
+from mmrobust.report.thumbs import Strip, ThumbJob, write_strips
+from mmrobust.status import Status
+from mmrobust.store import StoredRow
+
+MAX_THUMBS = 400
+"""Default number of samples that get a thumbnail (clips and images)."""
+
+THUMB_SECONDS = 20.0
+"""Default time budget for drawing thumbnails (a re-run reuses the strips already drawn)."""
+
+RAW_TEXT_BUDGET = 12_000_000
+"""Characters of raw model replies the page may carry in all; long replies are cut (head … tail)."""
+
+N_FRAMES_KEYS = ("frames_output", "n_frames", "frame_count")
+"""``Sample.meta`` keys that give a clip's frame count (manifest, released layout)."""
+
+
+@dataclass
+class BrowserRun:
+    """One run as the browser sees it.
+
+    Attributes:
+        label: display label (unique within its dataset).
+        dataset: dataset display name.
+        benchmark: ``tamper``, ``mmr`` or ``generic``.
+        info: ``run.json`` (the prompt configuration is read from it).
+        rows: the stored rows.
+        frames: how the model was shown media (``metrics.json``'s ``run.frames``).
+        text_only: the run sent no media.
+    """
+
+    label: str
+    dataset: str
+    benchmark: str
+    info: Mapping[str, Any]
+    rows: Sequence[StoredRow] = field(default_factory=list)
+    frames: str = ""
+    text_only: bool = False
+
+
+def _prompt_config(info: Mapping[str, Any]) -> PromptConfig:
+    cfg = info.get("config", {})
+    official = bool(cfg.get("official"))
+    return PromptConfig(
+        template=cfg.get("prompt"),
+        option_style="vlmevalkit" if official else cfg.get("option_style", "paper"),
+        permute=int(cfg.get("permute", 0) or 0),
+        official=official,
+    )
+
+
+def prompt_text(sample: Sample, config: PromptConfig) -> str:
+    """The prompt a row was sent, as one text: system message, user turn, assistant prefill."""
+    try:
+        p = build_prompt(sample, config)
+    except ValueError as exc:  # a sample the template cannot render (shown, not raised)
+        return f"(prompt could not be rebuilt: {exc})"
+    parts = []
+    if p.system:
+        parts.append(f"[system] {p.system}")
+    parts.append(p.text)
+    if p.assistant_prefill:
+        parts.append(f"[assistant prefill] {p.assistant_prefill}")
+    return "\n".join(parts)
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` if at most ``limit`` characters, else its head and tail around ``…``."""
+    if len(text) <= limit:
+        return text
+    head = max(1, limit * 3 // 5)
+    tail = max(1, limit - head)
+    return f"{text[:head]} … [{len(text) - head - tail} characters cut] … {text[-tail:]}"
+
+
+def _n_frames(sample: Sample) -> int | None:
+    for key in N_FRAMES_KEYS:
+        v = sample.meta.get(key)
+        if isinstance(v, int) and v > 0:
+            return v
+    return None
+
+
+def _thumb_order(keys: Sequence[tuple[str, str]], budget: int) -> list[tuple[str, str]]:
+    """The first ``budget`` keys taking each dataset's samples in turn (datasets in order)."""
+    per: dict[str, list[tuple[str, str]]] = {}
+    for k in keys:
+        per.setdefault(k[0], []).append(k)
+    chosen: list[tuple[str, str]] = []
+    queues = [list(reversed(v)) for v in per.values()]
+    while len(chosen) < budget and any(queues):
+        for q in queues:
+            if q and len(chosen) < budget:
+                chosen.append(q.pop())
+    return chosen
+
+
+def build_payload(
+    runs: Sequence[BrowserRun],
+    out_dir: Path,
+    *,
+    max_thumbs: int = MAX_THUMBS,
+    thumb_seconds: float | None = THUMB_SECONDS,
+) -> dict[str, Any]:
+    """The browser's JSON document for ``runs``; draws the thumbnails into ``out_dir/thumbs``
+    (at most ``max_thumbs``, within ``thumb_seconds``; ``None``: no time limit).
+
+    Samples are ordered tamper first, then MMR, then the rest; within a benchmark
+    by dataset and sample id (so a source's original and tampered clips sit together).
+    """
+    by_key: dict[tuple[str, str], list[tuple[int, StoredRow]]] = {}
+    for ri, run in enumerate(runs):
+        for row in run.rows:
+            by_key.setdefault((run.dataset, row.sample.id), []).append((ri, row))
+    rank = {"tamper": 0, "mmr": 1}
+    keys = sorted(by_key, key=lambda k: (rank.get(by_key[k][0][1].sample.benchmark, 2), k[0], k[1]))
+    media_keys = [k for k in keys if by_key[k][0][1].sample.video or by_key[k][0][1].sample.image]
+    jobs: list[ThumbJob] = []
+    job_keys: list[tuple[str, str]] = []
+    for k in _thumb_order(media_keys, max(0, max_thumbs)):
+        s = by_key[k][0][1].sample
+        path = Path(s.video or s.image or "")
+        if not path.exists():
+            continue
+        kind = "video" if s.video is not None else "image"
+        jobs.append(ThumbJob(path, kind, window=s.window, n_frames=_n_frames(s)))
+        job_keys.append(k)
+    strips: dict[tuple[str, str], Strip] = dict(
+        zip(job_keys, write_strips(jobs, out_dir, seconds=thumb_seconds), strict=True)
+    )
+
+    configs = [_prompt_config(run.info) for run in runs]
+    prompts: dict[str, int] = {}
+    prompt_ids: dict[tuple[Any, ...], int] = {}
+    n_answers = sum(len(v) for v in by_key.values())
+    raw_limit = max(160, min(4000, RAW_TEXT_BUDGET // max(1, n_answers)))
+    samples = []
+    for k in keys:
+        pairs = by_key[k]
+        s = pairs[0][1].sample
+        strip = strips.get(k)
+        n_frames = _n_frames(s) or (strip.n_frames if strip and strip.file else None)
+        frame_lists: list[list[int]] = []
+        answers = []
+        for ri, row in pairs:
+            rs = row.sample
+            pkey = (ri, rs.benchmark, rs.prompt, rs.question, tuple(rs.options.items()), rs.answer)
+            pi = prompt_ids.get(pkey)
+            if pi is None:  # one template serves every clip of a run: built once
+                pi = prompt_ids[pkey] = prompts.setdefault(
+                    prompt_text(rs, configs[ri]), len(prompts)
+                )
+            fi = -1
+            if row.frame_indices:
+                idx = list(row.frame_indices)
+                if idx not in frame_lists:
+                    frame_lists.append(idx)
+                fi = frame_lists.index(idx)
+            pw = row.extra.get("pred_window")
+            answers.append(
+                [
+                    ri,
+                    shorten(row.raw_text, raw_limit),
+                    row.letter or "",
+                    row.status.value,
+                    int(row.status is Status.OK and row.letter == row.answer),
+                    row.error or "",
+                    None if row.window_covered is None else int(row.window_covered),
+                    row.extra.get("pred_type") or "",
+                    [int(pw["start_frame"]), int(pw["end_frame"])]
+                    if isinstance(pw, Mapping)
+                    else None,
+                    fi,
+                    pi,
+                ]
+            )
+        truth = pairs[0][1]
+        samples.append(
+            {
+                "id": s.id,
+                "d": k[0],
+                "b": s.benchmark,
+                "t": s.tamper_type or s.category or "",
+                "k": s.task or "",
+                "p": s.polarity or "",
+                "a": f"{truth.answer}. {truth.options.get(truth.answer, '')}",
+                "m": str(s.video or s.image or ""),
+                "v": int(s.video is not None),
+                "th": strip.file if strip else "",
+                "te": strip.error if strip and strip.error else "",
+                "n": n_frames,
+                "w": [s.window.start_frame, s.window.end_frame] if s.window else None,
+                "fs": frame_lists,
+                "r": answers,
+            }
+        )
+    return {
+        "runs": [
+            {
+                "label": r.label,
+                "dataset": r.dataset,
+                "benchmark": r.benchmark,
+                "frames": r.frames,
+                "text_only": r.text_only,
+            }
+            for r in runs
+        ],
+        "prompts": list(prompts),
+        "samples": samples,
+        "max_thumbs": max_thumbs,
+        "thumb_seconds": thumb_seconds,
+        "raw_limit": raw_limit,
+    }
+
+
+def script_json(payload: Mapping[str, Any]) -> str:
+    """``payload`` as JSON safe inside ``<script type="application/json">`` (``<``, ``>``, ``&``
+    escaped as ``\\u003c`` ..., so no text can end the element)."""
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+__all__ = [
+    "MAX_THUMBS",
+    "RAW_TEXT_BUDGET",
+    "THUMB_SECONDS",
+    "BrowserRun",
+    "build_payload",
+    "prompt_text",
+    "script_json",
+    "shorten",
+]

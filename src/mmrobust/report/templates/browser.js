@@ -1,0 +1,230 @@
+// The sample browser. Data: the JSON in #browser-data (see mmrobust/report/browser.py).
+// Filters run over every sample in memory; only one page of cards is in the DOM.
+// Every string from the data goes into the page as text (textContent), never as HTML.
+(function () {
+  "use strict";
+  var t0 = performance.now();
+  var data = JSON.parse(document.getElementById("browser-data").textContent);
+  document.body.setAttribute("data-parse-ms", Math.round(performance.now() - t0));
+  var runs = data.runs, prompts = data.prompts, samples = data.samples;
+  var $ = function (id) { return document.getElementById(id); };
+  var fType = $("f-type"), fRun = $("f-run"), fCorrect = $("f-correct"), fStatus = $("f-status"),
+      fId = $("f-id"), fSize = $("f-size"), count = $("count"), cards = $("cards"),
+      pageInfo = $("page-info"), prev = $("prev"), next = $("next");
+  var page = 0, matches = [];
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) { e.className = cls; }
+    if (text !== undefined && text !== null) { e.textContent = String(text); }
+    return e;
+  }
+  function option(select, value, text) {
+    var o = el("option", null, text);
+    o.value = value;
+    select.appendChild(o);
+  }
+  // Ids such as "attribute/number/04" or "bigbuckbunny__dropping" break only after / or _.
+  function idNode(id) {
+    var span = el("span", "id"), parts = String(id).split(/([\/_])/);
+    parts.forEach(function (p) {
+      span.appendChild(document.createTextNode(p));
+      if (p === "/" || p === "_") { span.appendChild(document.createElement("wbr")); }
+    });
+    return span;
+  }
+  function statusGroup(s) { return s === "ok" || s === "parse_fail" ? s : "error"; }
+  function runName(i) { return runs[i].label + " · " + runs[i].dataset; }
+
+  // Filter options: types in order of first appearance, runs labelled with their dataset.
+  var types = [];
+  samples.forEach(function (s) { if (s.t && types.indexOf(s.t) < 0) { types.push(s.t); } });
+  types.forEach(function (t) { option(fType, t, t); });
+  runs.forEach(function (r, i) { option(fRun, String(i), runName(i)); });
+
+  function visibleAnswers(s) {
+    var run = fRun.value, correct = fCorrect.value, status = fStatus.value;
+    return s.r.filter(function (a) {
+      return (!run || String(a[0]) === run) &&
+        (!correct || (a[4] ? "correct" : "incorrect") === correct) &&
+        (!status || statusGroup(a[3]) === status);
+    });
+  }
+  function filter() {
+    var type = fType.value, q = fId.value.trim().toLowerCase();
+    matches = [];
+    samples.forEach(function (s) {
+      if (type && s.t !== type) { return; }
+      if (q && s.id.toLowerCase().indexOf(q) < 0) { return; }
+      var shown = visibleAnswers(s);
+      if (shown.length) { matches.push([s, shown]); }
+    });
+  }
+
+  function pct(i, n) { return (100 * i / Math.max(1, n)).toFixed(3) + "%"; }
+  function track(row) {
+    var t = el("div", "tl-track");
+    row.appendChild(t);
+    return t;
+  }
+  function tlRow(box, label, title) {
+    var row = el("div", "tl-row");
+    var lab = el("span", "tl-label", label);
+    lab.title = title || label;
+    row.appendChild(lab);
+    box.appendChild(row);
+    return track(row);
+  }
+  function timeline(s, shown) {
+    var n = s.n, box = el("div", "tl");
+    if (s.w) {
+      var t = tlRow(box, "tamper window", "frames [" + s.w[0] + ", " + s.w[1] + ")");
+      if (s.w[1] === s.w[0]) {  // a dropping seam: the frames around it were not adjacent
+        var seam = el("div", "tl-seam");
+        seam.style.left = pct(s.w[0], n);
+        seam.title = "frames dropped here: cut between frames " + (s.w[0] - 1) + " and " + s.w[0];
+        t.appendChild(seam);
+        var lab = el("span", "tl-seam-label", "cut at frame " + s.w[0]);
+        lab.style.left = pct(s.w[0], n);
+        t.appendChild(lab);
+      } else {
+        var win = el("div", "tl-win");
+        win.style.left = pct(s.w[0], n);
+        win.style.width = pct(s.w[1] - s.w[0], n);
+        win.title = "tamper window: frames " + s.w[0] + "-" + (s.w[1] - 1);
+        t.appendChild(win);
+      }
+    }
+    shown.forEach(function (a) {
+      var pw = a[8];
+      if (!pw) { return; }
+      var t = tlRow(box, runs[a[0]].label + ": predicted", runName(a[0]) + ": predicted window");
+      var p = el("div", "tl-pred");
+      p.style.left = pct(pw[0], n);
+      p.style.width = pct(Math.max(0, pw[1] - pw[0]), n);
+      p.title = runs[a[0]].label + ": predicted window, frames " + pw[0] + "-" + pw[1];
+      t.appendChild(p);
+    });
+    shown.forEach(function (a) {
+      if (a[9] < 0) { return; }
+      var idx = s.fs[a[9]];
+      var t = tlRow(box, runs[a[0]].label + ": frames shown", runName(a[0]) + ": " + idx.length +
+                    " frames shown: " + idx.join(", "));
+      idx.forEach(function (i) {
+        var k = el("div", "tl-tick");
+        k.style.left = pct(i + 0.5, n);
+        k.title = runs[a[0]].label + ": frame " + i;
+        t.appendChild(k);
+      });
+    });
+    if (!box.childNodes.length) { return null; }
+    var axis = el("div", "tl-axis");
+    axis.appendChild(el("span", null, "frame 0"));
+    axis.appendChild(el("span", null, n + " frames"));
+    box.appendChild(axis);
+    return box;
+  }
+  function promptBlock(s, shown) {
+    var box = el("div", "prompt"), distinct = [];
+    shown.forEach(function (a) { if (distinct.indexOf(a[10]) < 0) { distinct.push(a[10]); } });
+    distinct.forEach(function (pi) {
+      var who = shown.filter(function (a) { return a[10] === pi; })
+        .map(function (a) { return runs[a[0]].label; });
+      var d = el("details");
+      d.open = s.b !== "tamper";  // one tamper prompt serves every clip: folded
+      var sum = el("summary", null, distinct.length === 1 ? "Prompt sent" :
+                   "Prompt sent to " + who.join(", "));
+      d.appendChild(sum);
+      d.appendChild(el("pre", null, prompts[pi]));
+      box.appendChild(d);
+    });
+    return box;
+  }
+  function answersTable(shown) {
+    var table = el("table", "ans"), head = el("tr");
+    ["model", "raw answer", "letter", "status", ""].forEach(function (h) { head.appendChild(el("th", null, h)); });
+    table.appendChild(head);
+    shown.forEach(function (a) {
+      var tr = el("tr");
+      tr.setAttribute("data-run", String(a[0]));
+      tr.appendChild(el("td", null, runs[a[0]].label));
+      var raw = el("td", "raw", a[1]);
+      if (a[5]) { raw.appendChild(el("span", "warn", " [" + a[5] + "]")); }
+      tr.appendChild(raw);
+      tr.appendChild(el("td", null, a[2] || "–"));
+      var st = el("td", null, a[3]);
+      if (a[6] === 0) {
+        var w = el("span", "warn", " (window not shown)");
+        w.title = "no frame shown to the model lies inside the tamper window";
+        st.appendChild(w);
+      }
+      if (a[7]) { st.appendChild(document.createTextNode(" · " + a[7])); }
+      tr.appendChild(st);
+      tr.appendChild(el("td", a[4] ? "correct" : "incorrect", a[4] ? "✓" : "✗"));
+      table.appendChild(tr);
+    });
+    return table;
+  }
+  function card(s, shown) {
+    var c = el("div", "card"), head = el("div", "head"), tags = el("span");
+    c.setAttribute("data-type", s.t);
+    head.appendChild(idNode(s.id));
+    tags.appendChild(el("span", "tag data", s.d));
+    if (s.t) { tags.appendChild(el("span", "tag" + (s.t === "original" ? " original" : ""), s.t)); }
+    if (s.k) { tags.appendChild(el("span", "tag", s.k)); }
+    if (s.p) { tags.appendChild(el("span", "tag", s.p)); }
+    tags.appendChild(el("span", "tag", "truth: " + s.a));
+    head.appendChild(tags);
+    c.appendChild(head);
+    if (s.th) {
+      var strip = el("div", "strip"), img = el("img", s.v ? "" : "still");
+      img.loading = "lazy";
+      img.src = s.th;
+      img.alt = "frames of " + s.m;
+      strip.appendChild(img);
+      c.appendChild(strip);
+    } else if (s.m) {
+      c.appendChild(el("p", "nothumb", s.te ? "media unreadable: " + s.te :
+        "no thumbnail (the report draws at most " + data.max_thumbs +
+        (data.thumb_seconds ? " within " + data.thumb_seconds + " s" : "") +
+        "; mmrobust report --thumbs N --thumb-seconds S): " + s.m));
+    }
+    if (s.v && s.n && (s.w || shown.some(function (a) { return a[8] || a[9] >= 0; }))) {
+      var tl = timeline(s, shown);
+      if (tl) { c.appendChild(tl); }
+    }
+    c.appendChild(promptBlock(s, shown));
+    c.appendChild(answersTable(shown));
+    return c;
+  }
+
+  function render() {
+    var size = parseInt(fSize.value, 10) || 50, pages = Math.max(1, Math.ceil(matches.length / size));
+    page = Math.min(page, pages - 1);
+    cards.textContent = "";
+    var frag = document.createDocumentFragment();
+    matches.slice(page * size, (page + 1) * size).forEach(function (m) { frag.appendChild(card(m[0], m[1])); });
+    cards.appendChild(frag);
+    count.textContent = matches.length + " of " + samples.length + " samples";
+    pageInfo.textContent = "page " + (page + 1) + " of " + pages;
+    prev.disabled = page === 0;
+    next.disabled = page >= pages - 1;
+  }
+  function update() {  // data-ms: how long filtering every sample and drawing a page took
+    var t = performance.now();
+    page = 0; filter(); render();
+    count.setAttribute("data-ms", Math.round(performance.now() - t));
+  }
+  [fType, fRun, fCorrect, fStatus, fSize].forEach(function (e) { e.addEventListener("change", update); });
+  fId.addEventListener("input", update);
+  prev.addEventListener("click", function () { page -= 1; render(); window.scrollTo(0, cards.offsetTop - 120); });
+  next.addEventListener("click", function () { page += 1; render(); window.scrollTo(0, cards.offsetTop - 120); });
+
+  var pub = $("show-published");
+  if (pub) {
+    var sync = function () { document.body.classList.toggle("hide-published", !pub.checked); };
+    pub.addEventListener("change", sync);
+    sync();
+  }
+  update();
+}());

@@ -493,6 +493,7 @@ def test_letter_baselines_sit_at_chance_on_a_balanced_set(tmp_path: Path, model:
     assert m["chance"]["accuracy"] == pytest.approx(1 / k)
     # derived detection: "Yes" with probability (k-1)/k -> F1 per type 2E/(3E+1)
     e = k - 1
+    assert m["chance"]["detection_f1"] == pytest.approx(2 * e / (3 * e + 1))
     assert abs(m["detection"]["f1"]["overall"] - 2 * e / (3 * e + 1)) < 0.03
 
     when = load(write_manifest(tmp_path / "when", balanced_when(n_sources)))

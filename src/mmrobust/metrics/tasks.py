@@ -21,7 +21,8 @@ scikit-learn's ``classification_report``):
   the ``detect`` task's F1 per type and macro F1 on the same clips;
 * ``chance``: what a uniform random guess over the ``K`` options scores in
   expectation (accuracy and balanced accuracy ``1/K``; per-class F1
-  ``2 p / (K p + 1)`` for a class of share ``p``), and the majority-class accuracy.
+  ``2 p / (K p + 1)`` for a class of share ``p``; the derived detection F1,
+  :func:`chance_detection_f1`), and the majority-class accuracy.
 
 Failed answers follow the tamper convention: by default (``failures="exclude"``)
 left out of the matrices and reported as ``parse_fail_rate`` / ``error_rate``;
@@ -174,6 +175,21 @@ def chance(labels: Sequence[str], support: Sequence[int], n_options: int) -> dic
     }
 
 
+def chance_detection_f1(records: Sequence[ScoredRecord], n_options: int) -> float | None:
+    """Derived detection F1 (macro over tamper types) of a uniform guess over ``n_options``
+    options, one of which means "not tampered": it says "Yes" with probability
+    ``q = (K - 1) / K``, so a type with ``t`` clips beside ``o`` originals expects
+    ``F1 = 2 t q / (t (1 + q) + o q)`` (ratio of the expected counts; ``2(K-1) / (3K - 2)`` when
+    ``t == o``: 62.5% for ``K = 6``)."""
+    if n_options < 2:
+        return None
+    counts = Counter(normalise_type(r.tamper_type) for r in records)
+    o = counts.pop(TAMPER_ORIGINAL, 0)
+    q = (n_options - 1) / n_options
+    f1 = [2 * t * q / (t * (1 + q) + o * q) for t in counts.values() if t]
+    return float(np.mean(f1)) if f1 else None
+
+
 def _rates(rows: Sequence[ScoredRecord]) -> dict[str, Any]:
     n = len(rows)
     return {
@@ -297,7 +313,10 @@ def multiclass_metrics(
         "per_class": per_class(matrix, labels),
         "confusion": {"labels": labels, "columns": columns, "matrix": matrix.tolist()},
         "detection": _detection(rows, negative, failures, n_resamples, seed),
-        "chance": chance(labels, [int(v) for v in matrix.sum(axis=1)], n_options),
+        "chance": {
+            **chance(labels, [int(v) for v in matrix.sum(axis=1)], n_options),
+            "detection_f1": chance_detection_f1([r for r, _ in scored], n_options),
+        },
         "degenerate": _degenerate(pairs),
         **_rates(rows),
         "failures": failures,
@@ -419,6 +438,7 @@ def leading_metrics(
 __all__ = [
     "NO_ANSWER",
     "chance",
+    "chance_detection_f1",
     "class_order",
     "confusion_counts",
     "detection_view",

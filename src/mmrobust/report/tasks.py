@@ -124,6 +124,7 @@ def multiclass_table(runs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
             "Balanced acc.": rounded_pct(chance["balanced_accuracy"]),
             "Macro-F1": rounded_pct(chance["macro_f1"]),
             **{f"Recall {_head(c)}": rounded_pct(1 / k) for c in classes},
+            "Detection F1": rounded_pct(chance.get("detection_f1")),
         }
         rows.append(row)
     frame = pd.DataFrame(rows)

@@ -484,7 +484,7 @@ def test_letter_baselines_sit_at_chance_on_a_balanced_set(tmp_path: Path, model:
     """``random`` and ``constant:A`` (a fixed letter over seeded option orders) are uniform
     guesses: their scores lie within 4 standard errors of the analytic chance values."""
     k = len(FIVE) + 1
-    n_sources = 300
+    n_sources = 200
     data = load(write_manifest(tmp_path / "type", balanced(n_sources, FIVE)))
     n = n_sources * k
     m = score_directly(data, "type", model)

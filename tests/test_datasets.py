@@ -75,7 +75,7 @@ def test_manifest_loader(tmp_path: Path) -> None:
     assert len(ds.data_hash) == 64
 
 
-def test_mvtamperbench_layout_resolves_by_unique_name(tmp_path: Path) -> None:
+def test_mvtamperbench_own_task_resolves_by_unique_name(tmp_path: Path) -> None:
     (tmp_path / "json").mkdir()
     (tmp_path / "clevrer" / "video_validation").mkdir(parents=True)
     (tmp_path / "clevrer" / "video_validation" / "v1.mp4").write_bytes(b"x")
@@ -92,7 +92,9 @@ def test_mvtamperbench_layout_resolves_by_unique_name(tmp_path: Path) -> None:
         {"video": "nowhere.mp4", "question": "q?", "candidates": ["Yes", "No"], "answer": "No", "tamper_type": "original"},
         {"video": "x.mp4", "question": "q?", "candidates": ["Yes", "No"], "answer": "Maybe"},
     ]  # fmt: skip
-    (tmp_path / "json" / "action_count.json").write_text(json.dumps(rows))
+    # A task of your own (no known source folder): videos are found by unique file name,
+    # and that is reported (the released tasks: tests/test_released_layout.py).
+    (tmp_path / "json" / "my_task.json").write_text(json.dumps(rows))
     assert detect_format(tmp_path) == "mvtamperbench"
     ds = load_dataset(tmp_path)
     assert len(ds) == 4
@@ -100,8 +102,10 @@ def test_mvtamperbench_layout_resolves_by_unique_name(tmp_path: Path) -> None:
     assert orig.video is not None and orig.video.name == "v1.mp4" and orig.answer == "B"
     assert rot.tamper_type == "rotation" and rot.answer == "A" and rot.group == "v1" == orig.group
     assert rot.meta["position"] == "middle" and rot.meta["duration_s"] == 1.0
-    assert rot.task == "action_count"
+    assert rot.task == "my_task" and rot.meta["original_video"] == str(orig.video)
     assert dup.error and "ambiguous" in dup.error
+    assert any("2 video(s) found by file name" in d for d in ds.defects)
+    assert ds.info["media"]["found_by_name"] == 2 and ds.info["media"]["missing"] == 1
     assert nowhere.error and "not found" in nowhere.error
     assert any("[4]: skipped" in d for d in ds.defects)
 

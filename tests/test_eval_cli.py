@@ -60,7 +60,7 @@ def test_eval_report_end_to_end_on_real_clips(built_set: Path, tmp_path: Path) -
         for r in rows
         if r.sample.tamper_type == "masking"
     )
-    assert any(cache.rglob("*.npz"))
+    assert any(cache.rglob("*.frames"))
 
     no = tmp_path / "no"
     res = runner.invoke(

@@ -10,68 +10,61 @@ from mmrobust.status import Status
 YN = {"A": "Yes", "B": "No"}
 ABCD = {"A": "red", "B": "green", "C": "blue", "D": "yellow"}
 
-# (reply, strict, lenient, official tamper with truth "A", official tamper with truth "B")
-TAMPER_TABLE: list[tuple[str, str | None, str | None, str | None, str | None]] = [
-    ("A", "A", "A", "A", "A"),
-    ("B", "B", "B", "B", "B"),
-    ("a", "A", "A", "A", "A"),
-    (" B\n", "B", "B", "B", "B"),
-    ("(B)", "B", "B", "B", "B"),
-    ("(A)", "A", "A", "A", "A"),
-    ("**A**", "A", "A", "A", "A"),
-    ("**B**.", "B", "B", "B", "B"),
-    ("A.", "A", "A", "A", "A"),
-    ("B)", "B", "B", "B", "B"),
-    ("A) Yes", "A", "A", "A", "A"),
-    ("B) No", "B", "B", "B", "B"),
-    ("B. No", "B", "B", "B", "B"),
-    ("(A) Yes", "A", "A", "A", "A"),
-    ("Answer: B", "B", "B", "B", "B"),
-    ("Answer: (A)", "A", "A", "A", "A"),
-    ("The answer is B.", "B", "B", "B", "B"),
-    ("Best option: (A)", "A", "A", "A", "A"),
-    ("Option B", "B", "B", "B", "B"),
-    ("[A]", "A", "A", "A", "A"),
-    ("Yes", None, "A", "A", "A"),
-    ("No", None, "B", "B", "B"),
-    ("No.", None, "B", "B", "B"),
-    ("yes.", None, "A", "A", "A"),
-    ("Yes, it is tampered", None, "A", "A", "A"),
-    ("No, the video looks natural.", None, "B", "B", "B"),
-    ("The video shows signs of tampering, so yes.", None, "A", "A", "A"),
-    ("I see no signs of tampering; my answer would be no", None, "B", "B", "B"),
-    ("A man walks across the street, so B", None, "B", "A", "A"),  # official: first token "a"
-    ("After checking every frame I pick B", None, "B", "B", "B"),
-    ("I cannot determine this from the frames.", None, None, None, None),
-    ("I'm sorry, I can't help with that.", None, None, None, None),
-    ("", None, None, "A", "B"),  # reference quirk: empty matches every option
-    ("   ", None, None, "A", "B"),
-    (")", None, None, "A", "B"),  # reference quirk: ")" is a substring of "(a)" and "(b)"
-    (") whatever", None, None, "A", "B"),
-    ("A man is walking.", None, None, "A", "A"),  # official first token "a" matches "(a)"
-    ("a) yes", "A", "A", "A", "A"),
-    ("Answer: A or Answer: B", None, None, None, None),
-    ("It could be yes or no", None, None, None, None),
-    ("Yes and no", None, "A", "A", "A"),  # starts with an option text
-    ("The frames look consistent.", None, None, None, None),
-    ("B. No, there is nothing unusual", "B", "B", "B", "B"),
-    ("(B) No.", "B", "B", "B", "B"),
-    ("Answer:B", "B", "B", "B", "B"),
-    ("b.", "B", "B", "B", "B"),
+# (reply, strict, lenient); official tamper decisions: tests/test_reference_parity.py
+TAMPER_TABLE: list[tuple[str, str | None, str | None]] = [
+    ("A", "A", "A"),
+    ("B", "B", "B"),
+    ("a", "A", "A"),
+    (" B\n", "B", "B"),
+    ("(B)", "B", "B"),
+    ("(A)", "A", "A"),
+    ("**A**", "A", "A"),
+    ("**B**.", "B", "B"),
+    ("A.", "A", "A"),
+    ("B)", "B", "B"),
+    ("A) Yes", "A", "A"),
+    ("B) No", "B", "B"),
+    ("B. No", "B", "B"),
+    ("(A) Yes", "A", "A"),
+    ("Answer: B", "B", "B"),
+    ("Answer: (A)", "A", "A"),
+    ("The answer is B.", "B", "B"),
+    ("Best option: (A)", "A", "A"),
+    ("Option B", "B", "B"),
+    ("[A]", "A", "A"),
+    ("Yes", None, "A"),
+    ("No", None, "B"),
+    ("No.", None, "B"),
+    ("yes.", None, "A"),
+    ("Yes, it is tampered", None, "A"),
+    ("No, the video looks natural.", None, "B"),
+    ("The video shows signs of tampering, so yes.", None, "A"),
+    ("I see no signs of tampering; my answer would be no", None, "B"),
+    ("A man walks across the street, so B", None, "B"),
+    ("After checking every frame I pick B", None, "B"),
+    ("I cannot determine this from the frames.", None, None),
+    ("I'm sorry, I can't help with that.", None, None),
+    ("", None, None),  # reference quirk: empty matches every option
+    ("   ", None, None),
+    (")", None, None),  # reference quirk: ")" is a substring of "(a)" and "(b)"
+    (") whatever", None, None),
+    ("A man is walking.", None, None),
+    ("a) yes", "A", "A"),
+    ("Answer: A or Answer: B", None, None),
+    ("It could be yes or no", None, None),
+    ("Yes and no", None, "A"),  # starts with an option text
+    ("The frames look consistent.", None, None),
+    ("B. No, there is nothing unusual", "B", "B"),
+    ("(B) No.", "B", "B"),
+    ("Answer:B", "B", "B"),
+    ("b.", "B", "B"),
 ]
 
 
-@pytest.mark.parametrize(("reply", "strict", "lenient", "off_a", "off_b"), TAMPER_TABLE)
-def test_tamper_reply_table(
-    reply: str, strict: str | None, lenient: str | None, off_a: str | None, off_b: str | None
-) -> None:
-    for mode, expected, kw in (
-        ("strict", strict, {}),
-        ("lenient", lenient, {}),
-        ("official", off_a, {"answer": "A"}),
-        ("official", off_b, {"answer": "B"}),
-    ):
-        got = extract(reply, YN, mode=mode, benchmark="tamper", **kw)
+@pytest.mark.parametrize(("reply", "strict", "lenient"), TAMPER_TABLE)
+def test_tamper_reply_table(reply: str, strict: str | None, lenient: str | None) -> None:
+    for mode, expected in (("strict", strict), ("lenient", lenient)):
+        got = extract(reply, YN, mode=mode, benchmark="tamper")
         assert got.letter == expected, (mode, reply, got)
         assert got.status is (Status.OK if expected else Status.PARSE_FAIL)
         assert got.rule
@@ -81,9 +74,13 @@ def test_table_is_big_enough() -> None:
     assert len(TAMPER_TABLE) >= 40
 
 
-def test_official_tamper_empty_without_truth_is_parse_fail() -> None:
+def test_official_tamper_without_truth() -> None:
     got = extract("", YN, mode="official")
-    assert got.status is Status.PARSE_FAIL and got.rule == "official:first-token-matches-all"
+    assert got.status is Status.PARSE_FAIL and got.rule == "official:empty-reply"
+    got = extract(")", YN, mode="official")  # right for either truth: no single letter
+    assert got.status is Status.PARSE_FAIL and got.rule == "official:matches-every-option"
+    assert extract("b) Yes", YN, mode="official").rule == "official:matches-every-option"
+    assert extract("B", YN, mode="official").letter == "B"
 
 
 # (reply, official MMR, lenient)

@@ -79,7 +79,10 @@ def test_hf_eval_end_to_end_is_deterministic(
     for name in ("a", "b"):
         out = tmp_path / name
         result = _eval(tiny_checkpoint, small_set, out, "--model-arg", "batch_size=2")
-        assert result.exit_code == 0, result.output
+        # A random tiny checkpoint answers noise: when no reply parses, eval exits 1 with the reason.
+        assert result.exit_code == 0 or (
+            result.exit_code == 1 and "no sample could be scored" in result.output
+        ), result.output
         runs.append(stored_rows(out))
     first, second = runs
     assert set(first) == {"bikes", "carphone_pristine"}
@@ -98,7 +101,7 @@ def test_hf_eval_end_to_end_is_deterministic(
 
     # Re-running into the same folder resumes: nothing new is generated.
     again = _eval(tiny_checkpoint, small_set, tmp_path / "a", "--model-arg", "batch_size=2")
-    assert again.exit_code == 0, again.output
+    assert again.exit_code == result.exit_code, again.output
     assert "0 new rows" in again.output
 
 

@@ -25,6 +25,7 @@ def rec(
     options: dict[str, str] | None = None,
     extra: dict[str, object] | None = None,
     covered: bool | None = None,
+    rule: str | None = None,
 ) -> ScoredRecord:
     opts = options or YN
     yes = next(k for k, v in opts.items() if v == "Yes")
@@ -40,6 +41,7 @@ def rec(
         task=task,
         tamper_type=ttype,
         window_covered=covered,
+        rule=rule,
         extra=extra or {},
     )
 
@@ -113,9 +115,46 @@ def test_parse_failures_are_counted_not_scored_as_the_other_class() -> None:
     assert m["parse_fail_rate"] == pytest.approx(2 / 5)
     assert m["error_rate"] == pytest.approx(1 / 5)
     assert pt["parse_fail_rate"] == pytest.approx(1 / 2)
-    # Reference behaviour: a parse failure is a wrong answer (score 0).
+    # Reference behaviour: every failed row is a wrong answer (a parse failure scores 0,
+    # an API failure -1, an empty cell nothing; its F1 step flips all three).
     ref = compute_metrics(rows, "tamper", n_resamples=0, failures="wrong")["per_type"]["masking"]
-    assert (ref["tp"], ref["fn"], ref["fp"], ref["tn"]) == (1, 1, 1, 1)
+    assert (ref["tp"], ref["fn"], ref["fp"], ref["tn"]) == (1, 1, 2, 1)
+
+
+def test_reference_scoring_gives_f1_zero_not_null_when_a_type_all_failed() -> None:
+    rows = [
+        rec("a_m", "masking", "A"),
+        rec("a_r", "rotation", None, status=Status.API_ERROR),
+        rec("b_r", "rotation", None, status=Status.TIMEOUT),
+        rec("a_o", "original", "B"),
+    ]
+    default = compute_metrics(rows, "tamper", n_resamples=0)
+    assert default["f1"]["rotation"] is None and default["f1"]["overall"] is None
+    ref = compute_metrics(rows, "tamper", n_resamples=0, failures="wrong")
+    # rotation: tp 0, fn 2, tn 1 -> F1 0; masking: tp 1, tn 1 -> F1 1; macro mean 0.5
+    assert ref["f1"] == {"masking": 1.0, "rotation": 0.0, "overall": 0.5}
+
+
+def test_official_accuracy_counts_failed_rows_as_right() -> None:
+    """VLMEvalKit get_dimension_rating: a truthy score counts, and -1 / empty are truthy."""
+    rows = [
+        rec("a_m", "masking", "A", task="t1"),  # right
+        rec("b_m", "masking", "B", task="t1"),  # wrong
+        rec("c_m", "masking", None, status=Status.API_ERROR, task="t2"),  # failed: "right"
+        rec("a_o", "original", None, status=Status.PARSE_FAIL, task="t2"),  # wrong (score 0)
+        rec("b_o", "original", None, status=Status.PARSE_FAIL, task="t2", rule="official:empty-reply"),
+    ]  # fmt: skip
+    m = compute_metrics(rows, "tamper", n_resamples=0, failures="wrong", official=True)
+    acc = m["official_accuracy"]
+    assert acc["tamper_type"]["masking"] == {"correct": 2, "total": 3, "accuracy": 66.67}
+    assert acc["tamper_type"]["original"] == {"correct": 1, "total": 2, "accuracy": 50.0}
+    assert acc["task_type"]["t1"] == {"correct": 1, "total": 2, "accuracy": 50.0}
+    assert acc["task_tamper_type"]["t2_original"]["correct"] == 1
+    assert acc["task_type"]["overall"] == {"correct": 3, "total": 5, "accuracy": 60.0}
+    # the F1 counts every one of those failures wrong
+    pt = m["per_type"]["masking"]
+    assert (pt["tp"], pt["fn"], pt["fp"], pt["tn"]) == (1, 2, 2, 0)
+    assert "official_accuracy" not in compute_metrics(rows, "tamper", n_resamples=0)
 
 
 def test_permuted_options_score_the_same() -> None:

@@ -39,6 +39,33 @@ def test_eval_real_file_text_only_constant_a(tmp_path: Path) -> None:
     assert got == [300, 20, 56, 54, 170, 6.67, 73.68]
     assert metrics["defects"][0].startswith("attribute/number/04: both records labelled POS/POS")
     assert metrics["categories"]["Character/Number"]["pairs"] == 40
+    assert metrics["pairing"] == "content" and metrics["run"]["reference"] is None
+
+
+@pytest.mark.skipif(not REAL.is_file(), reason=f"shared MMR data not found at {REAL}")
+@pytest.mark.parametrize("switch", [["--official"], ["--extract", "official"]])
+def test_official_real_file_constant_a_matches_the_reference(
+    tmp_path: Path, switch: list[str]
+) -> None:
+    """The MMR scripts (b85b573, models/calculation.py) on 600 replies "A": UR 20, UF 57.
+
+    They pair records by file position and count both mixed outcomes of the
+    POS/POS pair attribute/number/04 as UF (this pair: positive wrong, leading right).
+    """
+    run = tmp_path / "run"
+    args = ["eval", "--data", str(REAL), "--model", "constant:A", "--text-only", "--out", str(run)]
+    result = CliRunner().invoke(app, [*args, *switch, "-q"])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((run / "metrics.json").read_text())
+    got = [metrics[k] for k in ("pairs", "UR", "UF", "RA", "MR")]
+    assert got == [300, 20, 57, 6.67, 74.03]
+    assert metrics["pairing"] == "position"
+    assert metrics["run"]["reference"]["repo"] == "BAAI-DCAI/Multimodal-Robustness-Benchmark"
+    # rescoring the same replies by content gives the default numbers back
+    again = CliRunner().invoke(app, ["rescore", str(run), "--extract", "lenient"])
+    assert again.exit_code == 0, again.output
+    lenient = json.loads((run / "metrics.json").read_text())
+    assert [lenient[k] for k in ("UR", "UF", "MR")] == [20, 56, 73.68]
 
 
 def test_demo_set_with_images_through_eval_and_report(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -11,7 +12,7 @@ import cv2
 import numpy as np
 import pytest
 
-from mmrobust.datasets import load_dataset
+from mmrobust.datasets import Sample, load_dataset
 from mmrobust.datasets.mmr import (
     CATEGORY_ORDER,
     DEMO_IMAGES,
@@ -105,7 +106,11 @@ def test_pairs_by_id_not_position() -> None:
         "context/activity/01",
         "Activity",
     )
-    assert first.meta == {"record_index": 2, "question_type": "POS"}
+    assert first.meta == {
+        "record_index": 2,
+        "question_type": "POS",
+        "question_raw": records[2]["question"],
+    }
     assert samples[3].category == "Shape" and samples[3].answer == "A"
     assert all(s.benchmark == "mmr" and s.image is None and s.error is None for s in samples)
 
@@ -113,7 +118,7 @@ def test_pairs_by_id_not_position() -> None:
 def test_defects_are_reported_not_fatal() -> None:
     records = [
         _rec("a/b/01", "POS"),
-        _rec("a/b/01", "POS", "C"),  # POS/POS: second becomes the negative
+        _rec("a/b/01", "POS", "C"),  # POS/POS, not a known defect: asked, not paired
         _rec("a/b/02", "NEG"),  # alone
         _rec("a/b/03", "POS"),
         _rec("a/b/03", "NEG", "E"),  # bad ground truth: dropped
@@ -122,12 +127,14 @@ def test_defects_are_reported_not_fatal() -> None:
     ]
     samples, defects = mmr_samples(records, text_only=True)
     by_id = {s.id: s for s in samples}
-    assert by_id["a/b/01#neg"].answer == "C"
-    assert by_id["a/b/01#neg"].meta["question_type"] == "POS"
+    pos_pos = sorted((s for s in samples if s.group == "a/b/01"), key=lambda s: s.answer)
+    assert [s.answer for s in pos_pos] == ["A", "C"]
+    assert all(s.polarity == "positive" and s.id.startswith("a/b/01#pos-") for s in pos_pos)
+    assert pos_pos[0].id != pos_pos[1].id
     assert "a/b/03#neg" not in by_id
     assert by_id["a/b/04#pos"].error is not None  # kept: the runner records data_error
     assert len(defects) == 4
-    assert defects[0].startswith("a/b/01: both records labelled POS/POS")
+    assert defects[0].startswith("a/b/01: both records labelled POS/POS; which one is the leading")
     assert any(d.startswith("a/b/02: only one record") for d in defects)
     assert any("'E' is not an option letter" in d for d in defects)
     assert any(d.startswith("a/b/04#pos: could not find four options") for d in defects)
@@ -140,9 +147,13 @@ def test_real_file_facts() -> None:
     assert all(len(s.options) == 4 and set(s.options) == set("ABCD") for s in data.samples)
     assert len({s.id for s in data.samples}) == 600
     assert data.defects == [
-        "attribute/number/04: both records labelled POS/POS; the first (record 272) is taken "
-        "as the positive question and the second (record 273) as the leading one"
+        "attribute/number/04: both records labelled POS/POS; resolved by content (a known "
+        "defect of the released file): 'Are all five people in total have laptops'... is the "
+        "leading question"
     ]
+    pair = {s.polarity: s for s in data.samples if s.group == "attribute/number/04"}
+    assert pair["positive"].question == "How many people in total have laptops?"
+    assert pair["negative"].answer == "A" and pair["negative"].meta["record_index"] == 273
     polarity = Counter(s.polarity for s in data.samples)
     assert polarity == {"positive": 300, "negative": 300}
     pairs = Counter(s.category for s in data.samples if s.polarity == "positive")
@@ -244,4 +255,47 @@ def test_one_invalid_label_is_decided_by_the_valid_one() -> None:
     samples, defects = mmr_samples(records, text_only=True)
     by_polarity = {s.polarity: s.meta["record_index"] for s in samples}
     assert by_polarity == {"positive": 1, "negative": 0}
-    assert defects[0].startswith("a/b/01: labels WEIRD/POS; the valid label POS decides")
+    assert defects[0].startswith("a/b/01: labels POS/WEIRD; the valid label POS decides")
+
+
+def _without_position(samples: list[Sample]) -> dict[str, Sample]:
+    out = {}
+    for s in samples:
+        meta = {k: v for k, v in s.meta.items() if k != "record_index"}
+        out[s.id] = s.model_copy(update={"meta": meta})
+    return out
+
+
+def test_samples_and_defects_do_not_depend_on_record_order() -> None:
+    records = [
+        _rec("a/b/01", "NEG", "B"),
+        _rec("a/b/01", "POS", "D"),
+        _rec("a/b/02", "POS", "A"),
+        _rec("a/b/02", "POS", "C"),  # unresolvable POS/POS
+        _rec("a/b/03", "POS", "A"),
+        _rec("a/b/03", "NEG", "B"),
+        _rec("a/b/03", "NEG", "C"),  # three records, two NEG: not paired
+        _rec("a/b/04", "XYZ", "A"),
+        _rec("a/b/04", "NEG", "B"),
+        _rec("a/b/05", "POS", "A"),
+        _rec("a/b/05", "NEG", "B"),
+        _rec("a/b/05", "OTHER", "C"),  # three records, one POS and one NEG: those kept
+    ]
+    base, base_defects = mmr_samples(records, text_only=True)
+    assert len(base) == 12 - 1
+    for seed in range(3):
+        shuffled = records[:]
+        random.Random(seed).shuffle(shuffled)
+        samples, defects = mmr_samples(shuffled, text_only=True)
+        assert _without_position(samples) == _without_position(base)
+        assert sorted(defects) == sorted(base_defects)
+
+
+@needs_real
+def test_real_file_shuffled_gives_the_same_samples() -> None:
+    records = json.loads(REAL.read_text(encoding="utf-8"))
+    base, base_defects = mmr_samples(records, text_only=True)
+    shuffled = records[:]
+    random.Random(0).shuffle(shuffled)
+    samples, defects = mmr_samples(shuffled, text_only=True)
+    assert _without_position(samples) == _without_position(base) and defects == base_defects

@@ -204,7 +204,9 @@ def test_rerun_resumes_and_retries_only_failures(
     out = tmp_path / "run"
     with FakeOpenAIServer(responder=lambda _r: Reply.error(500)) as down:
         first = _eval(down, clip_set, out, "--model-arg", "max_retries=0")
-    assert first.exit_code == 0, first.output
+    # Nothing could be scored: a non-zero exit with the reason (rows are kept for the re-run).
+    assert first.exit_code == 1, first.output
+    assert "no sample could be scored: 6 of 6 rows are 6 api_error" in first.output
     assert {r["status"] for r in stored_rows(out).values()} == {"api_error"}
 
     with FakeOpenAIServer(responder=lambda _r: Reply.ok("A")) as up:

@@ -56,3 +56,22 @@ def test_window_coverage_of_a_seam() -> None:
     assert window_coverage(eight_of_300, win(135, 135), dropped=30) is False
     assert window_coverage(eight_of_150, win(60, 60), dropped=30) is True
     assert window_coverage([50, 60], win(61, 61), dropped=30) is False  # nothing after the seam
+
+
+def test_short_clips_each_frame_once_unless_the_reference_is_asked_for() -> None:
+    """VLMEvalKit get_index (tamperbench.py, eb58e9e and e8e78f0) repeats frames on short clips."""
+    assert frame_indices(5, 25, FramePolicy(n_frames=8)) == [0, 1, 2, 3, 4]
+    ref = FramePolicy(n_frames=8, short_clips="repeat")
+    assert frame_indices(5, 25, ref) == [0, 0, 1, 2, 2, 2, 3, 4]  # seg 0.5: int(0.25 + round(i/2))
+    assert frame_indices(8, 25, FramePolicy(n_frames=8)) == list(range(8))
+    assert frame_indices(8, 25, ref) == [0, 1, 2, 3, 4, 4, 5, 6]  # frame 7 never shown
+    # longer clips: the same segment centres either way, all distinct
+    for n in (9, 10, 57, 300):
+        assert (
+            frame_indices(n, 25, FramePolicy())
+            == frame_indices(n, 25, ref)
+            == sorted(set(segment_centres(n, 8)))
+        )
+    assert FramePolicy().fingerprint() != ref.fingerprint()
+    with pytest.raises(ValueError, match="short_clips"):
+        FramePolicy(short_clips="twice")  # type: ignore[arg-type]

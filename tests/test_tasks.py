@@ -193,6 +193,9 @@ def test_when_truth_from_the_manifest_and_its_errors() -> None:
     assert when_truth(sample("original", None, {})) == "nowhere"
     with pytest.raises(ValueError, match="window_output"):
         when_truth(sample("rotation", None, {"frames_output": 90}))
+    # a released clip records only the position in its file name
+    assert when_truth(sample("dropping", None, {"position": "start"})) == "beginning"
+    assert when_truth(sample("rotation", None, {"position": "end"})) == "end"
     with pytest.raises(ValueError, match="frames_output"):
         when_truth(sample("rotation", w, {}))
     with pytest.raises(ValueError, match="not inside"):

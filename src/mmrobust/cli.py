@@ -10,10 +10,14 @@ Ownership: one function per sub-command; edit only the command you own.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from mmrobust import __version__
+
+if TYPE_CHECKING:
+    from mmrobust.distributed import RayOptions
 
 app = typer.Typer(
     name="mmrobust",
@@ -38,6 +42,46 @@ def _root(
     ),
 ) -> None:
     """mmrobust command line."""
+
+
+# --- executor options shared by tamper / eval / mmr-data (issue 22, mmrobust.distributed) ---
+
+_EXECUTOR = typer.Option(
+    "local", "--executor", help="local (this machine) or ray (a Ray cluster; docs/scaling.md)."
+)
+_RAY_ADDRESS = typer.Option(
+    None, "--ray-address", help="Ray cluster (default: RAY_ADDRESS, else a local Ray for the run)."
+)
+_REPLICAS = typer.Option(
+    None, "--replicas", help="Ray: model replicas / sources at once (default: fill the cluster)."
+)
+_RAY_CPUS = typer.Option(1.0, "--ray-cpus-per-worker", help="Ray: CPUs per replica or task.")
+_RAY_GPUS = typer.Option(
+    None, "--ray-gpus-per-worker", help="Ray: GPUs per replica (default: 1 for hf: if any, else 0)."
+)
+_RAY_RESOURCE = typer.Option(
+    [], "--ray-resource", help="Ray: custom resource per worker NAME=AMOUNT (repeatable)."
+)
+
+
+def _ray_options(
+    executor: str,
+    address: str | None,
+    replicas: int | None,
+    cpus: float,
+    gpus: float | None,
+    resources: list[str],
+) -> RayOptions | None:
+    """``RayOptions`` for ``--executor ray``, ``None`` for local; exits 2 with one line on error."""
+    from mmrobust.distributed import RayUnavailableError, ray_options
+
+    try:
+        return ray_options(
+            executor, address=address, replicas=replicas, cpus_per_worker=cpus,
+            gpus_per_worker=gpus, resources=resources,
+        )  # fmt: skip
+    except (ValueError, RayUnavailableError) as exc:
+        raise _fail(str(exc)) from None
 
 
 # --- tamper (issue 2) ---------------------------------------------------------------------
@@ -97,6 +141,12 @@ def tamper(
         help="Encode shared frames once and join (fast); --no-segments: one full encode per clip.",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    executor: str = _EXECUTOR,
+    ray_address: str | None = _RAY_ADDRESS,
+    replicas: int | None = _REPLICAS,
+    ray_cpus_per_worker: float = _RAY_CPUS,
+    ray_gpus_per_worker: float | None = _RAY_GPUS,
+    ray_resource: list[str] = _RAY_RESOURCE,
 ) -> None:
     """Build a tampered benchmark (MVTamperBench sections 3.2-3.3) from real videos."""
     from mmrobust.tamper.console import build_with_progress, config_from_options
@@ -127,12 +177,43 @@ def tamper(
     except (EffectParamError, WindowError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    report = build_with_progress(sources, out, config, jobs=jobs, quiet=quiet, positions=positions)
+    ray = _ray_options(
+        executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
+    )
+    if ray is not None and len(positions) > 1:
+        raise _fail(
+            "several --position values build locally; drop --executor ray, or build one "
+            "position per --out with Ray"
+        )
+    if ray is not None:
+        from mmrobust.distributed.tamper import build_on_ray
+
+        try:
+            report = build_on_ray(sources, out, config, ray, quiet=quiet)
+        except ValueError as exc:  # Ray unreachable, a worker that cannot see a path
+            raise _fail(str(exc)) from None
+    else:
+        report = build_with_progress(
+            sources, out, config, jobs=jobs, quiet=quiet, positions=positions
+        )
     if not report.ok:
         raise typer.Exit(1)
 
 
 # --- eval / rescore / report / compare (issue 3) ------------------------------------------
+
+
+def _log_to_stderr(quiet: bool = False) -> None:
+    """Show mmrobust's own log lines (downloads, unzipping, cache warnings) on stderr."""
+    import logging
+
+    logger = logging.getLogger("mmrobust")
+    if not any(getattr(h, "_mmrobust", False) for h in logger.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler._mmrobust = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -190,7 +271,12 @@ def eval_cmd(
     official: bool = typer.Option(
         False,
         "--official",
-        help="Reference protocol: VLMEvalKit prompt, 8 frames, official extraction, parse failures wrong.",
+        help="Reference protocol: the reference's prompt, frames and decisions; failures wrong.",
+    ),
+    reference: str | None = typer.Option(
+        None,
+        "--reference",
+        help="VLMEvalKit version --official reproduces: eb58e9e/integration (default) or e8e78f0/head.",
     ),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N samples."),
     workers: int | None = typer.Option(
@@ -200,7 +286,12 @@ def eval_cmd(
         0, "--seed", help="Seed (bootstrap; --task option order; recorded in run.json)."
     ),
     cache_dir: str | None = typer.Option(
-        None, "--cache-dir", help="Decoded-frame cache (default ~/.cache/mmrobust/frames)."
+        None,
+        "--cache-dir",
+        help="Frame cache folder (default ~/.cache/mmrobust/frames; 'none' switches it off).",
+    ),
+    cache_size: str | None = typer.Option(
+        None, "--cache-size", help="Frame cache cap, e.g. 10GB (default), 500MB; LRU eviction."
     ),
     bootstrap: int = typer.Option(
         1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0 = off)."
@@ -218,6 +309,12 @@ def eval_cmd(
         "(rejected, empty_reply, media_error, ...).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    executor: str = _EXECUTOR,
+    ray_address: str | None = _RAY_ADDRESS,
+    replicas: int | None = _REPLICAS,
+    ray_cpus_per_worker: float = _RAY_CPUS,
+    ray_gpus_per_worker: float | None = _RAY_GPUS,
+    ray_resource: list[str] = _RAY_RESOURCE,
 ) -> None:
     """Run a model over a dataset; write RUN_DIR/{results.sqlite,run.json,metrics.json}. Re-running resumes."""
     from mmrobust.datasets import DatasetError
@@ -228,20 +325,30 @@ def eval_cmd(
     from mmrobust.runner import EvalConfig, run_eval
     from mmrobust.store import RunFolderWriteError
 
+    _log_to_stderr(quiet)
     if extract not in EXTRACT_MODES:
         raise _fail(f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {extract!r}")
     if option_style not in ("paper", "vlmevalkit"):
         raise _fail(f"--option-style must be paper or vlmevalkit, not {option_style!r}")
+    ray = _ray_options(
+        executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
+    )
     try:
         config = EvalConfig(
             data=data, model=model, out=out, model_args=parse_model_args(model_arg), format=format,
             images=images, text_only=text_only, prompt=prompt, option_style=option_style,
             permute=permute, task=task, frames=frames, fps=fps, max_frames=max_frames, extract=extract,
             official=official, limit=limit, workers=workers, seed=seed, cache_dir=cache_dir,
-            n_resamples=bootstrap, judge=judge, judge_args=parse_model_args(judge_arg),
+            cache_size=cache_size, n_resamples=bootstrap, judge=judge,
+            judge_args=parse_model_args(judge_arg), reference=reference,
             retry_failed=retry_failed,
         )  # fmt: skip
-        result = run_eval(config, progress=not quiet)
+        if ray is not None:
+            from mmrobust.distributed.eval import run_eval_ray
+
+            result = run_eval_ray(config, ray, progress=not quiet)
+        else:
+            result = run_eval(config, progress=not quiet)
     except RunFolderWriteError as exc:
         raise _fail(
             f"{exc}; rows written so far are kept: free space (or copy the run folder "
@@ -262,6 +369,8 @@ def eval_cmd(
             "interrupted: finished rows are kept; re-run the same command to resume", err=True
         )
         raise typer.Exit(130)
+    if result.nothing_scored:
+        raise _fail(result.nothing_scored, 1)
 
 
 @app.command("rescore")
@@ -280,6 +389,11 @@ def rescore_cmd(
         None, "--judge", help="Model SPEC of an LLM judge for replies extraction cannot parse."
     ),
     judge_arg: list[str] = typer.Option([], "--judge-arg", help="KEY=VALUE for the judge."),
+    reference: str | None = typer.Option(
+        None,
+        "--reference",
+        help="VLMEvalKit version for official tamper decisions (default: the run's).",
+    ),
 ) -> None:
     """Recompute extraction and metrics from stored raw answers, without calling the model."""
     from mmrobust.extract import EXTRACT_MODES
@@ -295,7 +409,7 @@ def rescore_cmd(
     try:
         metrics = rescore(
             run_dir, extract_mode=extract, failures=failures, n_resamples=bootstrap,
-            judge=judge, judge_args=parse_model_args(judge_arg),
+            judge=judge, judge_args=parse_model_args(judge_arg), reference=reference,
         )  # fmt: skip
     except RunAborted as exc:  # a dead judge: nothing was changed
         raise _fail(str(exc), 3) from None
@@ -312,6 +426,11 @@ def report_cmd(
         ..., "--out", help="Output folder (index.html, report.md, CSV tables, PNG plots)."
     ),
     title: str = typer.Option("mmrobust report", "--title", help="Title of index.html."),
+    audit: list[str] = typer.Option(
+        [],
+        "--audit",
+        help="audit.json from `mmrobust audit --out` to show as a panel (repeatable).",
+    ),
     published: bool = typer.Option(
         True,
         "--published/--no-published",
@@ -334,7 +453,7 @@ def report_cmd(
     try:
         site = build_site(
             run_dirs, out, title=title, published=published, max_thumbs=thumbs,
-            thumb_seconds=thumb_seconds,
+            thumb_seconds=thumb_seconds, audits=audit,
         )  # fmt: skip
     except (OSError, ValueError) as exc:  # OSError: missing folder, full disk under --out
         raise _fail(str(exc).splitlines()[0]) from None
@@ -361,6 +480,49 @@ def compare_cmd(
     typer.echo(json.dumps(result.as_dict(), indent=2) if as_json else result.as_text())
 
 
+# --- audit (issue 15) ---------------------------------------------------------------------
+
+
+@app.command("audit")
+def audit_cmd(
+    data: str = typer.Argument(..., help="A tamper dataset (folder, manifest, TSV, hf:<repo>)."),
+    format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
+    images: str | None = typer.Option(None, "--images", help="Media folder of the dataset."),
+    frames: int = typer.Option(8, "--frames", help="Segment-centre frames (window coverage)."),
+    fps: float | None = typer.Option(None, "--fps", help="Sample F frames per second instead."),
+    max_frames: int | None = typer.Option(None, "--max-frames", help="Cap for --fps."),
+    out: str | None = typer.Option(None, "--out", help="Folder to write audit.json into."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the classifiers."),
+    workers: int = typer.Option(4, "--workers", min=1, help="Threads probing clips."),
+) -> None:
+    """Leak audit: how well metadata alone (codec, container, fps, duration, bitrate, size)
+    separates tampered from original clips, and window coverage under a frame policy."""
+    import json
+
+    from mmrobust.audit import audit_dataset, audit_text
+    from mmrobust.datasets import DatasetError, load_dataset
+    from mmrobust.media.sampling import FramePolicy
+    from mmrobust.registry import UnknownNameError
+
+    _log_to_stderr()
+    try:
+        policy = (
+            FramePolicy(mode="fps", fps=fps, max_frames=max_frames)
+            if fps is not None
+            else FramePolicy(mode="segments", n_frames=frames)
+        )
+        dataset = load_dataset(data, format, images=images)
+        result = audit_dataset(dataset, policy=policy, seed=seed, workers=workers)
+    except (FileNotFoundError, DatasetError, UnknownNameError, ValueError) as exc:
+        raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    typer.echo(audit_text(result))
+    if out:
+        path = Path(out) / "audit.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        typer.echo(f"wrote {path}")
+
+
 # --- mmr-data (issue 6) -------------------------------------------------------------------
 
 
@@ -374,6 +536,12 @@ def mmr_data(
     out: str = typer.Option(..., "--out", help="Output folder (created; reused to resume)."),
     pairs: int = typer.Option(4, "--pairs", min=1, help="Positive/negative pairs asked per image."),
     no_resume: bool = typer.Option(False, "--no-resume", help="Redo images already done."),
+    executor: str = _EXECUTOR,
+    ray_address: str | None = _RAY_ADDRESS,
+    replicas: int | None = _REPLICAS,
+    ray_cpus_per_worker: float = _RAY_CPUS,
+    ray_gpus_per_worker: float | None = _RAY_GPUS,
+    ray_resource: list[str] = _RAY_RESOURCE,
 ) -> None:
     """Generate paired positive/negative training data (MMR paper section 4)."""
     from rich.console import Console
@@ -383,6 +551,9 @@ def mmr_data(
     from mmrobust.registry import UnknownNameError
 
     console = Console(stderr=True)
+    ray = _ray_options(
+        executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
+    )
     try:
         args = parse_model_args(model_arg)
         spec = parse_spec(model, args)
@@ -390,7 +561,7 @@ def mmr_data(
             args["max_tokens"] = "2048"  # stage 2 replies are long; the backend default is 256
             spec = parse_spec(model, args)
         paths = collect_images(images)
-        backend = load_model(spec)
+        backend = load_model(spec) if ray is None else None  # on Ray the replicas load it
     except (ValueError, FileNotFoundError, UnknownNameError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
@@ -402,11 +573,24 @@ def mmr_data(
         console.print(f"{item.image}: {'reused' if reused else item.status.value}")
 
     try:
-        summary = run_mmr_data(
-            paths, backend, out, n_pairs=pairs, resume=not no_resume, on_item=progress
-        )
+        if ray is None:
+            assert backend is not None  # loaded above for a local run
+            summary = run_mmr_data(
+                paths, backend, out, n_pairs=pairs, resume=not no_resume, on_item=progress
+            )
+        else:
+            from mmrobust.distributed.mmrdata import run_mmr_data_ray
+
+            summary = run_mmr_data_ray(
+                paths, model, args, out, ray, n_pairs=pairs, resume=not no_resume,
+                on_item=progress,
+            )  # fmt: skip
+    except ValueError as exc:  # Ray: unreachable, no room, a replica that cannot load or see
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
     finally:
-        backend.close()
+        if backend is not None:
+            backend.close()
     typer.echo(
         f"{summary.images} images {summary.statuses}; pairs kept {summary.pairs_kept} of "
         f"{summary.pairs_parsed}; LLaVA samples {summary.turns_kept}; dropped {summary.dropped}; "

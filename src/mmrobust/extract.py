@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from mmrobust.official import tamper_decision, tamper_reference
 from mmrobust.status import Status
 
 ExtractMode = Literal["strict", "lenient", "official"]
@@ -171,42 +172,61 @@ def _last_letter(text: str, options: Mapping[str, str]) -> Extraction | None:
 
 
 def extract_official_tamper(
-    text: str, options: Mapping[str, str], *, answer: str | None = None
+    text: str,
+    options: Mapping[str, str],
+    *,
+    answer: str | None = None,
+    reference: str | None = None,
 ) -> Extraction:
-    """VLMEvalKit's MVTamperBench matcher, quirks included (official parity).
+    """VLMEvalKit's MVTamperBench decision at a named version, quirks included.
 
-    The reference scorer asks with options written ``(A) Yes`` / ``(B) No``
-    and an assistant prefill ``"Best option:("``, then, for the ground truth
-    ``"(x) <text>"``:
+    The reference does not extract an answer: it tests the reply against the
+    ground truth (:func:`mmrobust.official.tamper_decision`). We store its
+    verdict as a letter so metrics and reports need nothing special:
 
-    1. takes the reply lower-cased, stripped, split on single spaces, and its
-       first token with every ``"."`` removed;
-    2. counts the reply correct if that token is a *substring* of ``"(x)"``
-       (or ``"(x)"`` is a substring of the token).
+    * right for ``answer``: that letter (even when the reply is also "right"
+      for the other option, as ``")"`` is);
+    * wrong for ``answer`` but right for exactly one other option (``"B"``
+      with truth A): that option's letter;
+    * wrong, and right for no option: ``parse_fail`` (rule ``official:no-match``);
+    * never scored by the reference (empty reply, a reply pandas reads as a
+      missing value such as ``"None"``, the API-failure placeholder):
+      ``parse_fail`` with rule ``official:empty-reply`` /
+      ``official:missing-value`` / ``official:api-failure-text``.
 
-    Quirk reproduced here: the empty string and ``")"`` are substrings of
-    every ``"(x)"``, so an empty reply, or a reply starting ``") ..."``,
-    counts as correct whatever the truth. We return the ground-truth letter
-    for such replies when ``answer`` is given (rule
-    ``"official:first-token-matches-all"``), else ``parse_fail``.
-    When the first token matches no option the reference falls back to a
-    rule-based search of the reply; we use the ``lenient`` rules for that
-    step. A reply still unmatched is ``parse_fail`` (the reference scores it
-    0, i.e. wrong; ``compute_metrics(..., failures="wrong")`` reproduces that).
+    Official scoring counts every ``parse_fail`` as wrong, as the reference
+    does. Without ``answer`` the letter is the one option the reply is right
+    for (``parse_fail`` when none or several).
+
+    Args:
+        text: the raw reply.
+        options: letter -> option text, as shown.
+        answer: the ground-truth letter.
+        reference: VLMEvalKit version name (:func:`mmrobust.official.tamper_reference`;
+            default: the integration commit).
+
+    Raises:
+        UnknownNameError: unknown ``reference``.
     """
-    token = text.lower().strip().split(" ")[0].replace(".", "")
-    matches = [
-        k for k in options if token in f"({k.lower()})" or (token and f"({k.lower()})" in token)
-    ]
-    if len(matches) == 1:
-        return _ok(matches[0], "official:first-token")
-    if len(matches) > 1:
-        if answer is not None and answer in options:
-            return _ok(answer, "official:first-token-matches-all")
-        return _fail("official:first-token-matches-all")
-    fallback = _strict(text, options) or _option_text(text, options) or _last_letter(text, options)
-    if fallback is not None and fallback.status is Status.OK:
-        return Extraction(fallback.letter, Status.OK, "official:rule-search")
+    ref = tamper_reference(reference)
+    if answer is not None and answer in options:
+        verdict = tamper_decision(text, answer, options, ref)
+        if verdict.outcome == "correct":
+            return _ok(answer, verdict.rule)
+        if verdict.outcome == "failed":
+            return _fail(verdict.rule)
+    right = {
+        k: d.rule
+        for k in options
+        if k != answer and (d := tamper_decision(text, k, options, ref)).outcome == "correct"
+    }
+    if len(right) == 1:
+        letter, rule = right.popitem()
+        return _ok(letter, rule)
+    if answer is None and len(right) > 1:
+        return _fail("official:matches-every-option")
+    if answer is None and text == "":
+        return _fail("official:empty-reply")
     return _fail("official:no-match")
 
 
@@ -243,6 +263,7 @@ def extract(
     mode: ExtractMode | str = "lenient",
     benchmark: str = "tamper",
     answer: str | None = None,
+    reference: str | None = None,
 ) -> Extraction:
     """Extract the chosen option letter from a raw model reply.
 
@@ -252,19 +273,22 @@ def extract(
         mode: ``"strict"``, ``"lenient"`` (default) or ``"official"`` (see module docstring).
         benchmark: selects the official scorer: ``"mmr"`` uses MMR's extractor,
             anything else VLMEvalKit's MVTamperBench matcher.
-        answer: the ground-truth letter; only ``official`` tamper mode uses it,
-            to reproduce the reference's "an empty reply matches every option" quirk.
+        answer: the ground-truth letter; only ``official`` tamper mode uses it (the
+            reference tests a reply against the truth, see :func:`extract_official_tamper`).
+        reference: VLMEvalKit version for ``official`` tamper mode (default: the
+            integration commit; see :mod:`mmrobust.official`).
 
     Returns:
         ``Extraction(letter, status, rule)``; ``status`` is ``ok`` or ``parse_fail``.
 
     Raises:
         ValueError: unknown ``mode``.
+        UnknownNameError: unknown ``reference``.
     """
     if mode == "official":
         if benchmark == "mmr":
             return extract_official_mmr(text, options)
-        return extract_official_tamper(text, options, answer=answer)
+        return extract_official_tamper(text, options, answer=answer, reference=reference)
     if mode not in ("strict", "lenient"):
         raise ValueError(f"unknown extraction mode {mode!r}; expected one of {EXTRACT_MODES}")
     strict = _strict(text, options)

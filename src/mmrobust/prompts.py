@@ -3,9 +3,12 @@
 Tamper templates are the three of MVTamperBench appendix A.2.2 (the
 question strings are protocol: results are only comparable when they
 match). ``mmr`` uses the record's own question with options plus MMR's
-instruction. ``official`` reproduces how VLMEvalKit asks MVTamperBench
-(system message, ``Question: ...\\nOptions:\\n(A) Yes\\n(B) No``,
-``\\nOnly give the best option.``, assistant prefill ``"Best option:("``).
+instruction. ``official`` reproduces how the reference code asks, at a
+named version (:mod:`mmrobust.official`): for MVTamperBench VLMEvalKit's
+system text of that version, the user turn ``Question: ...\\nOptions:\\n(A)
+Yes\\n(B) No``, then the frames, then ``\\nOnly give the best option.``, and
+the assistant prefill ``"Best option:("``; for MMR the record's question
+text exactly as in the file plus ``"\\n"`` and MMR's instruction.
 
 Option order can be circularly shifted (``permute``) to check position
 bias; the ground-truth letter moves with its text.
@@ -21,6 +24,7 @@ from typing import Literal
 
 from mmrobust.datasets.base import TAMPER_QUESTION
 from mmrobust.datasets.schema import Sample
+from mmrobust.official import tamper_reference
 
 TemplateName = Literal["structured", "generic", "cot", "mmr", "plain"]
 OptionStyle = Literal["paper", "vlmevalkit"]
@@ -58,7 +62,10 @@ OFFICIAL_SYSTEM = (
     "the detail and movement of objects, and the action and pose of persons. "
     "Based on your observations, select the best option that accurately addresses the question."
 )
-"""The system message of VLMEvalKit's MVBench-family prompts (official mode)."""
+"""The system message of VLMEvalKit's MVBench-family prompts (without its final newline).
+
+Official mode sends the text of the chosen reference version
+(:attr:`mmrobust.official.TamperReference.system`), which differs between versions."""
 
 OFFICIAL_SUFFIX = "\nOnly give the best option."
 OFFICIAL_PREFILL = "Best option:("
@@ -74,21 +81,36 @@ class PromptConfig:
             ``None`` picks by ``Sample.benchmark``.
         option_style: ``paper`` (``A. Yes``) or ``vlmevalkit`` (``(A) Yes``).
         permute: circular shift of the option order (0 = as given).
-        official: VLMEvalKit's framing (system, suffix, prefill) for tamper samples.
+        official: the reference's prompt: VLMEvalKit's framing for tamper samples
+            (system text, question / frames / instruction, prefill), the raw
+            record text for MMR samples.
+        reference: VLMEvalKit version whose system text official mode sends
+            (``None``: the integration commit).
     """
 
     template: TemplateName | None = None
     option_style: OptionStyle = "paper"
     permute: int = 0
     official: bool = False
+    reference: str | None = None
 
     def fingerprint(self) -> str:
-        """Short hash of the configuration and template texts (a store key part)."""
-        payload = {
-            **asdict(self),
+        """Short hash of the configuration and template texts (a store key part).
+
+        Official configurations also hash the reference version's system text
+        and the message layout; other configurations hash as before the
+        reference option existed, so their stored runs resume.
+        """
+        config = asdict(self)
+        config.pop("reference")
+        payload: dict[str, object] = {
+            **config,
             "texts": [STRUCTURED_QUESTION, GENERIC_QUESTION, COT_QUESTION, MMR_INSTRUCTION],
             "official_texts": [OFFICIAL_SYSTEM, OFFICIAL_SUFFIX, OFFICIAL_PREFILL],
         }
+        if self.official:
+            ref = tamper_reference(self.reference)
+            payload["reference"] = [ref.name, ref.system, "question|media|instruction", "mmr-raw"]
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -104,6 +126,9 @@ class Prompt:
         system: system message or ``None``.
         assistant_prefill: start of the assistant turn or ``None``.
         template: the template actually used.
+        media_offset: where the media go inside ``text`` (a character offset:
+            ``text[:k]``, frames, ``text[k:]``), or ``None`` for the backend's
+            default place. Official tamper prompts set it after the question.
     """
 
     text: str
@@ -113,6 +138,7 @@ class Prompt:
     system: str | None
     assistant_prefill: str | None
     template: str
+    media_offset: int | None = None
 
 
 def permute_options(
@@ -167,13 +193,26 @@ def build_prompt(sample: Sample, config: PromptConfig | None = None) -> Prompt:
     Samples that carry their own ``prompt`` are never permuted (their
     options are inside the text).
 
+    ``official``: tamper samples get VLMEvalKit's prompt at ``config.reference``
+    (see the module docstring; the frames go between the question block and
+    the instruction, ``media_offset``); MMR samples with their raw question text
+    (``meta["question_raw"]``, the file's string untouched, as the MMR scripts
+    send it) get ``raw + "\\n" + MMR_INSTRUCTION``.
+
     Raises:
         ValueError: a tamper template for a sample without options, or an unknown template.
+        UnknownNameError: unknown ``config.reference``.
     """
     cfg = config or PromptConfig()
     template = cfg.template or default_template(sample)
     if template not in TEMPLATES:
         raise ValueError(f"unknown prompt template {template!r}; expected one of {TEMPLATES}")
+    raw = sample.meta.get("question_raw")
+    if cfg.official and template == "mmr" and isinstance(raw, str):
+        text = f"{raw}\n{MMR_INSTRUCTION}"
+        return Prompt(
+            text, sample.question, dict(sample.options), sample.answer, None, None, template
+        )
     if sample.prompt is not None and template in ("mmr", "plain"):
         text = sample.prompt.rstrip("\n")
         if template == "mmr":
@@ -185,9 +224,21 @@ def build_prompt(sample: Sample, config: PromptConfig | None = None) -> Prompt:
     options, answer = permute_options(sample.options, sample.answer, cfg.permute)
     question = TAMPER_QUESTIONS.get(template, sample.question)
     if cfg.official and sample.benchmark == "tamper":
-        text = f"Question: {question}\nOptions:\n{format_options(options, 'vlmevalkit')}"
-        text += OFFICIAL_SUFFIX
-        return Prompt(text, question, options, answer, OFFICIAL_SYSTEM, OFFICIAL_PREFILL, template)
+        # qa_template: "Question: q\n", "Options:\n", "(X) text\n" per option, then rstrip()
+        block = f"Question: {question}\nOptions:\n"
+        block += "".join(f"({k}) {v}\n" for k, v in options.items())
+        block = block.rstrip()
+        system = tamper_reference(cfg.reference).system
+        return Prompt(
+            block + OFFICIAL_SUFFIX,
+            question,
+            options,
+            answer,
+            system,
+            OFFICIAL_PREFILL,
+            template,
+            media_offset=len(block),
+        )
     body = f"{question}\nOptions:\n{format_options(options, cfg.option_style)}"
     if template not in TAMPER_QUESTIONS:  # the paper's tamper prompts carry no instruction
         body = f"{body}\n{ANSWER_INSTRUCTION}"

@@ -29,6 +29,9 @@ class ScoredRecord:
         window_covered: whether a sampled frame fell inside the tamper window
             (``None`` when not applicable: originals, images, dense decoding).
         extra: backend extras (detector score, predicted type and window).
+        rule: the extraction rule that decided (``Extraction.rule``), or ``None``.
+        meta: the sample's ``meta`` (MMR: ``record_index`` and ``question_type``,
+            which the reference's positional pairing reads).
     """
 
     sample_id: str
@@ -44,6 +47,8 @@ class ScoredRecord:
     polarity: str | None = None
     window_covered: bool | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    rule: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def correct(self) -> bool:

@@ -41,9 +41,10 @@ from mmrobust import __version__
 from mmrobust.datasets import Dataset, Sample, load_dataset
 from mmrobust.extract import extract
 from mmrobust.judge import Judge, load_judge
-from mmrobust.media.sampling import FramePolicy, frame_indices, window_coverage
+from mmrobust.media.sampling import FramePolicy, window_coverage
 from mmrobust.metrics import compute_metrics
 from mmrobust.models.base import Model, Request, Response
+from mmrobust.official import reference_block, tamper_reference
 from mmrobust.prompts import PromptConfig, build_prompt, prompt_record
 from mmrobust.redact import scrub_args
 from mmrobust.runlock import LOCK_FILE, RunLock
@@ -66,9 +67,16 @@ METRICS_FILE = "metrics.json"
 class EvalConfig:
     """Everything ``mmrobust eval`` takes (also the ``config`` block of ``run.json``).
 
-    ``official`` switches to the reference protocol for tamper data:
-    VLMEvalKit's prompt framing and ``(A) Yes`` options, 8 segment-centre
-    frames, ``official`` extraction, and parse failures scored as wrong.
+    ``official`` switches to the reference protocol: for tamper data
+    VLMEvalKit's prompt (system text of the ``reference`` version; question,
+    frames, instruction; ``(A) Yes`` options; prefill), 8 segment-centre
+    frames with the reference's repeats on short clips, its decision rules,
+    every failed row scored as wrong; for MMR the record's raw question text,
+    MMR's extractor and pairing by file position.
+
+    ``reference`` names the VLMEvalKit version official tamper mode reproduces
+    (:func:`mmrobust.official.tamper_reference`; default: the integration
+    commit ``eb58e9e``, the paper's numbers). Recorded in ``run.json``.
 
     ``task`` picks the question asked about each clip of a tamper dataset:
     ``detect`` (the paper's yes/no question, default), ``type``, ``when`` or
@@ -96,15 +104,17 @@ class EvalConfig:
     workers: int | None = None
     seed: int = 0
     cache_dir: str | None = None
+    cache_size: str | None = None
     n_resamples: int = 1000
     judge: str | None = None
     judge_args: dict[str, str] = field(default_factory=dict)
+    reference: str | None = None
     retry_failed: bool = False
 
     def policy(self) -> FramePolicy:
         """The frame sampling policy these options describe."""
         if self.official:
-            return FramePolicy(mode="segments", n_frames=8)
+            return FramePolicy(mode="segments", n_frames=8, short_clips="repeat")
         if self.fps is not None:
             return FramePolicy(mode="fps", fps=self.fps, max_frames=self.max_frames)
         return FramePolicy(mode="segments", n_frames=self.frames)
@@ -117,6 +127,7 @@ class EvalConfig:
             option_style=style,  # type: ignore[arg-type]
             permute=self.permute,
             official=self.official,
+            reference=tamper_reference(self.reference).name if self.official else None,
         )
 
     def extract_mode(self) -> str:
@@ -201,6 +212,16 @@ class ThreadExecutor:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+def describe_executor(executor: Executor) -> dict[str, Any]:
+    """The ``executor`` block of ``run.json``: the executor's ``describe()``, else its kind."""
+    describe = getattr(executor, "describe", None)
+    if callable(describe):
+        return dict(describe())
+    if isinstance(executor, ThreadExecutor):
+        return {"name": "threads", "workers": executor.workers}
+    return {"name": "serial" if isinstance(executor, SerialExecutor) else type(executor).__name__}
+
+
 @dataclass
 class RunResult:
     """Outcome of :func:`run_eval`.
@@ -214,6 +235,8 @@ class RunResult:
         interrupted: the run stopped early (Ctrl-C, or aborted).
         aborted: why the runner stopped by itself (consecutive transient failures), else ``None``.
         first_error: ``status: error`` of the first failed row, if any (for the console).
+        nothing_scored: why not one selected sample got a scored answer (every
+            row failed or was unparseable), else ``None``; the CLI exits non-zero.
     """
 
     run_dir: Path
@@ -224,6 +247,7 @@ class RunResult:
     interrupted: bool = False
     aborted: str | None = None
     first_error: str | None = None
+    nothing_scored: str | None = None
 
 
 def _hash(obj: Any) -> str:
@@ -283,9 +307,26 @@ def _versions() -> dict[str, str]:
 
 
 def default_cache_dir() -> Path:
-    """``$MMROBUST_CACHE/frames`` or ``~/.cache/mmrobust/frames``."""
-    base = os.environ.get("MMROBUST_CACHE") or str(Path.home() / ".cache" / "mmrobust")
-    return Path(base) / "frames"
+    """``<mmrobust cache>/frames``: ``$MMROBUST_CACHE``, ``$XDG_CACHE_HOME/mmrobust`` or
+    ``~/.cache/mmrobust`` (``mmrobust.paths.cache_root``)."""
+    from mmrobust.paths import cache_root
+
+    return cache_root() / "frames"
+
+
+def frame_cache(config: EvalConfig) -> Any:
+    """The ``FrameCache`` ``--cache-dir``/``--cache-size`` describe, or ``None`` (``none`` or
+    a size of 0).
+
+    Raises:
+        ValueError: ``--cache-size`` is not a size.
+    """
+    from mmrobust.media.cache import DEFAULT_MAX_BYTES, FrameCache, parse_size
+
+    size = parse_size(config.cache_size) if config.cache_size else DEFAULT_MAX_BYTES
+    if (config.cache_dir or "").strip().lower() in ("none", "off") or size == 0:
+        return None
+    return FrameCache(Path(config.cache_dir) if config.cache_dir else default_cache_dir(), size)
 
 
 class SampleProcessor:
@@ -303,45 +344,37 @@ class SampleProcessor:
         policy: FramePolicy,
         extract_mode: str,
         text_only: bool,
-        cache_dir: Path | None,
+        cache: Any = None,
         judge: Judge | None = None,
+        reference: str | None = None,
     ) -> None:
+        from mmrobust.media.provider import FrameProvider
+        from mmrobust.tamper.released import WindowDeriver
+
         self.model = model
+        self.reference = reference
         self.judge = judge
         self.key = key
         self.prompt_config = prompt_config
         self.policy = policy
         self.extract_mode = extract_mode
         self.text_only = text_only
-        self.cache: Any = None
-        if cache_dir is not None and not text_only and model.media_input == "frames":
-            from mmrobust.media.cache import FrameCache
+        use_cache = not text_only and model.media_input == "frames"
+        self.frames = FrameProvider(policy, model.frame_encoding(), cache if use_cache else None)
+        self.windows = WindowDeriver()
 
-            self.cache = FrameCache(cache_dir)
-
-    def _frames(self, sample: Sample) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
-        """Decoded frames and their indices; raises ``MediaError``."""
+    def _frames(
+        self, sample: Sample
+    ) -> tuple[tuple[np.ndarray, ...], tuple[bytes, ...], tuple[int, ...]]:
+        """Decoded frames (when the model reads arrays), JPEGs and indices; raises ``MediaError``."""
         if sample.video is not None:
-            from mmrobust.media import probe, read_frames
-            from mmrobust.media.cache import CachedFrames
-
-            hit = self.cache.get(sample.video, self.policy) if self.cache is not None else None
-            if hit is None:
-                info = probe(sample.video)
-                idx = frame_indices(info.frame_count, info.fps, self.policy)
-                frames = read_frames(sample.video, idx, size=self.policy.size)
-                hit = CachedFrames(
-                    frames=frames,
-                    indices=np.asarray(idx, dtype=np.int64),
-                    n_frames=info.frame_count,
-                    fps=float(info.fps),
-                )
-                if self.cache is not None:
-                    self.cache.put(sample.video, self.policy, hit)
-            return tuple(hit.frames), tuple(int(i) for i in hit.indices)
+            clip, arrays = self.frames.clip(
+                sample.video, arrays=self.model.frame_format == "arrays"
+            )
+            return arrays, clip.jpegs, clip.indices
         if sample.image is not None:
-            return (load_image(sample.image),), ()
-        return (), ()
+            return (load_image(sample.image),), (), ()
+        return (), (), ()
 
     def _row(self, sample: Sample, status: Status, **kw: Any) -> StoredRow:
         return StoredRow(sample=sample, key=self.key, status=status, created_at=time.time(), **kw)
@@ -366,10 +399,11 @@ class SampleProcessor:
                 continue
             mode = "none" if self.text_only else self.model.media_input
             frames: tuple[np.ndarray, ...] = ()
+            jpegs: tuple[bytes, ...] = ()
             indices: tuple[int, ...] = ()
             try:
                 if mode == "frames":
-                    frames, indices = self._frames(sample)
+                    frames, jpegs, indices = self._frames(sample)
             except (MediaError, OSError, ValueError) as exc:
                 msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 rows[i] = self._row(
@@ -386,14 +420,21 @@ class SampleProcessor:
                 assistant_prefill=prompt.assistant_prefill,
                 frames=frames,
                 frame_indices=indices,
+                media_offset=prompt.media_offset,
                 video=None if mode == "none" else sample.video,
                 image=None if mode == "none" else sample.image,
+                frame_jpegs=jpegs,
             )
             meta: dict[str, Any] = dict(shown)
+            derived = self.windows(sample) if mode != "none" else None
+            if derived is not None:
+                meta["derived_window"] = derived.as_dict()
             if indices:
                 meta["frame_indices"] = list(indices)
                 meta["window_covered"] = window_coverage(
-                    indices, sample.window, dropped=_dropped_frames(sample)
+                    indices,
+                    sample.window or (derived.output if derived else None),
+                    dropped=_dropped_frames(sample) or (derived.dropped if derived else None),
                 )
             pending.append((i, sample, req, meta))
         if pending:
@@ -416,14 +457,21 @@ class SampleProcessor:
         return [rows[i] for i in sorted(rows)]
 
     def _scored_row(self, sample: Sample, resp: Response, meta: dict[str, Any]) -> StoredRow:
+        meta = dict(meta)
+        extra = dict(resp.extra)
+        if "derived_window" in meta:
+            extra["derived_window"] = meta.pop("derived_window")
         common: dict[str, Any] = {
             "raw_text": resp.text or "",
             "latency_s": resp.latency_s,
             "prompt_tokens": resp.prompt_tokens,
             "completion_tokens": resp.completion_tokens,
-            "extra": dict(resp.extra),
+            "extra": extra,
             **meta,
         }
+        if meta.get("frame_indices"):
+            shown = meta["frame_indices"]
+            common["extra"]["frames_repeated"] = len(shown) - len(set(shown))
         if resp.status is not Status.OK:
             status = resp.status if resp.status.is_error else Status.MODEL_ERROR
             return self._row(sample, status, error=resp.error, rule=status.value, **common)
@@ -437,6 +485,7 @@ class SampleProcessor:
             mode=self.extract_mode,
             benchmark=sample.benchmark,
             answer=meta["answer"],
+            reference=self.reference,
         )
         if ex.status is Status.PARSE_FAIL and self.judge is not None:
             verdict = self.judge(sample.id, sample.question, meta["options"], resp.text or "")
@@ -506,13 +555,16 @@ def run_key(
     template file's digest), so a run folder never mixes tasks.
     """
     mode = "none" if text_only else model.media_input
+    media: dict[str, Any] = {"policy": asdict(policy), "media": mode}
+    if mode == "frames":  # the pixels a model sees are the JPEGs of its frame encoding
+        media["encoding"] = model.frame_encoding().fingerprint()
     prompt_fp = prompt_config.fingerprint()
     if task != "detect":
         prompt_fp = _hash({"prompt": prompt_fp, **task_fingerprint(task)})
     return RunKey(
         model_fp=_hash(model.fingerprint()),
         prompt_fp=prompt_fp,
-        policy_fp=_hash({"policy": asdict(policy), "media": mode}),
+        policy_fp=_hash(media),
     )
 
 
@@ -524,9 +576,14 @@ def config_record(config: EvalConfig) -> dict[str, Any]:
     return record
 
 
-def run_block(config: EvalConfig, model: Model) -> dict[str, Any]:
-    """The ``run`` block of ``metrics.json``: model, prompt, frames policy, extraction mode."""
+def run_block(config: EvalConfig, model: Model, benchmark: str | None = None) -> dict[str, Any]:
+    """The ``run`` block of ``metrics.json``: model, prompt, frames policy, extraction mode.
+
+    ``reference`` names the reference code (repository, commit) official
+    extraction reproduces for ``benchmark``, else ``None``.
+    """
     pc = config.prompt_config()
+    official = config.extract_mode() == "official"
     return {
         "model": config.model,
         "task": config.task,
@@ -537,6 +594,7 @@ def run_block(config: EvalConfig, model: Model) -> dict[str, Any]:
             "option_style": pc.option_style,
             "permute": pc.permute,
             "official": pc.official,
+            **({"reference": pc.reference} if pc.reference else {}),
         },
         "frames": "none (text only)"
         if config.text_only or model.media_input == "none"
@@ -545,9 +603,13 @@ def run_block(config: EvalConfig, model: Model) -> dict[str, Any]:
             if model.media_input == "path"
             else config.policy().describe()
         ),
+        "frame_encoding": model.frame_encoding().describe()
+        if not config.text_only and model.media_input == "frames"
+        else None,
         "extraction": config.extract_mode(),
         "failures": config.failures(),
         "text_only": config.text_only,
+        "reference": reference_block(benchmark or "", config.reference) if official else None,
     }
 
 
@@ -559,18 +621,41 @@ def score_rows(
     n_resamples: int,
     seed: int,
     defects: Sequence[str] = (),
+    extract_mode: str = "lenient",
 ) -> dict[str, Any]:
-    """Metrics over stored rows (dispatching on ``benchmark``); always has ``defects``."""
-    records = [r.to_record() for r in rows]
+    """Metrics over stored rows (dispatching on ``benchmark``); always has ``defects``.
+
+    Rows are scored in a canonical order (by sample id), so ``metrics.json``
+    (confidence intervals included) is byte-identical whatever order the rows
+    were stored in: worker count, completion order, kill and resume.
+    ``extract_mode == "official"`` selects the reference's scoring: MMR pairs
+    by file position; tamper adds ``official_accuracy`` when ``failures`` is
+    ``"wrong"``.
+    """
+    records = [r.to_record() for r in sorted(rows, key=lambda r: r.sample.id)]
+    official = extract_mode == "official"
     kw: dict[str, Any] = {}
     if benchmark == "tamper":
-        kw = {"failures": failures, "n_resamples": n_resamples, "seed": seed}
+        kw = {
+            "failures": failures,
+            "n_resamples": n_resamples,
+            "seed": seed,
+            "official": official and failures == "wrong",
+        }
     elif benchmark == "mmr":
-        kw = {"n_boot": n_resamples, "seed": seed, "defects": list(defects)}
+        kw = {
+            "n_boot": n_resamples,
+            "seed": seed,
+            "defects": list(defects),
+            "pairing": "position" if official else "content",
+        }
     elif benchmark.startswith("tamper-"):  # --task type|when|leading
         kw = {"failures": failures, "n_resamples": n_resamples, "seed": seed, "defects": defects}
     metrics = compute_metrics(records, benchmark, **kw)
     metrics.setdefault("defects", list(defects))
+    derived = sum(1 for r in rows if "derived_window" in r.extra)
+    if derived:
+        metrics["windows_derived"] = derived  # released clips: windows by the released rule
     return metrics
 
 
@@ -657,6 +742,42 @@ def check_usable(samples: Sequence[Sample], config: EvalConfig) -> None:
         )
 
 
+def check_nonempty(dataset: Dataset, samples: Sequence[Sample], config: EvalConfig) -> None:
+    """Fail before any model call when there is nothing to evaluate.
+
+    Raises:
+        DatasetError: no sample selected (every record skipped, an empty file, ``--limit 0``).
+    """
+    from mmrobust.datasets import DatasetError
+
+    if samples:
+        return
+    if dataset.samples:
+        why = f"--limit {config.limit} selects none of its {len(dataset.samples)} samples"
+    elif dataset.defects:
+        why = f"every record was skipped ({len(dataset.defects)}; first: {dataset.defects[0]})"
+    else:
+        why = "it holds no records"
+    raise DatasetError(f"no sample to evaluate in {config.data} ({dataset.benchmark}): {why}")
+
+
+def nothing_scored(rows: Sequence[StoredRow]) -> str | None:
+    """Why no row got a scored answer (all failed or unparseable), or ``None`` if one did."""
+    if not rows or any(r.status is Status.OK for r in rows):
+        return None
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.status.value] = counts.get(r.status.value, 0) + 1
+    spread = ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    first = rows[0]
+    detail = (
+        f"first reply {first.raw_text[:60]!r} matches no option ({', '.join(first.options)})"
+        if first.status is Status.PARSE_FAIL
+        else f"first: {first.status.value}: {first.error or 'no detail'}"
+    )
+    return f"no sample could be scored: {len(rows)} of {len(rows)} rows are {spread}; {detail}"
+
+
 def unfinished(
     store: ResultStore, key: RunKey, samples: Sequence[Sample], *, retry_failed: bool = False
 ) -> list[Sample]:
@@ -681,13 +802,22 @@ def select_samples(dataset: Dataset, limit: int | None) -> list[Sample]:
     return dataset.samples if limit is None else dataset.samples[: max(0, limit)]
 
 
-def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None = None) -> RunResult:
+def run_eval(
+    config: EvalConfig,
+    *,
+    progress: bool = True,
+    model: Model | None = None,
+    executor: Executor | None = None,
+) -> RunResult:
     """Evaluate ``config.model`` on ``config.data``; write the run folder; return the metrics.
 
     Args:
         config: the run configuration.
         progress: show a rich progress bar with ETA on stderr.
         model: an already-built model (else built from ``config.model``).
+        executor: runs the work items (default: threads when the model or
+            ``config.workers`` allows several at once, else serial); ``run.json``
+            records its ``describe()`` under ``executor``.
 
     Returns:
         A :class:`RunResult`; ``metrics.json``, ``run.json`` and ``results.sqlite``
@@ -704,22 +834,37 @@ def run_eval(config: EvalConfig, *, progress: bool = True, model: Model | None =
 
     policy = config.policy()  # validates frame options early
     check_task_options(config.task, prompt=config.prompt, official=config.official)
+    if config.reference is not None:
+        tamper_reference(config.reference)  # an unknown version fails before any work
     pconf = config.prompt_config()
     dataset = load_dataset(
         config.data, config.format, images=config.images, text_only=config.text_only
     )
     dataset = derive_task(dataset, config.task, seed=config.seed)
     samples = select_samples(dataset, config.limit)
+    check_nonempty(dataset, samples, config)
     check_usable(samples, config)
     run_dir = Path(config.out)
     created = not run_dir.exists()
     lock = RunLock(run_dir).acquire()  # one process per run folder, from here to the end
     try:
         model = model or load_model(config.model, config.model_args)
+        refusal = (
+            None
+            if config.judge
+            else model.cannot_answer(
+                [s.options for s in samples], [option_keys(s, s.options) for s in samples]
+            )
+        )
+        if refusal:  # said before any request (a judge may still read such replies)
+            model.close()
+            raise ValueError(refusal)
         judge = load_judge(config.judge, config.judge_args) if config.judge else None
         key = run_key(model, pconf, policy, text_only=config.text_only, task=config.task)
         check_same_run(run_dir, key, dataset)  # under the lock: no other run can slip in
-        return _evaluate(config, dataset, samples, model, judge, key, progress=progress)
+        return _evaluate(
+            config, dataset, samples, model, judge, key, progress=progress, executor=executor
+        )
     finally:
         lock.release()
         if created and {p.name for p in run_dir.iterdir()} <= {LOCK_FILE}:
@@ -735,12 +880,13 @@ def _evaluate(
     key: RunKey,
     *,
     progress: bool,
+    executor: Executor | None = None,
 ) -> RunResult:
     """The body of :func:`run_eval`, run while the run folder's lock is held."""
     policy = config.policy()
     pconf = config.prompt_config()
     run_dir = Path(config.out)
-    cache_dir = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
+    cache = frame_cache(config)
     run_info: dict[str, Any] = {
         "mmrobust_version": __version__,
         "config": config_record(config),
@@ -752,15 +898,23 @@ def _evaluate(
             "n_samples": len(dataset.samples),
             "n_selected": len(samples),
             "defects": dataset.defects,
+            **dataset.info,
         },
         "key": asdict(key),
-        "run": {**run_block(config, model), "judge": judge.describe() if judge else None},
+        "run": {
+            **run_block(config, model, dataset.benchmark),
+            "judge": judge.describe() if judge else None,
+        },
         "policy": asdict(policy),
         "seeds": {"seed": config.seed, "bootstrap_seed": config.seed},
         "versions": _versions(),
         "git_sha": _git_sha(),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+    if executor is None:
+        workers = config.workers or max(1, model.max_concurrency)
+        executor = ThreadExecutor(workers) if workers > 1 else SerialExecutor()
+    run_info["executor"] = describe_executor(executor)
     _atomic_write_json(run_dir / RUN_FILE, run_info)
 
     store = ResultStore(run_dir)
@@ -776,11 +930,10 @@ def _evaluate(
             policy=policy,
             extract_mode=config.extract_mode(),
             text_only=config.text_only,
-            cache_dir=cache_dir,
+            cache=cache,
             judge=judge,
+            reference=config.reference,
         )
-        workers = config.workers or max(1, model.max_concurrency)
-        executor: Executor = ThreadExecutor(workers) if workers > 1 else SerialExecutor()
         items = batches(todo, model.batch_size)
         written: list[int] = [0]
         try:
@@ -807,6 +960,7 @@ def _evaluate(
             n_resamples=config.n_resamples,
             seed=config.seed,
             defects=dataset.defects,
+            extract_mode=config.extract_mode(),
         )
         metrics["run"] = run_info["run"]
         metrics["complete"] = len(rows) == len(samples) and not interrupted
@@ -817,6 +971,8 @@ def _evaluate(
             aborted=aborted,
             n_rows=len(rows),
             n_new=n_new,
+            executor=describe_executor(executor),
+            frame_cache=cache.stats() if cache is not None else None,
         )
         _atomic_write_json(run_dir / RUN_FILE, run_info)
     finally:
@@ -833,6 +989,7 @@ def _evaluate(
         interrupted,
         aborted,
         first_error,
+        None if interrupted else nothing_scored(rows),
     )
 
 
@@ -959,6 +1116,7 @@ def rescore(
     n_resamples: int | None = None,
     judge: str | None = None,
     judge_args: Mapping[str, str] | None = None,
+    reference: str | None = None,
 ) -> dict[str, Any]:
     """Recompute extraction and metrics from stored raw answers (no call to the evaluated model).
 
@@ -976,16 +1134,23 @@ def rescore(
         judge: model spec of an LLM judge for replies extraction cannot parse
             (off unless given; ``judge_error`` rows are re-judged).
         judge_args: ``--judge-arg`` pairs for the judge.
+        reference: VLMEvalKit version for official tamper decisions (default: the
+            run's, else the integration commit). The prompt stays the run's.
 
     Raises:
         FileNotFoundError: not a run folder.
         ValueError: unknown extraction mode.
+        UnknownNameError: unknown ``reference``.
         RunLockedError: another process is running in that folder.
     """
     load_run_config(run_dir)  # not a run folder: fail before the lock file is made
+    if reference is not None:
+        tamper_reference(reference)
     with RunLock(run_dir):  # read, re-extract and write with no eval running there
         info = load_run_config(run_dir)
-        return _rescore(run_dir, info, extract_mode, failures, n_resamples, judge, judge_args)
+        return _rescore(
+            run_dir, info, extract_mode, failures, n_resamples, judge, judge_args, reference
+        )
 
 
 def _rescore(
@@ -996,12 +1161,19 @@ def _rescore(
     n_resamples: int | None,
     judge: str | None,
     judge_args: Mapping[str, str] | None,
+    reference: str | None = None,
 ) -> dict[str, Any]:
     """The body of :func:`rescore`, run while the run folder's lock is held."""
     cfg = info["config"]
     run = info.get("run", {})
     mode = extract_mode or run.get("extraction") or cfg.get("extract", "lenient")
     fail = failures or run.get("failures", "exclude")
+    previous = run.get("reference") or {}
+    ref_name = (
+        reference
+        or (previous.get("name") if previous.get("benchmark") == "tamper" else None)
+        or cfg.get("reference")
+    )
     key = RunKey(**info["key"])
     judge_model = load_judge(judge, judge_args) if judge else None
     changed = 0
@@ -1019,6 +1191,7 @@ def _rescore(
                 mode=mode,
                 benchmark=row.sample.benchmark,
                 answer=row.answer,
+                reference=ref_name,
             )
             if ex.status is Status.PARSE_FAIL and judge_model is not None:
                 verdict = judge_model(row.sample.id, row.sample.question, row.options, row.raw_text)
@@ -1047,8 +1220,10 @@ def _rescore(
         n_resamples=cfg.get("n_resamples", 1000) if n_resamples is None else n_resamples,
         seed=cfg.get("seed", 0),
         defects=info.get("dataset", {}).get("defects", []),
+        extract_mode=mode,
     )
     run = {**run, "extraction": mode, "failures": fail}
+    run["reference"] = reference_block(benchmark, ref_name) if mode == "official" else None
     run["judge"] = judge_model.describe() if judge_model is not None else None
     metrics["run"] = run
     metrics["complete"] = len(rows) == info.get("dataset", {}).get("n_selected", len(rows))

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrobust.datasets.schema import Sample
+from mmrobust.datasets.schema import Sample, Window
 from mmrobust.records import ScoredRecord
 from mmrobust.status import Status
 
@@ -131,13 +131,27 @@ class StoredRow:
         """The sample's id."""
         return self.sample.id
 
+    @property
+    def window(self) -> Window | None:
+        """The tamper window in the clip's timeline: the sample's, else the one the runner
+        derived by the released rule (``extra["derived_window"]``, flagged ``derived``)."""
+        if self.sample.window is not None:
+            return self.sample.window
+        derived = self.extra.get("derived_window")
+        if isinstance(derived, Mapping):
+            fields = ("start_frame", "end_frame", "start_s", "end_s")
+            return Window(**{k: derived[k] for k in fields})
+        return None
+
     def to_record(self) -> ScoredRecord:
-        """The metrics view of this row (``extra`` gains ``true_window`` when the sample has one,
-        and ``task_question`` for a ``--task`` question: its option keys and truth)."""
+        """The metrics view of this row (``extra`` gains ``true_window`` when the row has a
+        window: the sample's, or one derived by the released rule; and ``task_question`` for a
+        ``--task`` question: its option keys and truth)."""
         s = self.sample
         extra = dict(self.extra)
-        if s.window is not None:
-            extra["true_window"] = s.window.model_dump()
+        window = self.window
+        if window is not None:
+            extra["true_window"] = window.model_dump()
         if "task_question" in s.meta:
             extra["task_question"] = s.meta["task_question"]
         return ScoredRecord(
@@ -154,6 +168,8 @@ class StoredRow:
             polarity=s.polarity,
             window_covered=self.window_covered,
             extra=extra,
+            rule=self.rule,
+            meta=dict(s.meta),
         )
 
 

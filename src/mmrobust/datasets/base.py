@@ -57,6 +57,8 @@ class Dataset:
             records, duplicate ids, missing media); shown in ``metrics.json``.
         data_hash: sha256 of the annotation bytes (the run fingerprint's data part).
         source: the path that was loaded.
+        info: what the loader wants recorded in ``run.json`` (hub revision,
+            how media paths were resolved); JSON-serialisable.
     """
 
     name: str
@@ -65,6 +67,7 @@ class Dataset:
     defects: list[str] = field(default_factory=list)
     data_hash: str = ""
     source: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -77,6 +80,10 @@ FORMATS.register("mvtamperbench", "mmrobust.datasets.mvtamperbench:load_mvtamper
 FORMATS.register("vlmevalkit-tsv", "mmrobust.datasets.mvtamperbench:load_vlmevalkit_tsv")
 FORMATS.register("jsonl", "mmrobust.datasets.jsonl:load_jsonl")
 FORMATS.register("mmr", "mmrobust.datasets.mmr:load_mmr")
+FORMATS.register("hub", "mmrobust.datasets.hub:load_hub")
+
+HUB_PREFIX = "hf:"
+"""``--data hf:<owner>/<name>[@revision]``: a dataset on the Hugging Face hub."""
 
 
 def skip_reason(exc: BaseException) -> str:
@@ -180,19 +187,25 @@ def detect_format(path: str | Path) -> str:
     """Pick a loader from the path (override with ``--format``).
 
     Rules: ``"mmr-demo"`` or a hub id ``owner/name`` that is not a local path -> mmr;
-    a folder with ``manifest.jsonl`` -> manifest; a folder with ``json/*.json`` ->
-    mvtamperbench; a folder holding an MMR annotation file -> mmr; ``*.tsv`` ->
-    vlmevalkit-tsv; a JSON array whose records have ``question_type`` -> mmr; a JSONL
-    whose records have ``video_sha256`` and ``tamper_type`` -> manifest; other
-    ``.json``/``.jsonl`` -> jsonl. A video file is refused with the command that makes
-    a dataset of it (``mmrobust tamper``).
+    ``hf:<owner>/<name>`` -> hub (downloaded, then its own format); a folder with
+    ``manifest.jsonl`` -> manifest; a folder with ``json/*.json``, or a ``json/`` folder
+    of released task files -> mvtamperbench; a folder holding an MMR annotation file ->
+    mmr; ``*.tsv`` -> vlmevalkit-tsv; a JSON array whose records have ``question_type``
+    -> mmr; a released task file (records with ``video``, ``candidates``, ``answer``) ->
+    mvtamperbench; a JSONL whose records have ``video_sha256`` and ``tamper_type`` ->
+    manifest; other ``.json``/``.jsonl`` -> jsonl. A video file is refused with the
+    command that makes a dataset of it (``mmrobust tamper``).
 
     Raises:
         FileNotFoundError: the path does not exist.
         DatasetError: no rule matched.
     """
+    from mmrobust.datasets.mvtamperbench import is_released_rows
+
     if str(path) == "mmr-demo":
         return "mmr"
+    if str(path).startswith(HUB_PREFIX):
+        return "hub"
     p = Path(path).expanduser()
     if not p.exists():
         annotation = p.suffix.lower() in (".json", ".jsonl", ".tsv", ".csv")
@@ -208,6 +221,8 @@ def detect_format(path: str | Path) -> str:
             first = _first_json_value(j)
             if isinstance(first, dict) and "question_type" in first:
                 return "mmr"
+            if p.name == "json" and is_released_rows(first):
+                return "mvtamperbench"
         raise DatasetError(
             f"cannot tell the format of folder {p}; pass --format ({', '.join(FORMATS.names())})"
         )
@@ -218,6 +233,8 @@ def detect_format(path: str | Path) -> str:
         first = _first_json_value(p)
         if isinstance(first, dict) and "question_type" in first:
             return "mmr"
+        if suffix == ".json" and is_released_rows(first):
+            return "mvtamperbench"
         if isinstance(first, dict) and {"video_sha256", "tamper_type"} <= set(first):
             return "manifest"
         return "jsonl"
@@ -237,7 +254,7 @@ def load_dataset(path: str | Path, format: str | None = None, **options: Any) ->
     Args:
         path: a file or folder (or ``"mmr-demo"``).
         format: one of ``FORMATS`` ("manifest", "mvtamperbench", "vlmevalkit-tsv",
-            "jsonl", "mmr"), or ``None`` to detect.
+            "jsonl", "mmr", "hub"), or ``None`` to detect.
         **options: ``images`` (media folder), ``text_only`` (drop media), loader-specific.
 
     Raises:
@@ -252,6 +269,7 @@ def load_dataset(path: str | Path, format: str | None = None, **options: Any) ->
 
 __all__ = [
     "FORMATS",
+    "HUB_PREFIX",
     "MAX_JSON_DEPTH",
     "TAMPER_QUESTION",
     "YES_NO",

@@ -6,7 +6,14 @@ folder (annotation JSON plus an image folder or the image zip), the built-in
 demo set (``"mmr-demo"``) or, with network, a hub dataset id.
 
 Each record becomes one :class:`~mmrobust.datasets.schema.Sample`; the two
-records of a pair share ``id`` and are paired by it, never by file position.
+records of a pair share ``id`` and are paired by it, never by file position,
+and every decision reads the records' content only, so the samples and the
+metrics do not change when the file's records are reordered. (The
+reference scorer pairs by file position; official scoring reproduces that
+from ``meta["record_index"]``, see :mod:`mmrobust.metrics.mmr`.) Each
+sample's ``meta`` keeps ``record_index``, ``question_type`` (as labelled) and
+``question_raw`` (the record's question string untouched, which official
+mode sends).
 The single ``question`` string is split into a stem and four options by
 :func:`parse_question`, which tolerates the irregular records of the real
 file (options on one line, letters without periods, options out of order,
@@ -15,10 +22,11 @@ stray spaces, trailing newlines).
 Data defects are reported, not crashed on (``Dataset.defects``):
 
 * two records of one pair with the same ``question_type`` (the real file has
-  ``attribute/number/04`` labelled POS/POS): the first record in file order
-  is taken as the positive question and the second as the leading
-  (negative) one;
-* a pair with one record, or more than two (extra records are dropped);
+  ``attribute/number/04`` labelled POS/POS): resolved by content when the
+  pair is a known defect (:data:`KNOWN_POLARITY`, keyed by the question text),
+  else both records are kept as questions but not scored as a pair;
+* a pair with one record; a pair with more than two records (one ``POS`` and
+  one ``NEG`` are kept and the rest dropped, else none is paired);
 * a ground truth that is not one of the parsed option letters (dropped);
 * a question whose four options cannot be parsed (kept as a sample with
   ``error`` set, so the runner records a ``data_error`` row for it).
@@ -27,6 +35,7 @@ Data defects are reported, not crashed on (``Dataset.defects``):
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 import zipfile
@@ -276,32 +285,19 @@ def _resolve_source(path: str | Path, cache_dir: Path | None) -> tuple[Path, lis
     raise FileNotFoundError(f"MMR data not found: {path}")
 
 
-def _download_hub(repo_id: str, cache_root: Path) -> Path:  # pragma: no cover - needs network
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError as exc:
-        raise FileNotFoundError(
-            f"{repo_id!r} is not a local path and huggingface_hub is not installed"
-        ) from exc
-    try:
-        folder = snapshot_download(repo_id, repo_type="dataset", cache_dir=str(cache_root / "hub"))
-    except Exception as exc:  # network, auth, unknown repo: one clear line
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise FileNotFoundError(
-            f"{repo_id!r} is not a local path, and downloading it from the hub failed: {first}"
-        ) from exc
-    return Path(folder)
+def _download_hub(repo_id: str, cache_root: Path) -> Path:
+    """The hub snapshot of ``repo_id`` in ``cache_root/hub`` (``mmrobust.datasets.hub.snapshot``:
+    token and offline mode as the hub library has them; one-line errors)."""
+    from mmrobust.datasets.hub import HubRef, snapshot
+
+    return snapshot(HubRef(repo_id), cache_dir=cache_root / "hub")
 
 
 def default_cache_dir() -> Path:
     """``$MMROBUST_CACHE`` or ``$XDG_CACHE_HOME/mmrobust`` or ``~/.cache/mmrobust``."""
-    import os
+    from mmrobust.paths import cache_root
 
-    env = os.environ.get("MMROBUST_CACHE")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "mmrobust"
+    return cache_root()
 
 
 def _find_image(relative: str, roots: Sequence[Path]) -> Path | None:
@@ -312,51 +308,117 @@ def _find_image(relative: str, roots: Sequence[Path]) -> Path | None:
     return None
 
 
+KNOWN_POLARITY: dict[tuple[str, str], str] = {
+    ("attribute/number/04", "1fc8686d2017e5b5"): "positive",
+    ("attribute/number/04", "cdd50b827ae61b3a"): "negative",
+}
+"""Role of records whose label is wrong, keyed by ``(id, question_key(question))``.
+
+The released file (sha256 e55290e6...) labels both records of
+``attribute/number/04`` ``POS``. "How many people in total have laptops?" is
+the positive question; "Are all five people in total have laptops?" asserts
+a false count ("all five") that its correct option (A, "only one person has a
+computer") rejects: the leading question (the file lists it second). Keyed by
+content, so the fix holds wherever the records sit in the file."""
+
+
+def question_key(question: str) -> str:
+    """First 16 hex digits of the sha256 of a record's ``question`` string (UTF-8)."""
+    return hashlib.sha256(question.encode("utf-8")).hexdigest()[:16]
+
+
 @dataclass
 class _Row:
     index: int
     record: Mapping[str, Any]
     polarity: str
+    suffix: str = ""
+
+
+def _label(record: Mapping[str, Any]) -> str:
+    return str(record["question_type"]).upper()
+
+
+def _unresolved(rows: list[tuple[int, Mapping[str, Any]]]) -> list[_Row]:
+    """Keep records whose pair cannot be formed as questions, with content-derived ids.
+
+    The id suffix hashes the whole record, so it does not depend on file
+    order; a record identical to another one is kept once.
+    """
+    out: dict[str, _Row] = {}
+    for index, record in rows:
+        polarity = "negative" if _label(record) == "NEG" else "positive"
+        blob = json.dumps(record, sort_keys=True, ensure_ascii=False, default=str)
+        suffix = f"{polarity[:3]}-{hashlib.sha256(blob.encode('utf-8')).hexdigest()[:8]}"
+        if suffix not in out or index < out[suffix].index:
+            out[suffix] = _Row(index, record, polarity, suffix)
+    return list(out.values())
 
 
 def _assign_polarity(
     rows: list[tuple[int, Mapping[str, Any]]], pair_id: str, defects: list[str]
 ) -> list[_Row]:
-    """Decide which record of a pair is positive and which negative (module rules)."""
+    """Decide which record of a pair is positive and which negative (module rules).
+
+    Reads the records' content (labels, question text), never their order, so
+    the result is the same however the file is ordered.
+    """
     if len(rows) == 1:
         index, record = rows[0]
-        polarity = "negative" if str(record["question_type"]).upper() == "NEG" else "positive"
-        defects.append(f"{pair_id}: only one record (index {index}); the pair cannot be scored")
+        polarity = "negative" if _label(record) == "NEG" else "positive"
+        defects.append(f"{pair_id}: only one record; the pair cannot be scored")
         return [_Row(index, record, polarity)]
     if len(rows) > 2:
-        dropped = [i for i, _ in rows[2:]]
-        defects.append(f"{pair_id}: {len(rows)} records; records {dropped} were dropped")
-        rows = rows[:2]
-    types = [str(r["question_type"]).upper() for _, r in rows]
+        labelled_pos = [r for r in rows if _label(r[1]) == "POS"]
+        labelled_neg = [r for r in rows if _label(r[1]) == "NEG"]
+        if len(labelled_pos) == 1 and len(labelled_neg) == 1:
+            defects.append(
+                f"{pair_id}: {len(rows)} records; the one POS and the one NEG record are kept, "
+                f"{len(rows) - 2} other(s) dropped"
+            )
+            rows = [labelled_pos[0], labelled_neg[0]]
+        else:
+            defects.append(
+                f"{pair_id}: {len(rows)} records ({len(labelled_pos)} POS, "
+                f"{len(labelled_neg)} NEG); asked, not scored as a pair"
+            )
+            return _unresolved(rows)
+    (i0, r0), (i1, r1) = rows
+    types = [_label(r0), _label(r1)]
     if sorted(types) == ["NEG", "POS"]:
         return [
             _Row(i, r, "positive" if t == "POS" else "negative")
             for (i, r), t in zip(rows, types, strict=True)
         ]
-    (i0, r0), (i1, r1) = rows
     valid = [t in ("POS", "NEG") for t in types]
-    if valid.count(True) == 1 and types[0] != types[1]:
+    if valid.count(True) == 1:
         # one label is valid: trust it and give the other record the opposite role
         t = types[0] if valid[0] else types[1]
         first_positive = (t == "POS") == valid[0]
+        shown = sorted(types)
         defects.append(
-            f"{pair_id}: labels {types[0]}/{types[1]}; the valid label {t} decides the pair "
-            f"(record {i0 if first_positive else i1} is the positive question)"
+            f"{pair_id}: labels {shown[0]}/{shown[1]}; the valid label {t} decides the pair "
+            "(the other record takes the other role)"
         )
         log.warning("MMR data defect: %s", defects[-1])
         pos, neg = ((i0, r0), (i1, r1)) if first_positive else ((i1, r1), (i0, r0))
         return [_Row(*pos, "positive"), _Row(*neg, "negative")]
+    known = [KNOWN_POLARITY.get((pair_id, question_key(str(r["question"])))) for _, r in rows]
+    if sorted(k or "" for k in known) == ["negative", "positive"]:
+        leading = next(r for (_, r), k in zip(rows, known, strict=True) if k == "negative")
+        stem = _clean(str(leading["question"])).split("?")[0][:60]
+        defects.append(
+            f"{pair_id}: both records labelled {types[0]}/{types[1]}; resolved by content "
+            f"(a known defect of the released file): {stem!r}... is the leading question"
+        )
+        log.warning("MMR data defect: %s", defects[-1])
+        return [_Row(i, r, k or "") for (i, r), k in zip(rows, known, strict=True)]
     defects.append(
-        f"{pair_id}: both records labelled {types[0]}/{types[1]}; the first (record {i0}) is "
-        f"taken as the positive question and the second (record {i1}) as the leading one"
+        f"{pair_id}: both records labelled {types[0]}/{types[1]}; which one is the leading "
+        "question cannot be told from the data: both are asked, the pair is not scored"
     )
     log.warning("MMR data defect: %s", defects[-1])
-    return [_Row(i0, r0, "positive"), _Row(i1, r1, "negative")]
+    return _unresolved(rows)
 
 
 def mmr_samples(
@@ -368,7 +430,9 @@ def mmr_samples(
     """Turn MMR records into samples, pairing by ``id``; return ``(samples, defects)``.
 
     Pure apart from checking that image files exist. Samples come pair by
-    pair in first-appearance order of the pair ids, positive first.
+    pair in first-appearance order of the pair ids, positive first; their ids,
+    content and ``defects`` do not depend on the order of ``records`` (apart
+    from ``meta["record_index"]``).
 
     Args:
         records: the JSON objects of the annotation file.
@@ -396,7 +460,7 @@ def _to_sample(
 ) -> Sample | None:
     record = row.record
     answer = str(record["ground_truth"]).strip().upper()
-    suffix = "pos" if row.polarity == "positive" else "neg"
+    suffix = row.suffix or ("pos" if row.polarity == "positive" else "neg")
     error: str | None = None
     try:
         parsed = parse_question(str(record["question"]))
@@ -430,7 +494,11 @@ def _to_sample(
         polarity="positive" if row.polarity == "positive" else "negative",
         prompt=prompt,
         error=error,
-        meta={"record_index": row.index, "question_type": str(record["question_type"]).upper()},
+        meta={
+            "record_index": row.index,
+            "question_type": _label(record),
+            "question_raw": str(record["question"]),
+        },
     )
 
 
@@ -551,6 +619,7 @@ __all__ = [
     "CATEGORY_ORDER",
     "DEMO_IMAGES",
     "DEMO_NAME",
+    "KNOWN_POLARITY",
     "LETTERS",
     "MMRFormatError",
     "ParsedQuestion",
@@ -560,4 +629,5 @@ __all__ = [
     "materialize_demo",
     "mmr_samples",
     "parse_question",
+    "question_key",
 ]

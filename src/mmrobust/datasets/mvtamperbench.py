@@ -2,17 +2,19 @@
 
 Released layout (``../shared/data/mvtamperbench/README.md``): a folder with
 ``json/<task>.json``, each a list of rows ``{video, question, candidates,
-answer, tamper_type}``, and the videos somewhere below the folder (per
-source dataset after unzipping). A row's ``video`` is resolved as a path
-relative to the media root first, then by unique file name anywhere below
-it; a missing or ambiguous file gives the sample a typed ``error`` (the
-runner records ``data_error``), never a crash.
+answer, tamper_type}``, and the videos below ``video/<source folder>/``
+after unzipping. ``--data`` may name that folder, its ``json/`` folder or
+one ``json/<task>.json`` file (that task only). A row's ``video`` is looked
+up in its task's source folder (:mod:`mmrobust.datasets.resolve`); a
+missing or ambiguous file gives the sample a typed ``error`` (the runner
+records ``data_error``), never a crash and never another source's clip.
 
 Released effect names are normalised to ours (``rotate`` -> ``rotation``).
 Tampered file names ``<stem>_<position>_tampered_<effect>_<N>sec.mp4`` give
 the group (the source stem), position and duration. The released
-annotations carry no tamper window, so window coverage is unknown (null)
-for these samples.
+annotations carry no tamper window; the runner derives it by the released
+rule from the original's frame count (``meta["original_video"]`` names the
+original of the same task and stem) and flags it as derived.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections import defaultdict
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,57 +38,31 @@ from mmrobust.datasets.base import (
     sha256_files,
     skip_reason,
 )
-from mmrobust.datasets.schema import Sample
+from mmrobust.datasets.resolve import (
+    HOW_NAME,
+    TASK_FOLDERS,
+    TaskMediaResolver,
+    folder_of_prefix,
+    task_slug,
+)
+from mmrobust.datasets.schema import TAMPER_ORIGINAL, Sample
 
 TYPE_NAMES: Mapping[str, str] = {"rotate": "rotation"}
 _TAMPERED_NAME = re.compile(
     r"^(?P<stem>.+)_(?P<position>start|middle|end)_tampered_(?P<effect>[a-z]+)_(?P<dur>\d+)sec$"
 )
-_VIDEO_EXT = {".mp4", ".webm", ".avi", ".mkv", ".mov", ".m4v", ".gif"}
+RELEASED_ROW_KEYS = frozenset({"video", "candidates", "answer"})
+"""Keys every released annotation row has (``json/<task>.json``); used to recognise the files."""
 
 
-class MediaIndex:
-    """Resolves a row's ``video`` under a root: relative path first, then unique file name.
-
-    The name index is built lazily, once, by walking the root.
-    """
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._by_name: dict[str, list[Path]] | None = None
-        self._by_stem: dict[str, list[Path]] | None = None
-
-    def _build(self) -> None:
-        by_name: dict[str, list[Path]] = defaultdict(list)
-        by_stem: dict[str, list[Path]] = defaultdict(list)
-        for dirpath, _, filenames in os.walk(self.root):
-            for f in filenames:
-                path = Path(dirpath) / f
-                by_name[f].append(path)
-                if path.suffix.lower() in _VIDEO_EXT:
-                    by_stem[path.stem].append(path)
-        self._by_name, self._by_stem = dict(by_name), dict(by_stem)
-
-    def resolve(self, ref: str) -> tuple[Path | None, str | None]:
-        """``(path, None)`` when found, else ``(None, reason)``."""
-        direct = self.root / ref
-        if direct.is_file():
-            return direct, None
-        if self._by_name is None:
-            self._build()
-        assert self._by_name is not None and self._by_stem is not None
-        name = Path(ref).name
-        hits = self._by_name.get(name) or ([] if Path(ref).suffix else self._by_stem.get(name, []))
-        if len(hits) == 1:
-            return hits[0], None
-        if not hits:
-            return None, f"video not found under {self.root}: {ref}"
-        return None, f"ambiguous video name {name!r}: {len(hits)} files under {self.root}"
+def _stem(video: str) -> str:
+    """File stem of a row's ``video`` (``os.path``: this runs per row)."""
+    return os.path.splitext(os.path.basename(video.replace("\\", "/")))[0]
 
 
 def parse_released_name(video: str) -> dict[str, Any]:
     """Group, position, effect and duration from a released file name (empty dict if original)."""
-    m = _TAMPERED_NAME.match(Path(video).stem)
+    m = _TAMPERED_NAME.match(_stem(video))
     if not m:
         return {}
     return {
@@ -102,9 +78,17 @@ def row_to_sample(
     *,
     task: str | None,
     row_id: str,
-    index: MediaIndex | None,
+    resolver: TaskMediaResolver | None,
+    folder: str | None = None,
 ) -> Sample:
-    """One annotation row -> ``Sample`` (``index`` ``None`` = text only).
+    """One annotation row -> ``Sample`` (``resolver`` ``None`` = text only).
+
+    Args:
+        row: the annotation row.
+        task: its task (file stem), used for the source folder and ``per_task`` metrics.
+        row_id: the sample id.
+        resolver: finds the video (``None``: text only, no media).
+        folder: the row's source folder when the data says it (a TSV ``prefix``).
 
     Raises:
         KeyError, ValueError, ValidationError: the row lacks or mangles required fields.
@@ -122,9 +106,16 @@ def row_to_sample(
     ttype = str(row.get("tamper_type") or "").lower() or None
     ttype = TYPE_NAMES.get(ttype, ttype) if ttype else None
     parsed = parse_released_name(video_ref)
-    video, error = (None, None)
-    if index is not None:
-        video, error = index.resolve(video_ref)
+    meta: dict[str, Any] = {"video_ref": video_ref}
+    meta.update({k: v for k, v in parsed.items() if k != "source_stem"})
+    video, error = None, None
+    if resolver is not None:
+        found = resolver.resolve(video_ref, task=task, folder=folder)
+        video, error = found.path, found.error
+        if found.how == HOW_NAME:
+            meta["resolved_by"] = "file name outside its task folder"
+    source = folder if folder is not None else TASK_FOLDERS.get(task or "")
+    stem = parsed.get("source_stem") or _stem(video_ref)
     return Sample(
         id=row_id,
         benchmark="tamper",
@@ -132,32 +123,101 @@ def row_to_sample(
         question=str(row.get("question") or ""),
         options=options,
         answer=answer,
-        group=parsed.get("source_stem", Path(video_ref).stem),
+        group=f"{source}/{stem}" if source else stem,
         task=task,
         tamper_type=ttype,
         error=error,
-        meta={"video_ref": video_ref, **{k: v for k, v in parsed.items() if k != "source_stem"}},
+        meta=meta,
     )
+
+
+def link_originals(samples: list[Sample]) -> list[Sample]:
+    """Record each tampered clip's original (same task and group) in ``meta["original_video"]``.
+
+    The released rule places the window by the original's frame count, so the
+    runner needs the original to derive it. Samples without a found original
+    are returned unchanged.
+    """
+    originals = {
+        (s.task, s.group): s.video
+        for s in samples
+        if s.tamper_type == TAMPER_ORIGINAL and s.video is not None
+    }
+    out = []
+    for s in samples:
+        orig = originals.get((s.task, s.group))
+        if s.tamper_type not in (None, TAMPER_ORIGINAL) and orig is not None:
+            s = s.model_copy(update={"meta": {**s.meta, "original_video": str(orig)}})
+        out.append(s)
+    return out
+
+
+def _report_resolution(
+    samples: Sequence[Sample], resolver: TaskMediaResolver | None, defects: list[str]
+) -> dict[str, Any]:
+    """``Dataset.info["media"]``: videos found / missing / found by name; one defect line for the last."""
+    if resolver is None:
+        return {"media": "text only"}
+    fallbacks = resolver.fallbacks
+    if fallbacks:
+        ref, path = fallbacks[0]
+        defects.append(
+            f"{len(fallbacks)} video(s) found by file name outside their task folder, "
+            f"not at <root>/video/<task folder>/ (first: {ref} -> {path})"
+        )
+    errors = Counter(
+        "ambiguous" if "ambiguous" in (s.error or "") else "missing" for s in samples if s.error
+    )
+    return {
+        "media": {
+            "root": str(resolver.root),
+            "found": sum(1 for s in samples if s.video is not None),
+            "missing": errors.get("missing", 0),
+            "ambiguous": errors.get("ambiguous", 0),
+            "found_by_name": len(fallbacks),
+        }
+    }
+
+
+def released_files(path: str | Path) -> tuple[list[Path], Path]:
+    """The task files and the data root of a released folder, ``json/`` folder or one task file.
+
+    Raises:
+        FileNotFoundError: no ``<task>.json`` there.
+    """
+    p = Path(path).expanduser()
+    if p.is_file():
+        return [p], (p.parent.parent if p.parent.name == "json" else p.parent)
+    if (p / "json").is_dir():
+        files, root = sorted((p / "json").glob("*.json")), p
+    else:
+        files, root = sorted(p.glob("*.json")), (p.parent if p.name == "json" else p)
+    if not files:
+        raise FileNotFoundError(f"no json/<task>.json files under {p}")
+    return files, root
+
+
+def is_released_rows(first: Any) -> bool:
+    """Whether a JSON value's first record looks like a released annotation row."""
+    return isinstance(first, dict) and set(first) >= RELEASED_ROW_KEYS and "options" not in first
 
 
 def load_mvtamperbench(
     path: str | Path, *, images: str | Path | None = None, text_only: bool = False, **_: Any
 ) -> Dataset:
-    """Load the released layout: ``path/json/<task>.json`` plus videos below ``path``.
+    """Load the released layout: ``json/<task>.json`` plus videos below ``video/``.
 
     Args:
-        path: the dataset folder.
-        images: media root to resolve ``video`` under (default: ``path``).
+        path: the dataset folder, its ``json/`` folder, or one ``json/<task>.json``.
+        images: media root to resolve ``video`` under (default: the dataset folder).
         text_only: do not resolve media.
 
     Raises:
-        FileNotFoundError: no ``json/*.json`` under ``path``.
+        FileNotFoundError: no task json file at ``path``.
     """
-    root = Path(path).expanduser()
-    files = sorted((root / "json").glob("*.json"))
-    if not files:
-        raise FileNotFoundError(f"no json/<task>.json files under {root}")
-    index = None if text_only else MediaIndex(Path(images).expanduser() if images else root)
+    files, root = released_files(path)
+    media_root = Path(images).expanduser() if images else root
+    resolver = None if text_only else TaskMediaResolver(media_root)
     samples: list[Sample] = []
     defects: list[str] = []
     for f in files:
@@ -173,17 +233,22 @@ def load_mvtamperbench(
         for i, row in enumerate(rows):
             try:
                 rid = f"{task}/{row['video']}"
-                samples.append(row_to_sample(check_depth(row), task=task, row_id=rid, index=index))
+                samples.append(
+                    row_to_sample(check_depth(row), task=task, row_id=rid, resolver=resolver)
+                )
             except (KeyError, ValueError, TypeError, SyntaxError, ValidationError) as exc:
                 defects.append(f"{f.name}[{i}]: skipped ({skip_reason(exc)})")
-    samples = finalize_samples(samples, defects)
+    samples = finalize_samples(link_originals(samples), defects)
+    info = _report_resolution(samples, resolver, defects)
+    name = root.name if len(files) > 1 else f"{root.name}/{files[0].stem}"
     return Dataset(
-        name=root.name,
+        name=name,
         benchmark="tamper",
         samples=samples,
         defects=defects,
         data_hash=sha256_files(files),
-        source=str(root),
+        source=str(Path(path).expanduser()),
+        info=info,
     )
 
 
@@ -194,9 +259,10 @@ def load_vlmevalkit_tsv(
 
     Columns used: ``index`` (id; row number if absent), ``video``, ``question``,
     ``candidates`` (a Python list literal), ``answer`` (option text),
-    ``tamper_type``, and ``task`` or ``category`` when present. Videos are
-    resolved under ``images`` (default: the TSV's folder), relative path
-    first, then unique file name or stem.
+    ``tamper_type``, ``prefix`` (the row's source folder, ``video/star/...``)
+    and the task from ``task_type`` (``"Action Sequence"`` -> ``action_sequence``),
+    ``task`` or ``category``. Videos are resolved under ``images`` (default:
+    the TSV's folder) in the row's ``prefix`` folder, else its task's folder.
 
     Raises:
         FileNotFoundError: no such file.
@@ -214,19 +280,24 @@ def load_vlmevalkit_tsv(
     missing = {"video", "candidates", "answer"} - set(df.columns)
     if missing:
         raise DatasetError(f"{file}: missing column(s) {sorted(missing)}")
-    index = None if text_only else MediaIndex(Path(images).expanduser() if images else file.parent)
-    task_col = "task" if "task" in df.columns else "category" if "category" in df.columns else None
+    root = Path(images).expanduser() if images else file.parent
+    resolver = None if text_only else TaskMediaResolver(root)
+    task_col = next((c for c in ("task_type", "task", "category") if c in df.columns), None)
     samples: list[Sample] = []
     defects: list[str] = []
     for i, raw in enumerate(df.to_dict(orient="records")):
         row = {str(k): v for k, v in raw.items()}
         try:
             rid = str(row.get("index") or i)
-            task = row.get(task_col) if task_col else None
-            samples.append(row_to_sample(row, task=task or None, row_id=rid, index=index))
+            task = task_slug(str(row[task_col])) if task_col and row.get(task_col) else None
+            folder = folder_of_prefix(str(row["prefix"])) if row.get("prefix") else None
+            samples.append(
+                row_to_sample(row, task=task, row_id=rid, resolver=resolver, folder=folder)
+            )
         except (KeyError, ValueError, TypeError, SyntaxError, ValidationError) as exc:
             defects.append(f"{file.name} row {i}: skipped ({skip_reason(exc)})")
-    samples = finalize_samples(samples, defects)
+    samples = finalize_samples(link_originals(samples), defects)
+    info = _report_resolution(samples, resolver, defects)
     return Dataset(
         name=file.stem,
         benchmark="tamper",
@@ -234,7 +305,16 @@ def load_vlmevalkit_tsv(
         defects=defects,
         data_hash=sha256_files([file]),
         source=str(file),
+        info=info,
     )
 
 
-__all__ = ["MediaIndex", "load_mvtamperbench", "load_vlmevalkit_tsv", "parse_released_name"]
+__all__ = [
+    "RELEASED_ROW_KEYS",
+    "is_released_rows",
+    "link_originals",
+    "load_mvtamperbench",
+    "load_vlmevalkit_tsv",
+    "parse_released_name",
+    "released_files",
+]

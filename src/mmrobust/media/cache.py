@@ -1,16 +1,27 @@
-"""On-disk cache of decoded frames, keyed by (file content hash, sampling policy).
+"""On-disk cache of sampled frames, JPEG-encoded, with a size cap and LRU eviction.
 
-Cache key: ``sha256(content_sha256(video) + policy.fingerprint())``; the
-entry is ``<dir>/<key[:2]>/<key>.npz`` holding ``frames`` ``(K, H, W, 3)
-uint8`` and ``indices`` ``(K,) int64`` plus the clip's ``n_frames`` and
-``fps``.
+Cache key: ``sha256(content_sha256(video), policy.fingerprint(),
+encoding.fingerprint(), FORMAT)``: the clip's bytes, which frames, and how
+they are encoded (quality, size). An entry is one file
+``<dir>/<key[:2]>/<key>.frames``: a magic line, a JSON header (indices,
+frame count, fps, size, the length of each JPEG) and the JPEGs back to
+back; what a model is sent, 20-100x smaller than the decoded frames.
 
-Write order: frames are saved to a unique temporary file in the same
-folder, then ``os.replace``-d onto the final name. The rename is atomic, so
-a reader sees either no entry or a complete one, and several workers (or
-processes) writing the same key at once are safe: the last rename wins and
-every version is identical. A corrupt or unreadable entry is treated as a
-miss and overwritten.
+Write order: an entry is written to a unique temporary file in the same
+folder, then ``os.replace``-d onto its name. The rename is atomic, so a
+reader sees no entry or a complete one, and several threads or processes
+writing one key at once are safe (every version is identical). A corrupt
+or unreadable entry is a miss and is overwritten.
+
+Size cap and eviction: the cache keeps a running total of its bytes (from
+one scan of the folder, then counted per write). When a write takes it past
+``max_bytes``, the least recently used entries are deleted until it is
+below 90 % of the cap. "Used" is the file's mtime: a hit touches it.
+
+Failures never fail a sample: an entry that cannot be read is a miss; a
+cache that cannot be written (full disk, read-only folder) logs one warning
+and stops writing for the rest of the run, and the frames are used as they
+are. :meth:`FrameCache.stats` (written into ``run.json``) says what happened.
 
 Content hashes are memoised per ``(path, size, mtime_ns)`` so a clip is read
 in full only once per process.
@@ -18,20 +29,52 @@ in full only once per process.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+import logging
 import os
+import re
 import tempfile
 import threading
-import zipfile
-from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-
+from mmrobust.media.frames import SampledClip
+from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.media.sampling import FramePolicy
+
+log = logging.getLogger(__name__)
+
+FORMAT = "mmrobust-frames-1"
+"""Entry format tag (part of the key: a new format never reads an old entry)."""
+_MAGIC = (FORMAT + "\n").encode()
+SUFFIX = ".frames"
+LEGACY_SUFFIX = ".npz"
+"""Entries of the previous format (raw decoded frames): counted, and evicted first."""
+DEFAULT_MAX_BYTES = 10 * 1000**3
+"""Default cap: 10 GB (about one full MVTamperBench pass at 8 frames; see the README)."""
+LOW_WATER = 0.9
 
 _HASH_MEMO: dict[tuple[str, int, int], str] = {}
 _HASH_LOCK = threading.Lock()
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """``"10GB"``, ``"500M"``, ``"2GiB"``, ``"0"`` -> bytes.
+
+    Raises:
+        ValueError: not a size.
+    """
+    m = _SIZE.match(text)
+    if not m:
+        raise ValueError(f"not a size: {text!r} (use e.g. 10GB, 500MB, 2GiB)")
+    unit = (m[2] or "").lower()
+    base = 1024 if "i" in unit else 1000
+    power = {"": 0, "b": 0, "k": 1, "m": 2, "g": 3, "t": 4}[unit[:1] if unit else ""]
+    return int(float(m[1]) * base**power)
 
 
 def content_sha256(path: str | Path) -> str:
@@ -57,77 +100,212 @@ def content_sha256(path: str | Path) -> str:
     return digest
 
 
-@dataclass(frozen=True)
-class CachedFrames:
-    """Decoded frames of one clip under one policy.
+def dumps_entry(clip: SampledClip) -> bytes:
+    """An entry's bytes (see the module docstring)."""
+    header = json.dumps(
+        {
+            "indices": list(clip.indices),
+            "n_frames": clip.n_frames,
+            "fps": str(clip.fps),
+            "size": list(clip.size),
+            "lengths": [len(j) for j in clip.jpegs],
+        }
+    ).encode()
+    return b"".join([_MAGIC, len(header).to_bytes(4, "big"), header, *clip.jpegs])
 
-    Attributes:
-        frames: ``(K, H, W, 3) uint8 RGB``.
-        indices: ``(K,)`` source frame indices of ``frames``.
-        n_frames: frames in the clip.
-        fps: the clip's frame rate (frames per second).
+
+def loads_entry(data: bytes) -> SampledClip:
+    """Parse an entry.
+
+    Raises:
+        ValueError: not an entry of this format, or cut short.
     """
-
-    frames: np.ndarray
-    indices: np.ndarray
-    n_frames: int
-    fps: float
+    if not data.startswith(_MAGIC):
+        raise ValueError("not a frame-cache entry")
+    pos = len(_MAGIC)
+    n = int.from_bytes(data[pos : pos + 4], "big")
+    header = json.loads(data[pos + 4 : pos + 4 + n])
+    pos += 4 + n
+    jpegs = []
+    for length in header["lengths"]:
+        jpegs.append(data[pos : pos + length])
+        pos += length
+    if pos != len(data) or any(len(j) != k for j, k in zip(jpegs, header["lengths"], strict=True)):
+        raise ValueError("frame-cache entry is cut short")
+    return SampledClip(
+        jpegs=tuple(jpegs),
+        indices=tuple(int(i) for i in header["indices"]),
+        n_frames=int(header["n_frames"]),
+        fps=Fraction(header["fps"]),
+        size=(int(header["size"][0]), int(header["size"][1])),
+    )
 
 
 class FrameCache:
-    """A folder of decoded-frame entries (see module docstring for key and write order).
+    """A folder of sampled-frame entries with a size cap (see the module docstring).
+
+    Thread-safe. Several processes may share a folder; each keeps its own
+    running total and eviction re-scans the folder, so the cap holds up to
+    what the others wrote since.
 
     Args:
         root: cache folder; created on first write.
+        max_bytes: size cap in bytes (``0``: nothing is kept).
     """
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.root = Path(root)
+        self.max_bytes = max(0, int(max_bytes))
+        self._lock = threading.Lock()
+        self._total: int | None = None
+        self._writable = True
+        self._counts = {"hits": 0, "misses": 0, "writes": 0, "evicted": 0, "write_errors": 0}
+        self.write_error: str | None = None
 
-    def key(self, video: str | Path, policy: FramePolicy) -> str:
-        """Cache key of a clip under a policy (hex sha256)."""
-        return hashlib.sha256(
-            f"{content_sha256(video)}:{policy.fingerprint()}".encode()
-        ).hexdigest()
+    def key(self, video: str | Path, policy: FramePolicy, encoding: FrameEncoding) -> str:
+        """Cache key of a clip under a policy and encoding (hex sha256).
+
+        Raises:
+            OSError: the video cannot be read.
+        """
+        parts = (content_sha256(video), policy.fingerprint(), encoding.fingerprint(), FORMAT)
+        return hashlib.sha256(":".join(parts).encode()).hexdigest()
 
     def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.npz"
+        return self.root / key[:2] / f"{key}{SUFFIX}"
 
-    def get(self, video: str | Path, policy: FramePolicy) -> CachedFrames | None:
-        """The cached entry, or ``None`` on a miss (or an unreadable entry)."""
-        path = self._path(self.key(video, policy))
-        if not path.is_file():
-            return None
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                return CachedFrames(
-                    frames=z["frames"],
-                    indices=z["indices"],
-                    n_frames=int(z["n_frames"]),
-                    fps=float(z["fps"]),
-                )
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-            return None
+    def _count(self, what: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[what] += n
 
-    def put(self, video: str | Path, policy: FramePolicy, entry: CachedFrames) -> Path:
-        """Store an entry atomically; returns its path."""
-        path = self._path(self.key(video, policy))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
+    def get(self, key: str) -> SampledClip | None:
+        """The entry, or ``None`` on a miss (an unreadable or corrupt entry is a miss)."""
+        path = self._path(key)
         try:
+            clip = loads_entry(path.read_bytes())
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            self._count("misses")
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)  # most recently used
+        self._count("hits")
+        return clip
+
+    def put(self, key: str, clip: SampledClip) -> bool:
+        """Store an entry atomically, then evict past the cap; never raises.
+
+        Returns:
+            Whether the entry was written (``False``: writing is off after a failure,
+            or the cap is 0).
+        """
+        if not self._writable or self.max_bytes == 0:
+            return False
+        path = self._path(key)
+        data = dumps_entry(clip)
+        tmp: str | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=SUFFIX)
             with os.fdopen(fd, "wb") as fh:
-                np.savez(
-                    fh,
-                    frames=entry.frames,
-                    indices=entry.indices,
-                    n_frames=np.int64(entry.n_frames),
-                    fps=np.float64(entry.fps),
-                )
+                fh.write(data)
             os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        except OSError as exc:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+            self._disable(exc)
+            return False
+        self._count("writes")
+        self._grow(len(data))
+        return True
+
+    def _disable(self, exc: BaseException) -> None:
+        with self._lock:
+            self._counts["write_errors"] += 1
+            first = self._writable
+            self._writable = False
+            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            self.write_error = self.write_error or reason
+        if first:
+            log.warning(
+                "frame cache %s cannot be written (%s); frames are not cached for the rest "
+                "of this run (samples are still evaluated)",
+                self.root,
+                reason,
+            )
+
+    def _entries(self) -> list[tuple[float, int, Path]]:
+        """``(mtime, bytes, path)`` of every entry (a vanished file is skipped).
+
+        Entries of the previous format (``.npz``: decoded frames, never read by this
+        version) are listed with mtime 0, so eviction deletes them first.
+        """
+        out: list[tuple[float, int, Path]] = []
+        if not self.root.is_dir():
+            return out
+        for sub in os.scandir(self.root):
+            if not sub.is_dir(follow_symlinks=False):
+                continue
+            for e in os.scandir(sub.path):
+                stale = e.name.endswith(LEGACY_SUFFIX)
+                if (e.name.endswith(SUFFIX) or stale) and not e.name.startswith("."):
+                    try:
+                        st = e.stat()
+                    except OSError:
+                        continue
+                    out.append((0.0 if stale else st.st_mtime, st.st_size, Path(e.path)))
+        return out
+
+    def size_bytes(self) -> int:
+        """Bytes held now (scans the folder)."""
+        return sum(size for _, size, _ in self._entries())
+
+    def _grow(self, nbytes: int) -> None:
+        with self._lock:
+            if self._total is None:
+                self._total = self.size_bytes()  # includes the entry just written
+            else:
+                self._total += nbytes
+            if self._total <= self.max_bytes:
+                return
+            entries = sorted(self._entries())  # oldest use first
+            total = sum(size for _, size, _ in entries)
+            target = int(self.max_bytes * LOW_WATER)
+            evicted = 0
+            for _, size, path in entries:
+                if total <= target:
+                    break
+                try:
+                    path.unlink()
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    continue
+                total -= size
+                evicted += 1
+            self._total = total
+            self._counts["evicted"] += evicted
+
+    def stats(self) -> dict[str, Any]:
+        """What the cache did in this process and holds now (for ``run.json``)."""
+        with self._lock:
+            counts = dict(self._counts)
+        entries = self._entries()
+        return {
+            "dir": str(self.root),
+            "max_bytes": self.max_bytes,
+            "bytes": sum(size for _, size, _ in entries),
+            "entries": len(entries),
+            **counts,
+            "write_error": self.write_error,
+        }
 
 
-__all__ = ["CachedFrames", "FrameCache", "content_sha256"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "FORMAT",
+    "FrameCache",
+    "content_sha256",
+    "dumps_entry",
+    "loads_entry",
+    "parse_size",
+]

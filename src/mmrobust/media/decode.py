@@ -161,11 +161,23 @@ def read_frames(
     wanted = set(indices)
     last = max(wanted)
     got: dict[int, np.ndarray] = {}
+    p = Path(path)
     n = 0
-    for i, frame in enumerate(iter_frames(path, stop=last + 1, size=size, max_side=max_side)):
-        n = i + 1
-        if i in wanted:
-            got[i] = frame
+    with open_video(p) as (container, stream):
+        try:
+            for frame in decode_video(container, stream):
+                if n in wanted:  # only the kept frames are converted from YUV
+                    fit = size
+                    if fit is None and max_side is not None:
+                        fit = _display_fit(frame, True, max_side)
+                    got[n] = _to_array(frame, fit, False, True)
+                n += 1
+                if n > last:
+                    break
+        except av.error.FFmpegError as exc:
+            raise MediaError(
+                p, f"decode failed after {n} frames: {describe_av_error(exc)}"
+            ) from exc
     if last >= n:
         raise MediaError(path, f"frame index {last} out of range: the clip has {n} frames")
     return np.stack([got[i] for i in indices])

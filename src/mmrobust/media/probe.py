@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import av
 import av.error
@@ -94,6 +94,53 @@ def _stored_samples(path: Path) -> int:
         return 0
 
 
+def stream_fps(path: Path, stream: VideoStream) -> Fraction:
+    """The stream's frame rate (average, else guessed, else base rate).
+
+    Raises:
+        MediaError: none of them is usable.
+    """
+    rate = stream.average_rate or stream.guessed_rate or stream.base_rate
+    if not rate or rate <= 0:
+        raise MediaError(path, "video stream has no usable frame rate")
+    return Fraction(rate)
+
+
+class PacketCount(NamedTuple):
+    """What ``count_packets`` reads without decoding: frames (from packets), fps, codec, container."""
+
+    frames: int
+    fps: Fraction
+    codec: str
+    container: str
+
+
+def count_packets(path: str | Path) -> PacketCount:
+    """Frame count, fps, codec and container of a video without decoding a frame: the frame
+    count from its packets (exact for the usual one-frame-per-packet codecs, as
+    ``probe(count_frames="demux")``).
+
+    Raises:
+        MediaError: unreadable, no video stream, no usable frame rate, or a demux error.
+    """
+    p = Path(path)
+    with open_video(p) as (container, stream):
+        fps = stream_fps(p, stream)
+        try:
+            n = _frame_packets(container, stream)
+        except av.error.FFmpegError as exc:
+            raise MediaError(p, f"demux failed: {describe_av_error(exc)}") from exc
+        return PacketCount(n, fps, stream.codec_context.name, container.format.name)
+
+
+def truncation(path: Path, format_name: str, listed: int, counted: int) -> str | None:
+    """Why an mp4/mov file whose header lists ``listed`` frames but yields ``counted`` is
+    truncated (more than 2 short, and not samples hidden by an edit list), else ``None``."""
+    if _is_mp4_family(format_name) and counted < listed - 2 and _stored_samples(path) < listed - 2:
+        return f"truncated file: the container lists {listed} frames, only {counted} decode"
+    return None
+
+
 def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> VideoInfo:
     """Describe the first video stream of ``path``.
 
@@ -125,10 +172,7 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         method = count_frames
     p = Path(path)
     with open_video(p) as (container, stream):
-        rate = stream.average_rate or stream.guessed_rate or stream.base_rate
-        if not rate or rate <= 0:
-            raise MediaError(p, "video stream has no usable frame rate")
-        fps = Fraction(rate)
+        fps = stream_fps(p, stream)
         codec = stream.codec_context.name
         pix_fmt = stream.codec_context.pix_fmt or "unknown"
         first: VideoFrame | None = None  # size, rotation and colour come from it
@@ -157,15 +201,10 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         if first is None:  # only a decode count gets here without a frame
             raise MediaError(p, "no decodable video frame")
         listed = int(stream.frames or 0)
-        if (
-            method != "metadata"
-            and _is_mp4_family(container.format.name)
-            and n < listed - 2
-            and _stored_samples(p) < listed - 2
-        ):
-            raise MediaError(
-                p, f"truncated file: the container lists {listed} frames, only {n} decode"
-            )
+        if method != "metadata":
+            truncated = truncation(p, container.format.name, listed, n)
+            if truncated:
+                raise MediaError(p, truncated)
         rotation = normalise_rotation(first.rotation)
         width, height = first.width, first.height
         if rotation in (90, 270):
@@ -186,4 +225,13 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         )
 
 
-__all__ = ["CountMethod", "VideoInfo", "normalise_rotation", "probe"]
+__all__ = [
+    "CountMethod",
+    "PacketCount",
+    "VideoInfo",
+    "count_packets",
+    "normalise_rotation",
+    "probe",
+    "stream_fps",
+    "truncation",
+]

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from mmrobust.official import mmr_pair_outcome
 from mmrobust.records import ScoredRecord
 from mmrobust.status import Status
 
@@ -53,38 +54,42 @@ _CATEGORY_ORDER: tuple[str, ...] = (
 )
 
 
+PairingRule = Literal["content", "position"]
+PAIRING_RULES: tuple[str, ...] = ("content", "position")
+
+
 @dataclass(frozen=True)
 class Pair:
-    """The two scored questions of one MMR pair."""
+    """The two scored questions of one MMR pair and its outcome.
+
+    ``outcome`` is decided when the pair is formed (:func:`pair_records`): by
+    the records' labels and correctness (``content``), or by the reference's
+    rule for file-position pairs (``position``).
+    """
 
     group: str
     category: str
     positive: ScoredRecord
     negative: ScoredRecord
-
-    @property
-    def outcome(self) -> str:
-        """``"UR"``, ``"UF"``, ``"NR"`` or ``"NF"`` (a failed answer counts as wrong)."""
-        pos, neg = self.positive.correct, self.negative.correct
-        if pos:
-            return "UR" if neg else "UF"
-        return "NR" if neg else "NF"
+    outcome: str
 
 
-def pair_records(records: Iterable[ScoredRecord]) -> tuple[list[Pair], list[str]]:
-    """Group MMR records into pairs by ``group``; return ``(pairs, problems)``.
+def _outcome(positive: ScoredRecord, negative: ScoredRecord) -> str:
+    """``"UR"``, ``"UF"``, ``"NR"`` or ``"NF"`` (a failed answer counts as wrong)."""
+    pos, neg = positive.correct, negative.correct
+    if pos:
+        return "UR" if neg else "UF"
+    return "NR" if neg else "NF"
 
-    A group without exactly one positive and one negative record is not a pair;
-    it is described in ``problems`` (one line each) and left out of the counts.
-    Pairs keep the order in which their groups first appear.
-    """
+
+def _by_content(records: Sequence[ScoredRecord]) -> tuple[list[Pair], list[str]]:
     groups: dict[str, list[ScoredRecord]] = {}
     for record in records:
-        if record.benchmark == "mmr":
-            groups.setdefault(record.group, []).append(record)
+        groups.setdefault(record.group, []).append(record)
     pairs: list[Pair] = []
     problems: list[str] = []
-    for group, members in groups.items():
+    for group in sorted(groups):
+        members = groups[group]
         pos = [r for r in members if r.polarity == "positive"]
         neg = [r for r in members if r.polarity == "negative"]
         if len(pos) != 1 or len(neg) != 1 or len(members) != 2:
@@ -93,8 +98,73 @@ def pair_records(records: Iterable[ScoredRecord]) -> tuple[list[Pair], list[str]
             )
             continue
         category = pos[0].category or neg[0].category or "Uncategorised"
-        pairs.append(Pair(group=group, category=category, positive=pos[0], negative=neg[0]))
+        pairs.append(Pair(group, category, pos[0], neg[0], _outcome(pos[0], neg[0])))
     return pairs, problems
+
+
+def _by_position(records: Sequence[ScoredRecord]) -> tuple[list[Pair], list[str]]:
+    """The reference's pairing: records 0-1, 2-3, ... in file order, its UF rule."""
+    ordered = sorted(records, key=lambda r: int(r.meta["record_index"]))
+    pairs: list[Pair] = []
+    problems: list[str] = []
+    for first, second in zip(ordered[::2], ordered[1::2], strict=False):
+        labels = (
+            str(first.meta.get("question_type", "")),
+            str(second.meta.get("question_type", "")),
+        )
+        outcome = mmr_pair_outcome(first.correct, second.correct, *labels)
+        if first.group != second.group:
+            problems.append(
+                f"records {first.meta['record_index']} ({first.group}) and "
+                f"{second.meta['record_index']} ({second.group}) are paired by file position, "
+                "as the reference does, although their ids differ"
+            )
+        pos, neg = (second, first) if labels == ("NEG", "POS") else (first, second)
+        category = (
+            first.category or "Uncategorised"
+        )  # the reference files a pair under its first id
+        pairs.append(Pair(first.group, category, pos, neg, outcome))
+    if len(ordered) % 2:
+        last = ordered[-1]
+        problems.append(
+            f"record {last.meta['record_index']} ({last.group}) has no partner in file order; "
+            "not scored (the reference script fails on an odd count)"
+        )
+    return pairs, problems
+
+
+def pair_records(
+    records: Iterable[ScoredRecord], *, pairing: PairingRule = "content"
+) -> tuple[list[Pair], list[str]]:
+    """Group MMR records into pairs; return ``(pairs, problems)``, pairs sorted by group.
+
+    ``content`` (default): the two records sharing ``group`` (the MMR ``id``),
+    one ``positive`` and one ``negative`` by ``polarity`` (the loader resolves
+    the released file's mislabelled pair by content, see
+    :mod:`mmrobust.datasets.mmr`). A group that is not one positive plus one
+    negative record is described in ``problems`` and left out. The result does
+    not depend on the order of ``records``.
+
+    ``position``: the reference's rule (``calculation.py`` of the MMR
+    repository, commit b85b573): records in file order (``meta["record_index"]``)
+    are paired 0-1, 2-3, ..., and :func:`mmrobust.official.mmr_pair_outcome`
+    decides, so the ``POS``/``POS`` pair counts both mixed outcomes as ``UF``.
+    Falls back to ``content`` (with a problem line) when records carry no
+    ``record_index``.
+    """
+    mmr = [r for r in records if r.benchmark == "mmr"]
+    if pairing == "position":
+        if all("record_index" in r.meta for r in mmr):
+            pairs, problems = _by_position(mmr)
+            return sorted(pairs, key=lambda p: p.group), problems
+        pairs, problems = _by_content(mmr)
+        return pairs, [
+            "pairing by file position needs each record's index in the file; paired by id",
+            *problems,
+        ]
+    if pairing != "content":
+        raise ValueError(f"unknown pairing {pairing!r}; expected one of {PAIRING_RULES}")
+    return _by_content(mmr)
 
 
 def _pct(num: float, den: float) -> float | None:
@@ -136,6 +206,10 @@ def bootstrap_ci(
 ) -> dict[str, Any]:
     """Percentile bootstrap CIs of RA and MR, resampling pairs with replacement.
 
+    Pairs are put in a canonical order (by group id) before resampling, so the
+    interval depends only on the pairs and the seed, never on the order the
+    rows were stored in (worker count, resume).
+
     Args:
         pairs: the scored pairs (the resampling unit: one image, two questions).
         n_boot: bootstrap replicates.
@@ -150,7 +224,8 @@ def bootstrap_ci(
     out: dict[str, Any] = {"level": level, "n_boot": n_boot, "seed": seed, "RA": None, "MR": None}
     if n == 0 or n_boot <= 0:
         return out
-    codes = np.array([OUTCOMES.index(p.outcome) for p in pairs], dtype=np.int64)
+    ordered = sorted(pairs, key=lambda p: (p.group, p.positive.sample_id))
+    codes = np.array([OUTCOMES.index(p.outcome) for p in ordered], dtype=np.int64)
     rng = np.random.default_rng(seed)
     sample = codes[rng.integers(0, n, size=(n_boot, n))]
     ur = (sample == 0).sum(axis=1)
@@ -178,6 +253,7 @@ def mmr_metrics(
     defects: Sequence[str] = (),
     n_boot: int = 1000,
     seed: int = 0,
+    pairing: PairingRule = "content",
 ) -> dict[str, Any]:
     """All MMR figures for ``metrics.json`` (benchmark ``"mmr"``).
 
@@ -186,6 +262,8 @@ def mmr_metrics(
         defects: data defects reported by the loader (listed verbatim, first).
         n_boot: bootstrap replicates for ``ci`` (0 disables it).
         seed: bootstrap seed.
+        pairing: ``content`` (by id and polarity; default) or ``position`` (the
+            reference's file-position pairing and its UF rule; see :func:`pair_records`).
 
     Returns:
         ``benchmark, pairs, UR, UF, NR, NF, RA, MR, positive_accuracy,
@@ -193,10 +271,13 @@ def mmr_metrics(
         ``categories`` {display name: the same keys} in Table 2 order;
         ``category_mean`` {``RA``, ``MR``}: unweighted mean of the category values
         (categories with undefined MR left out); ``ci`` (bootstrap over pairs);
-        ``unpaired`` (groups that are not one positive plus one negative record);
-        ``defects`` (loader defects, then pairing problems).
+        ``unpaired`` (groups with a record in no scored pair);
+        ``defects`` (loader defects, then pairing problems); ``pairing``.
     """
-    pairs, problems = pair_records(records)
+    records = list(records)
+    pairs, problems = pair_records(records, pairing=pairing)
+    paired = {r.sample_id for p in pairs for r in (p.positive, p.negative)}
+    unpaired = {r.group for r in records if r.benchmark == "mmr" and r.sample_id not in paired}
     by_category: dict[str, list[Pair]] = {}
     for pair in pairs:
         by_category.setdefault(pair.category, []).append(pair)
@@ -214,8 +295,9 @@ def mmr_metrics(
             "MR": round(float(np.mean(mr_values)), 2) if mr_values else None,
         },
         "ci": bootstrap_ci(pairs, n_boot=n_boot, seed=seed),
-        "unpaired": len(problems),
+        "unpaired": len(unpaired),
         "defects": [*defects, *problems],
+        "pairing": pairing,
     }
 
 
@@ -226,7 +308,9 @@ def outcome_counts(metrics: Mapping[str, Any]) -> tuple[int, int, int, int]:
 
 __all__ = [
     "OUTCOMES",
+    "PAIRING_RULES",
     "Pair",
+    "PairingRule",
     "bootstrap_ci",
     "mmr_metrics",
     "outcome_counts",

@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
@@ -95,6 +94,8 @@ def mcnemar_exact(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> McNem
     a_only = int(np.sum(a & ~b))
     b_only = int(np.sum(~a & b))
     discordant = a_only + b_only
+    from scipy.stats import binomtest  # imported here: only `compare` needs SciPy
+
     p = 1.0 if discordant == 0 else float(binomtest(a_only, discordant, 0.5).pvalue)
     return McNemarResult(
         n=len(a),

@@ -14,7 +14,15 @@ Definitions (ours are the paper's and the reference scorer's):
   ``parse_fail_rate`` / ``error_rate`` and, by default
   (``failures="exclude"``), left out of the confusion matrices: a parse
   failure is never scored as the other class. ``failures="wrong"`` counts
-  a ``parse_fail`` as a wrong answer, as the reference scorer does (score 0).
+  every row that is not ``ok`` (a parse failure, an empty reply, any error
+  status) as a wrong answer, as the reference scorer does: an unmatched reply
+  scores 0, an API failure -1 and an empty cell is never scored, and its F1
+  step turns all three into the opposite class. A type whose clips all failed
+  then has F1 0, as in the reference, not ``None``.
+* ``official=True`` adds ``official_accuracy``: the reference's accuracy
+  ratings by task, tamper type and task x type (VLMEvalKit
+  ``get_dimension_rating``), which count a failed row as *right* (its score
+  -1 or empty is truthy); documented, reproduced, not recommended.
 * 95% confidence intervals: percentile bootstrap over clusters
   (``ScoredRecord.group``: the source video, so a source's original and its
   tampered clips are resampled together), seeded.
@@ -34,7 +42,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
-from sklearn.metrics import confusion_matrix
 
 from mmrobust.datasets.schema import TAMPER_ORIGINAL
 from mmrobust.metrics.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, cluster_bootstrap
@@ -77,7 +84,7 @@ def _scored(rec: ScoredRecord, failures: FailurePolicy) -> tuple[bool, bool] | N
     truth = truth_positive(rec)
     if rec.status is Status.OK and rec.predicted is not None:
         return truth, truth if rec.predicted == rec.answer else not truth
-    if rec.status is Status.PARSE_FAIL and failures == "wrong":
+    if failures == "wrong":  # any status but ok: parse failure, empty reply, every error
         return truth, not truth
     return None
 
@@ -97,7 +104,10 @@ def binary_scores(y_true: Sequence[bool], y_pred: Sequence[bool]) -> dict[str, A
         }  # fmt: skip
     yt = np.asarray(y_true, dtype=bool)
     yp = np.asarray(y_pred, dtype=bool)
-    tn, fp, fn, tp = (int(v) for v in confusion_matrix(yt, yp, labels=[False, True]).ravel())
+    # The four counts (what sklearn.metrics.confusion_matrix gives, without importing
+    # scikit-learn, about 1 s of every eval's start-up, for four sums).
+    tp, fp = int(np.sum(yt & yp)), int(np.sum(~yt & yp))
+    fn, tn = int(np.sum(yt & ~yp)), int(np.sum(~yt & ~yp))
     return {"n": n, **scores_from_counts(tp, fp, fn, tn)}
 
 
@@ -225,9 +235,11 @@ def _per_type_f1(
 ) -> dict[str, float | None]:
     """F1 per type and ``overall`` (their mean).
 
-    A type none of whose tampered clips was scored (all failed or unparsed)
-    has F1 ``None``, not 0.0, so a broken run never looks like ``constant:B``;
-    ``overall`` is then ``None`` too (a mean over fewer types is not comparable).
+    With ``failures="exclude"``, a type none of whose tampered clips was scored
+    (all failed or unparsed) has F1 ``None``, not 0.0, so a broken run never
+    looks like ``constant:B``; ``overall`` is then ``None`` too (a mean over
+    fewer types is not comparable). With ``failures="wrong"`` every row is
+    scored, so such a type has F1 0.0 and stays in the mean, as in the reference.
     """
     originals = [r for r in records if normalise_type(r.tamper_type) == TAMPER_ORIGINAL]
     f1: dict[str, float | None] = {}
@@ -244,6 +256,62 @@ def _per_type_f1(
     return f1
 
 
+UNSCORED_RULES: frozenset[str] = frozenset(
+    {"official:empty-reply", "official:missing-value", "official:api-failure-text"}
+)
+"""Extraction rules of replies the reference never scores (an empty cell, its API-failure text)."""
+
+
+def _reference_failed(rec: ScoredRecord) -> bool:
+    """Whether the reference holds no score for this row (-1 or an empty cell)."""
+    return rec.status.is_error or rec.rule in UNSCORED_RULES
+
+
+def official_accuracy(records: Sequence[ScoredRecord]) -> dict[str, dict[str, dict[str, Any]]]:
+    """VLMEvalKit's accuracy ratings for MVTamperBench, quirk included.
+
+    ``get_dimension_rating`` (``vlmeval/dataset/utils/tamperbench.py``, same at
+    commits eb58e9e and e8e78f0) counts a row as right when its score is truthy:
+    1 (right), but also -1 (API failure) and an empty score (a reply never
+    scored, such as an empty one). So every failed row counts as right here; the
+    F1 counts it wrong. Keys are task names, tamper-type names as stored and
+    ``<task>_<type>``; each board has an ``overall`` entry.
+
+    Returns:
+        ``{"task_type": {key: {"correct", "total", "accuracy"}}, "tamper_type": ...,
+        "task_tamper_type": ...}``; ``accuracy`` in percent, 2 decimals (the
+        reference prints ``"xx.xx%"``).
+    """
+    boards: dict[str, dict[str, list[int]]] = {
+        "task_type": {},
+        "tamper_type": {},
+        "task_tamper_type": {},
+    }
+    for rec in records:
+        hit = int(rec.correct or _reference_failed(rec))
+        task, ttype = rec.task or "none", rec.tamper_type or "none"
+        for board, key in (
+            ("task_type", task),
+            ("tamper_type", ttype),
+            ("task_tamper_type", f"{task}_{ttype}"),
+        ):
+            cell = boards[board].setdefault(key, [0, 0])
+            cell[0] += hit
+            cell[1] += 1
+    correct = sum(int(r.correct or _reference_failed(r)) for r in records)
+
+    def entry(c: int, n: int) -> dict[str, Any]:
+        return {"correct": c, "total": n, "accuracy": round(100.0 * c / n, 2) if n else None}
+
+    return {
+        board: {
+            **{k: entry(*cells[k]) for k in sorted(cells)},
+            "overall": entry(correct, len(records)),
+        }
+        for board, cells in boards.items()
+    }
+
+
 def tamper_metrics(
     records: Sequence[ScoredRecord],
     *,
@@ -251,13 +319,16 @@ def tamper_metrics(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     level: float = 0.95,
+    official: bool = False,
 ) -> dict[str, Any]:
     """Score tamper-detection answers (arXiv:2412.19794 section 4.1).
 
     Args:
         records: one ``ScoredRecord`` per sample (any order).
-        failures: ``"exclude"`` (default) leaves parse failures out of the
-            confusion matrices; ``"wrong"`` counts them as wrong answers (reference).
+        failures: ``"exclude"`` (default) leaves failed rows out of the
+            confusion matrices; ``"wrong"`` counts every row that is not ``ok`` as a
+            wrong answer (reference).
+        official: add ``official_accuracy`` (the reference's accuracy ratings).
         n_resamples: bootstrap draws for the confidence intervals (0 disables them).
         seed: bootstrap seed.
         level: confidence level of the intervals.
@@ -271,7 +342,9 @@ def tamper_metrics(
         (task -> type -> F1), ``parse_fail_rate``, ``error_rate``,
         ``status_counts``, ``window_coverage`` (type -> rate or null),
         ``degenerate`` ("always_yes" | "always_no" | null), ``localisation``
-        (detector extras, when present), ``failures``, ``bootstrap``.
+        (detector extras, when present), ``failures``, ``bootstrap``,
+        ``frames_repeated`` (rows shown a frame more than once), and with
+        ``official`` ``official_accuracy``.
     """
     types = _ordered_types(
         {t for r in records if (t := normalise_type(r.tamper_type)) and t != TAMPER_ORIGINAL}
@@ -337,7 +410,7 @@ def tamper_metrics(
         task_types = [t for t in types if any(normalise_type(r.tamper_type) == t for r in rows)]
         per_task[task] = _per_type_f1(rows, task_types, failures)
 
-    return {
+    out: dict[str, Any] = {
         "benchmark": "tamper",
         "n_samples": len(records),
         "n_scored": len(all_pairs),
@@ -354,7 +427,11 @@ def tamper_metrics(
         "localisation": _localisation(records, failures),
         "failures": failures,
         "bootstrap": {"n_resamples": n_resamples, "seed": seed, "level": level, "unit": "group"},
+        "frames_repeated": sum(bool(r.extra.get("frames_repeated")) for r in records),
     }
+    if official:
+        out["official_accuracy"] = official_accuracy(records)
+    return out
 
 
 __all__ = [
@@ -362,6 +439,7 @@ __all__ = [
     "FailurePolicy",
     "binary_scores",
     "normalise_type",
+    "official_accuracy",
     "tamper_metrics",
     "truth_positive",
     "window_iou",

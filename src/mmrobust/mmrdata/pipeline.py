@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
@@ -157,6 +157,10 @@ class MMRDataSummary:
         data = dict(self.__dict__)
         data["out_dir"] = str(self.out_dir)
         return data
+
+
+ImageMap = Callable[[Sequence[Path], int], Iterable[tuple[Path, ItemResult]]]
+"""``(images, n_pairs) -> (image, result)`` pairs as each image finishes (``distributed/mmrdata.py``)."""
 
 
 def item_key(image: Path) -> str:
@@ -312,6 +316,7 @@ def run_mmr_data(
     n_pairs: int = 4,
     resume: bool = True,
     on_item: Callable[[ItemResult, bool], None] | None = None,
+    map_images: ImageMap | None = None,
 ) -> MMRDataSummary:
     """Generate paired positive/negative samples for ``images`` with ``model``.
 
@@ -323,6 +328,9 @@ def run_mmr_data(
         n_pairs: pairs asked for per image.
         resume: reuse finished item files of an earlier run (see module docstring).
         on_item: called with ``(result, reused)`` after each image (progress display).
+        map_images: processes the images still to do elsewhere (``--executor ray``:
+            model replicas), yielding ``(image, result)`` as each finishes; the item
+            files are still written here, and the outputs keep the order of ``images``.
 
     Returns:
         the run summary (also ``OUT/summary.json``).
@@ -337,17 +345,39 @@ def run_mmr_data(
     items_dir.mkdir(parents=True, exist_ok=True)
     paths = list(dict.fromkeys(Path(p) for p in images))
 
-    def work(image: Path) -> tuple[ItemResult, bool]:
+    def reusable(image: Path) -> ItemResult | None:
         item_path = items_dir / f"{item_key(image)}.json"
         previous = _load_item(item_path) if resume and item_path.exists() else None
-        if previous is not None and _reusable(previous, image, n_pairs):
+        return previous if previous is not None and _reusable(previous, image, n_pairs) else None
+
+    def work(image: Path) -> tuple[ItemResult, bool]:
+        previous = reusable(image)
+        if previous is not None:
             return previous, True
         result = process_image(model, image, n_pairs=n_pairs)
-        write_json(item_path, result.to_json())
+        write_json(items_dir / f"{item_key(image)}.json", result.to_json())
         return result, False
 
     results: list[ItemResult] = []
     skipped = 0
+    if map_images is not None:
+        done: dict[Path, ItemResult] = {}
+        todo = []
+        for image in paths:
+            previous = reusable(image)
+            if previous is None:
+                todo.append(image)
+                continue
+            done[image] = previous
+            if on_item is not None:
+                on_item(previous, True)
+        skipped = len(done)
+        for image, result in map_images(todo, n_pairs):
+            write_json(items_dir / f"{item_key(image)}.json", result.to_json())
+            done[image] = result
+            if on_item is not None:
+                on_item(result, False)
+        return _write_outputs(out, [done[p] for p in paths], model, skipped)
     with ThreadPoolExecutor(max_workers=max(1, model.max_concurrency)) as pool:
         for result, reused in pool.map(work, paths):
             results.append(result)
@@ -418,6 +448,7 @@ def _reason_key(reason: str) -> str:
 
 __all__ = [
     "IMAGE_SUFFIXES",
+    "ImageMap",
     "ItemResult",
     "ItemStatus",
     "MMRDataSummary",

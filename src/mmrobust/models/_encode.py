@@ -1,6 +1,7 @@
 """Media encoding for remote backends: frames and files to base64 data URLs.
 
-Pure helpers (no network, no state); OpenCV does the JPEG work.
+Pure helpers (no network, no state); the JPEG work lives in ``mmrobust.media.jpeg``
+(``cap_size`` and ``encode_jpeg`` are re-exported here for the backends).
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ import base64
 import mimetypes
 from pathlib import Path
 
-import cv2
 import numpy as np
+
+from mmrobust.media.jpeg import cap_size, encode_jpeg
 
 _EXTRA_MIME = {
     ".mp4": "video/mp4",
@@ -26,49 +28,6 @@ _EXTRA_MIME = {
     ".gif": "image/gif",
     ".bmp": "image/bmp",
 }
-
-
-def cap_size(width: int, height: int, max_side: int | None) -> tuple[int, int]:
-    """Size ``(W, H)`` after scaling so the longer side is at most ``max_side``.
-
-    Keeps the aspect ratio; never upscales; each side stays >= 1.
-    ``max_side`` of ``None`` or ``0`` means no cap.
-    """
-    longest = max(width, height)
-    if not max_side or longest <= max_side:
-        return width, height
-    scale = max_side / longest
-    return max(1, round(width * scale)), max(1, round(height * scale))
-
-
-def encode_jpeg(frame: np.ndarray, *, max_side: int | None = None, quality: int = 90) -> bytes:
-    """Encode one frame as JPEG bytes.
-
-    Args:
-        frame: ``(H, W, 3) uint8 RGB`` (or ``(H, W) uint8`` gray).
-        max_side: cap on the longer side in pixels (area-downscaled); ``None``/0: no cap.
-        quality: JPEG quality 1..100.
-
-    Raises:
-        ValueError: wrong dtype or shape, or quality out of range.
-    """
-    if (
-        frame.dtype != np.uint8
-        or frame.ndim not in (2, 3)
-        or (frame.ndim == 3 and frame.shape[2] != 3)
-    ):
-        raise ValueError(f"expected an (H, W, 3) uint8 RGB frame, got {frame.shape} {frame.dtype}")
-    if not 1 <= quality <= 100:
-        raise ValueError(f"JPEG quality must be in 1..100, got {quality}")
-    height, width = frame.shape[:2]
-    new_w, new_h = cap_size(width, height, max_side)
-    if (new_w, new_h) != (width, height):
-        frame = cv2.resize(frame, (new_w, new_h), interpolation=cv2.INTER_AREA)
-    bgr = cv2.cvtColor(frame, cv2.COLOR_RGB2BGR) if frame.ndim == 3 else frame
-    ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
-    if not ok:  # pragma: no cover - OpenCV fails only on impossible input
-        raise ValueError("OpenCV could not encode the frame as JPEG")
-    return bytes(buf.tobytes())
 
 
 def data_url(payload: bytes, mime: str) -> str:

@@ -8,14 +8,17 @@ A model never sees the ground truth, and ``models`` never imports ``store``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 
 from mmrobust.status import Status
+
+if TYPE_CHECKING:
+    from mmrobust.media.jpeg import FrameEncoding
 
 MediaInput = Literal["frames", "path", "none"]
 """What a model wants from the runner.
@@ -27,6 +30,12 @@ MediaInput = Literal["frames", "path", "none"]
   takes ``video_url``).
 * ``"none"``: text only (blind baselines, ``--text-only`` ablations).
 """
+
+FrameFormat = Literal["arrays", "jpeg"]
+"""How a ``frames`` model reads video frames: ``Request.frames`` (decoded
+``(H, W, 3) uint8 RGB`` arrays) or ``Request.frame_jpegs`` (the JPEG bytes,
+e.g. to send them as they are). Both come from the same JPEGs
+(``Model.frame_encoding``), so the pixels are the same either way."""
 
 
 @dataclass(frozen=True)
@@ -48,8 +57,16 @@ class Request:
         frames: decoded frames, each ``(H, W, 3) uint8 RGB``, in time order;
             empty unless ``model.media_input == "frames"``.
         frame_indices: source frame index of each entry of ``frames`` (video only).
+        frame_jpegs: the same frames as JPEG bytes (video only), encoded as the
+            model's ``frame_encoding()`` says; filled for every ``frames`` model,
+            while ``frames`` stays empty for a model whose ``frame_format`` is ``"jpeg"``.
         video: path of the video, if the sample has one.
         image: path of the image, if the sample has one.
+        media_offset: where the media go inside ``prompt``: a character offset
+            ``k`` means ``prompt[:k]``, then the frames/image, then ``prompt[k:]``
+            (VLMEvalKit's question / frames / instruction order in official
+            mode). ``None``: the backend's default place. A backend that cannot
+            interleave still sends the whole ``prompt``.
     """
 
     sample_id: str
@@ -63,6 +80,8 @@ class Request:
     frame_indices: tuple[int, ...] = ()
     video: Path | None = None
     image: Path | None = None
+    media_offset: int | None = None
+    frame_jpegs: tuple[bytes, ...] = ()
 
 
 @dataclass
@@ -101,6 +120,7 @@ class Model(ABC):
     """
 
     media_input: ClassVar[MediaInput] = "frames"
+    frame_format: ClassVar[FrameFormat] = "arrays"
     name: str = "model"
     max_concurrency: int = 1
     batch_size: int = 1
@@ -121,8 +141,49 @@ class Model(ABC):
         """
         return {"name": self.name}
 
+    def frame_encoding(self) -> FrameEncoding:
+        """How this model's video frames are encoded (and cached): JPEG quality, size cap.
+
+        Default: JPEG quality 95 at the decoded size. A remote backend returns
+        exactly what it sends (its ``jpeg_quality`` and ``image_max_side``).
+        """
+        from mmrobust.media.jpeg import FrameEncoding
+
+        return FrameEncoding()
+
+    def cannot_answer(
+        self, options: Sequence[Mapping[str, str]], keys: Sequence[Mapping[str, str]] = ()
+    ) -> str | None:
+        """Why this model can answer none of the samples with these options, else ``None``.
+
+        Checked before any request is sent (``constant:Z`` on Yes/No questions).
+        ``keys``: each sample's option keys (letter -> key, ``--task`` questions; may be
+        empty). Default: ``None`` (a model is assumed able to answer).
+        """
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (servers, GPU memory). Default: nothing."""
 
 
-__all__ = ["MediaInput", "Model", "Request", "Response"]
+P = TypeVar("P")
+
+
+def place_media(
+    request: Request, media: Sequence[P], text: Callable[[str], P], *, before: bool = True
+) -> list[P]:
+    """Message parts: the media and the prompt text in the order the request asks for.
+
+    With ``request.media_offset`` k: ``text(prompt[:k])``, the media,
+    ``text(prompt[k:])`` (empty texts left out). Otherwise the media
+    ``before`` (default) or after one ``text(prompt)`` part. Pure.
+    """
+    k = request.media_offset
+    if k is None or not media:
+        part = text(request.prompt)
+        return [*media, part] if before else [part, *media]
+    head, tail = request.prompt[:k], request.prompt[k:]
+    return [*([text(head)] if head else []), *media, *([text(tail)] if tail else [])]
+
+
+__all__ = ["FrameFormat", "MediaInput", "Model", "Request", "Response", "place_media"]

@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from mmrobust.models.base import MediaInput, Model, Request, Response
+from mmrobust.models.base import FrameFormat, MediaInput, Model, Request, Response
 
 
 def _parse_common(args: Mapping[str, str]) -> tuple[MediaInput, float]:
@@ -44,6 +44,7 @@ class _RuleModel(Model):
     """A baseline whose reply is a pure function of the request (``_reply``)."""
 
     media_input: ClassVar[MediaInput] = "none"
+    frame_format: ClassVar[FrameFormat] = "jpeg"  # never looks at pixels: skip decoding JPEGs
     max_concurrency = 4
     delay_s: float = 0.0
 
@@ -87,6 +88,25 @@ class ConstantModel(_RuleModel):
             if text.strip().lower() == self.answer.strip().lower():
                 return letter
         return self.answer
+
+    def cannot_answer(
+        self, options: Sequence[Mapping[str, str]], keys: Sequence[Mapping[str, str]] = ()
+    ) -> str | None:
+        """The answer is neither a letter, an option key nor an option text of any sample."""
+        wanted = self.answer.strip().lower()
+        if any(k.lower() == wanted for ks in keys for k in ks.values()):
+            return None
+        for opts in options:
+            if self.answer in opts or any(t.strip().lower() == wanted for t in opts.values()):
+                return None
+        letters = sorted({k for opts in options for k in opts})
+        known = sorted({k for ks in keys for k in ks.values()})
+        as_key = f", an option key ({', '.join(known)})" if known else ""
+        return (
+            f"constant:{self.answer} answers {self.answer!r}, which is neither an option letter "
+            f"({', '.join(letters)}){as_key} nor an option text of any sample: every answer "
+            "would be a parse failure"
+        )
 
     def fingerprint(self) -> dict[str, Any]:
         """Name and answer (the delay and media input do not change answers)."""

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, Json
 from mmrobust.models._adapter import maybe_apply_adapter
 from mmrobust.models._encode import cap_size
 from mmrobust.models._options import parse_options
-from mmrobust.models.base import MediaInput, Model, Request, Response
+from mmrobust.models.base import MediaInput, Model, Request, Response, place_media
 from mmrobust.status import Status
 
 log = logging.getLogger(__name__)
@@ -97,15 +97,16 @@ def build_messages(request: Request, n_frames: int, video_input: str) -> list[di
 
     One ``{"type": "image"}`` part per frame (or one ``{"type": "video"}``
     part when ``video_input == "video"`` and there are 2 or more frames), then the
-    prompt text; a system message first when the request has one. Pure.
+    prompt text (with ``request.media_offset`` k: ``prompt[:k]``, the media,
+    ``prompt[k:]``); a system message first when the request has one. Pure.
     """
-    parts: list[dict[str, Any]] = []
+    media: list[dict[str, Any]] = []
     if n_frames:
         if video_input == "video" and n_frames > 1:
-            parts.append({"type": "video"})
+            media.append({"type": "video"})
         else:
-            parts.extend({"type": "image"} for _ in range(n_frames))
-    parts.append({"type": "text", "text": request.prompt})
+            media.extend({"type": "image"} for _ in range(n_frames))
+    parts = place_media(request, media, lambda t: {"type": "text", "text": t})
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": [{"type": "text", "text": request.system}]})

@@ -55,10 +55,18 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from tenacity.wait import wait_base, wait_random_exponential
 
 from mmrobust import __version__
+from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models import _deadline
-from mmrobust.models._encode import file_data_url, file_url, frame_data_url
+from mmrobust.models._encode import data_url, file_data_url, file_url, frame_data_url
 from mmrobust.models._options import parse_options
-from mmrobust.models.base import MediaInput, Model, Request, Response
+from mmrobust.models.base import (
+    FrameFormat,
+    MediaInput,
+    Model,
+    Request,
+    Response,
+    place_media,
+)
 from mmrobust.models.limits import recognise_limit
 from mmrobust.redact import redact, server_text
 from mmrobust.status import Status
@@ -93,11 +101,13 @@ class OpenAIOptions(BaseModel):
             sampled frames (``media_input = "path"``); the server samples frames.
         video_transport: ``data`` (base64 data URL, works remotely) or
             ``file`` (``file://`` URL; vLLM needs ``--allowed-local-media-path``).
-        media_position: media parts ``before`` (default) or ``after`` the prompt text.
+        media_position: media parts ``before`` (default) or ``after`` the prompt text;
+            a request with ``media_offset`` (official mode) puts them inside the text.
         prefill: how a request's assistant prefill is sent: ``continue``
             (assistant message plus vLLM/SGLang ``continue_final_message``),
-            ``message`` (assistant message only), ``drop`` (not sent; recorded
-            in ``Response.extra``).
+            ``message`` (assistant message only), ``user`` (a last text part of
+            the user message, as VLMEvalKit's API wrappers send it), ``drop``
+            (not sent; recorded in ``Response.extra``).
         seed: sampling seed passed to the server, if set.
         extra_body: JSON object merged into every request body
             (``'{"top_k": 1}'``, vLLM ``mm_processor_kwargs``).
@@ -122,7 +132,7 @@ class OpenAIOptions(BaseModel):
     video: bool = False
     video_transport: Literal["data", "file"] = "data"
     media_position: Literal["before", "after"] = "before"
-    prefill: Literal["continue", "message", "drop"] = "continue"
+    prefill: Literal["continue", "message", "user", "drop"] = "continue"
     seed: int | None = None
     extra_body: Json[dict[str, Any]] | None = None
 
@@ -215,6 +225,7 @@ class OpenAICompatModel(Model):
     """
 
     media_input: ClassVar[MediaInput] = "frames"
+    frame_format: ClassVar[FrameFormat] = "jpeg"
 
     def __init__(
         self,
@@ -280,6 +291,11 @@ class OpenAICompatModel(Model):
             "prefill": o.prefill,
             "extra_body": o.extra_body,
         }
+
+    def frame_encoding(self) -> FrameEncoding:
+        """Exactly what is sent: ``jpeg_quality``, longer side at most ``image_max_side``."""
+        o = self.options
+        return FrameEncoding(quality=o.jpeg_quality, max_side=o.image_max_side or None)
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -430,7 +446,8 @@ class OpenAICompatModel(Model):
 
         The user message holds the media parts (frames in ``Request.frames``
         order, or the video/image file in ``path`` mode) before or after the
-        prompt text (``media_position``).
+        prompt text (``media_position``), or between ``prompt[:k]`` and
+        ``prompt[k:]`` when the request has ``media_offset`` k.
 
         Raises:
             ValueError: a frame is not ``(H, W, 3) uint8``.
@@ -438,8 +455,12 @@ class OpenAICompatModel(Model):
         """
         o = self.options
         media = self._media_parts(request)
-        text_part = {"type": "text", "text": request.prompt}
-        content = [*media, text_part] if o.media_position == "before" else [text_part, *media]
+        content = place_media(
+            request,
+            media,
+            lambda t: {"type": "text", "text": t},
+            before=o.media_position == "before",
+        )
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
@@ -456,6 +477,8 @@ class OpenAICompatModel(Model):
         if request.assistant_prefill:
             if o.prefill == "drop":
                 extra["prefill_dropped"] = True
+            elif o.prefill == "user":
+                content.append({"type": "text", "text": request.assistant_prefill})
             else:
                 messages.append({"role": "assistant", "content": request.assistant_prefill})
                 if o.prefill == "continue":
@@ -473,6 +496,8 @@ class OpenAICompatModel(Model):
             if request.image is not None:
                 return [self._image_part(self._file_ref(request.image))]
             return []
+        if request.frame_jpegs:  # encoded by the runner as frame_encoding() says
+            return [self._image_part(data_url(j, "image/jpeg")) for j in request.frame_jpegs]
         return [
             self._image_part(frame_data_url(f, max_side=o.image_max_side, quality=o.jpeg_quality))
             for f in request.frames

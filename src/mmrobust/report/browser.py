@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrobust.datasets.schema import Sample
+from mmrobust.datasets.schema import Sample, Window
 from mmrobust.prompts import PromptConfig, build_prompt
 from mmrobust.report.thumbs import Strip, ThumbJob, write_strips
 from mmrobust.status import Status
@@ -133,6 +133,11 @@ def _thumb_order(keys: Sequence[tuple[str, str]], budget: int) -> list[tuple[str
     return chosen
 
 
+def _window(pairs: Sequence[tuple[int, StoredRow]]) -> Window | None:
+    """The sample's tamper window, or the one the runner derived for a released clip."""
+    return next((row.window for _, row in pairs if row.window is not None), None)
+
+
 def build_payload(
     runs: Sequence[BrowserRun],
     out_dir: Path,
@@ -164,7 +169,8 @@ def build_payload(
         if path not in job_of:
             kind = "video" if s.video is not None else "image"
             job_of[path] = len(jobs)
-            jobs.append(ThumbJob(path, kind, window=s.window, n_frames=_n_frames(s)))
+            window = _window(by_key[k])
+            jobs.append(ThumbJob(path, kind, window=window, n_frames=_n_frames(s)))
         job_keys.append((k, job_of[path]))
     drawn = write_strips(jobs, out_dir, seconds=thumb_seconds)
     strips: dict[tuple[str, str], Strip] = {k: drawn[i] for k, i in job_keys}
@@ -230,7 +236,7 @@ def build_payload(
                 "th": strip.file if strip else "",
                 "te": strip.error if strip and strip.error else "",
                 "n": n_frames,
-                "w": [s.window.start_frame, s.window.end_frame] if s.window else None,
+                "w": [w.start_frame, w.end_frame] if (w := _window(pairs)) else None,
                 "fs": frame_lists,
                 "r": answers,
             }

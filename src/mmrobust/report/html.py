@@ -214,6 +214,16 @@ def run_metadata(run: HtmlRun) -> list[tuple[str, str]]:
         ),
         ("versions", versions or MISSING),
     ]
+    ref = block.get("reference")
+    if isinstance(ref, dict):  # official scoring: the reference code and version reproduced
+        lines.insert(
+            5,
+            (
+                "reference",
+                f"{ref.get('repo')} @ {ref.get('name')} ({ref.get('date')}): "
+                f"{ref.get('description')}",
+            ),
+        )
     if m.get("defects"):
         lines.append(("data defects", "; ".join(m["defects"])))
     return lines + list(run.extra_meta)

@@ -210,6 +210,7 @@ def build_site(
     published: bool = True,
     max_thumbs: int = MAX_THUMBS,
     thumb_seconds: float | None = THUMB_SECONDS,
+    audits: Sequence[str | Path] = (),
 ) -> SitePaths:
     """Write the tables, plots and ``index.html`` for ``run_dirs`` into ``out_dir``.
 
@@ -221,10 +222,15 @@ def build_site(
         max_thumbs: samples that get a thumbnail strip in the sample browser.
         thumb_seconds: time budget for drawing them (``None``: none); a second report
             into the same folder reuses the strips already drawn.
+        audits: ``audit.json`` files (``mmrobust audit --out``), each shown as a leak-audit panel.
 
     Raises:
-        FileNotFoundError: a folder is not a run folder.
+        FileNotFoundError: a folder is not a run folder, or an audit file is missing.
+        ValueError: an audit file is not one.
     """
+    from mmrobust.report.audit import audit_section, load_audit
+
+    audit_sections = [audit_section(load_audit(a), i) for i, a in enumerate(audits)]
     out = Path(out_dir)
     shared: dict[str, Sample] = {}  # runs of one dataset parse each sample once
     runs = [load_run(d, samples=shared) for d in run_dirs]
@@ -244,6 +250,7 @@ def build_site(
         for lab, r in zip(labels, runs, strict=True)
     ]
     sections = [s for build in SECTION_BUILDERS if (s := build(runs, labels, out)) is not None]
+    sections += audit_sections
     index = write_html(
         out,
         html_runs,

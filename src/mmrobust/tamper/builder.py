@@ -40,7 +40,7 @@ import contextlib
 import multiprocessing
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +100,13 @@ def _remove_stale_temps(out_dir: Path) -> None:
 
 ProgressCallback = Callable[[SourceResult], None]
 
+SourceMap = Callable[
+    [Sequence[SourcePlan], BuildConfig, Path, Sequence[PoolVideo], Mapping[str, ManifestEntry]],
+    Iterable[SourceResult],
+]
+"""Builds every planned source elsewhere (``distributed/tamper.py``: Ray tasks) and yields each
+``build_source`` result as it completes: ``(plans, config, out_dir, donor pool, done) -> results``."""
+
 
 def build(
     sources: Sequence[str | Path],
@@ -109,6 +116,7 @@ def build(
     jobs: int = 1,
     on_source: ProgressCallback | None = None,
     on_start: Callable[[int], None] | None = None,
+    map_sources: SourceMap | None = None,
 ) -> BuildReport:
     """Build a tampered benchmark from ``sources`` into ``out_dir``.
 
@@ -121,6 +129,7 @@ def build(
             process (``mmrobust.workers.end_with_parent``) if it is killed.
         on_start: called with the number of sources once they are planned.
         on_source: called in the main process after each source finishes.
+        map_sources: builds the sources instead of ``jobs`` local processes (``--executor ray``).
 
     Returns:
         A ``BuildReport``. Bad sources never raise: they are in ``report.errors``.
@@ -161,7 +170,10 @@ def build(
         if on_source:
             on_source(r)
 
-    if jobs <= 1 or len(plans) <= 1:
+    if map_sources is not None:
+        for result in map_sources(plans, config, out, pool, done):
+            _collect(result)
+    elif jobs <= 1 or len(plans) <= 1:
         for plan in plans:
             _collect(build_source(plan, config, out, pool, done))
     else:
@@ -220,6 +232,7 @@ __all__ = [
     "BuildReport",
     "PoolVideo",
     "ProgressCallback",
+    "SourceMap",
     "SourcePlan",
     "SourceResult",
     "Style",

@@ -19,6 +19,7 @@ from mmrobust.tamper.builder import (
     TAMPER_PRESET,
     BuildConfig,
     BuildReport,
+    SourceMap,
     SourceResult,
     Style,
     build,
@@ -104,6 +105,7 @@ def build_with_progress(
     console: Console | None = None,
     quiet: bool = False,
     positions: Sequence[Position] | None = None,
+    map_sources: SourceMap | None = None,
 ) -> BuildReport:
     """Run ``build`` with a progress bar (none when ``quiet``); print each failure on
     one line and a summary. Several ``positions``: ``tamper.positions.build_positions``."""
@@ -139,11 +141,17 @@ def build_with_progress(
 
             report = build_positions(
                 sources, out_dir, config, positions, jobs=jobs, on_start=on_start,
-                on_source=on_source,
+                on_source=on_source, map_sources=map_sources,
             )  # fmt: skip
         else:
             report = build(
-                sources, out_dir, config, jobs=jobs, on_start=on_start, on_source=on_source
+                sources,
+                out_dir,
+                config,
+                jobs=jobs,
+                on_start=on_start,
+                on_source=on_source,
+                map_sources=map_sources,
             )
     n_err = len(report.errors)
     errors = f"{n_err} error{'' if n_err == 1 else 's'}"

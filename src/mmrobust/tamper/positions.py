@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from mmrobust.datasets.schema import TAMPER_ORIGINAL
-from mmrobust.tamper.builder import BuildReport, ProgressCallback, build
+from mmrobust.tamper.builder import BuildReport, ProgressCallback, SourceMap, build
 from mmrobust.tamper.config import BuildConfig
 from mmrobust.tamper.layout import position_token
 from mmrobust.tamper.manifest import (
@@ -130,8 +130,12 @@ def build_positions(
     jobs: int = 1,
     on_source: ProgressCallback | None = None,
     on_start: Callable[[int], None] | None = None,
+    map_sources: SourceMap | None = None,
 ) -> BuildReport:
     """Build ``config`` at each of ``positions`` and join the sets (module docstring).
+
+    ``jobs``, ``on_source``, ``on_start``, ``map_sources``: as :func:`mmrobust.tamper.build`,
+    for each position's build.
 
     Returns:
         A ``BuildReport`` of the joined set (``entries`` as in ``OUT/manifest.jsonl``;
@@ -154,6 +158,7 @@ def build_positions(
             jobs=jobs,
             on_source=on_source,
             on_start=on_start,
+            map_sources=map_sources,
         )
         built += report.built
         skipped += report.skipped

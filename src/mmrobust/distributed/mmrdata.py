@@ -1,0 +1,79 @@
+"""``mmrobust mmr-data --executor ray``: model replicas generate, the driver writes the files.
+
+Each image goes to a replica (``Replica.mmr_image``: read the image, both
+stages, parse, filter, all on the worker); the driver writes
+``items/<key>.json`` as results arrive and the outputs in the order of the
+images given, so they equal a local run's for the same replies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from mmrobust.distributed import RayOptions
+from mmrobust.distributed.eval import RemoteModel, start_replicas
+from mmrobust.distributed.session import ray_session
+from mmrobust.mmrdata.pipeline import (
+    ItemResult,
+    ItemStatus,
+    MMRDataSummary,
+    item_key,
+    run_mmr_data,
+)
+
+
+def run_mmr_data_ray(
+    images: Sequence[str | Path],
+    model: str,
+    model_args: dict[str, str],
+    out_dir: str | Path,
+    options: RayOptions,
+    *,
+    n_pairs: int = 4,
+    resume: bool = True,
+    on_item: Callable[[ItemResult, bool], None] | None = None,
+) -> MMRDataSummary:
+    """:func:`mmrobust.mmrdata.pipeline.run_mmr_data` with the model in Ray replicas.
+
+    Raises:
+        ValueError, WorkerPathError: Ray unreachable, no room for the replicas,
+            a replica that cannot load the model or see the first image.
+    """
+    with ray_session(options) as session:
+        pool = start_replicas(session, options, model=model, model_args=model_args)
+        try:
+            first = next((str(p) for p in images if Path(p).exists()), None)
+            if first is not None:
+                pool.check_paths([first])
+
+            def map_images(todo: Sequence[Path], pairs: int) -> Iterator[tuple[Path, ItemResult]]:
+                by_name = {str(p): p for p in todo}
+                for name, result in pool.map("mmr_image", list(by_name), pairs):
+                    image = by_name[name]
+                    if isinstance(result, Exception):
+                        text = str(result).strip()
+                        result = ItemResult(
+                            key=item_key(image),
+                            image=str(image),
+                            n_pairs=pairs,
+                            status=ItemStatus.MODEL_ERROR,
+                            error=f"ray: {type(result).__name__}: "
+                            + (text.splitlines()[0] if text else ""),
+                        )
+                    yield image, result
+
+            return run_mmr_data(
+                images,
+                RemoteModel.from_info(pool.first_info),
+                out_dir,
+                n_pairs=n_pairs,
+                resume=resume,
+                on_item=on_item,
+                map_images=map_images,
+            )
+        finally:
+            pool.shutdown()
+
+
+__all__ = ["run_mmr_data_ray"]

@@ -1,0 +1,285 @@
+"""Connecting to Ray, the cluster's nodes and resources, and the "can every worker see it" check.
+
+``ray_session`` connects the driver to ``--ray-address`` (or ``RAY_ADDRESS``),
+or starts a local Ray for the run, always without the dashboard; on exit it
+disconnects (and stops the Ray it started). Paths: workers read and write
+the same paths as the driver, so a cluster needs a filesystem shared by every
+node at the same mount point; relative paths are resolved against the
+driver's working directory on the worker too. ``check_paths`` runs one tiny
+zero-CPU task on every node that could host a worker and fails early, with
+the node and the path, when one of them cannot see an input or write an
+output folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import socket
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from mmrobust.distributed import RayOptions, WorkerPathError
+
+LOCAL_OBJECT_STORE_BYTES = 256 * 2**20
+"""Object store of a Ray started for one run: only rows, configs and manifests pass through it
+(frames are decoded where they are used)."""
+
+FORWARDED_ENV = (
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "HF_HOME",
+    "HF_HUB_CACHE",
+    "MMROBUST_CACHE",
+)
+"""Environment variables the driver passes to its workers when set (none is a secret: API keys
+named by ``api_key_env`` must be set on the worker nodes themselves)."""
+
+SHARED_FS_HINT = (
+    "workers read and write the driver's paths: put data, outputs and local checkpoints "
+    "on a shared filesystem mounted at the same path on every node (docs/scaling.md)"
+)
+
+
+@dataclass
+class RaySession:
+    """The driver's connection to a Ray cluster.
+
+    Attributes:
+        address: what the driver connected to (``"local"`` for a Ray started for the run).
+        started: this session started (and will stop) the Ray it uses.
+        cwd: the driver's working directory; workers resolve relative paths against it.
+        env: environment variables passed to every worker (``FORWARDED_ENV`` that are set).
+    """
+
+    address: str
+    started: bool
+    cwd: str
+    env: dict[str, str] = field(default_factory=dict)
+
+    def runtime_env(self) -> dict[str, Any] | None:
+        """The ``runtime_env`` of every actor and task (forwarded variables), or ``None``."""
+        return {"env_vars": dict(self.env)} if self.env else None
+
+    def cluster_resources(self) -> dict[str, float]:
+        """Total resources of the alive nodes (``CPU``, ``GPU``, custom)."""
+        return {str(k): float(v) for k, v in ray.cluster_resources().items()}
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """The alive nodes, as ``ray.nodes()`` describes them."""
+        return [n for n in ray.nodes() if n.get("Alive")]
+
+    def slots(self, request: Mapping[str, float]) -> int:
+        """How many workers asking ``request`` fit on the alive nodes at once (0: none)."""
+        total = 0
+        for node in self.nodes():
+            have = node.get("Resources", {})
+            fit = min(
+                (math.floor(have.get(k, 0.0) / v + 1e-9) for k, v in request.items() if v > 0),
+                default=0,
+            )
+            total += max(0, fit)
+        return total
+
+    def candidate_nodes(self, request: Mapping[str, float]) -> list[dict[str, Any]]:
+        """Alive nodes that can host at least one worker asking ``request``."""
+        return [
+            n
+            for n in self.nodes()
+            if all(n.get("Resources", {}).get(k, 0.0) >= v for k, v in request.items() if v > 0)
+        ]
+
+
+def _init_kwargs(started: bool) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        "include_dashboard": False,
+        "log_to_driver": False,
+        "logging_level": logging.ERROR,
+        "namespace": "mmrobust",
+    }
+    if started:
+        kwargs["object_store_memory"] = LOCAL_OBJECT_STORE_BYTES
+    return kwargs
+
+
+@contextlib.contextmanager
+def ray_session(options: RayOptions) -> Iterator[RaySession]:
+    """Connect to the cluster of ``options`` (or start a local Ray) for the duration of a run.
+
+    A driver that is already connected (``ray.init`` called by a notebook) is
+    reused and left connected.
+
+    Raises:
+        ValueError: the cluster cannot be reached (one line).
+    """
+    env = {k: os.environ[k] for k in FORWARDED_ENV if os.environ.get(k)}
+    address = options.address or os.environ.get("RAY_ADDRESS") or "local"
+    if ray.is_initialized():
+        yield RaySession("connected", started=False, cwd=os.getcwd(), env=env)
+        return
+    started = address == "local"
+    if not started:
+        check_reachable(address)
+    try:
+        ray.init(address=address, **_init_kwargs(started))
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"cannot connect to Ray at {address}: {reason}") from None
+    try:
+        yield RaySession(address, started=started, cwd=os.getcwd(), env=env)
+    finally:
+        ray.shutdown()
+
+
+CONNECT_TIMEOUT_S = 10.0
+"""How long the driver tries to open the cluster's port before it gives up (``ray.init``
+itself retries for minutes)."""
+
+
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Open and close a TCP connection to a ``[ray://]host:port`` address.
+
+    Raises:
+        ValueError: not ``host:port``, or nothing accepts connections there (one line).
+    """
+    if address == "auto":
+        return  # ray.init finds a cluster started on this machine with `ray start`
+    host, sep, port = address.split("://", 1)[-1].rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"bad Ray address {address!r}: expected HOST:PORT (e.g. 10.0.0.2:6379)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ValueError(
+            f"cannot connect to Ray at {address}: {exc.strerror or exc}; "
+            "is `ray start --head` running there (and the port open)?"
+        ) from None
+
+
+def worker_request(options: RayOptions, *, gpus: float = 0.0) -> dict[str, float]:
+    """Ray resources one worker reserves: ``CPU``, ``GPU`` (when > 0) and custom resources."""
+    request = {"CPU": float(options.cpus_per_worker)}
+    if gpus > 0:
+        request["GPU"] = float(gpus)
+    request.update({k: float(v) for k, v in options.resources.items()})
+    return request
+
+
+def ray_resource_args(request: Mapping[str, float]) -> dict[str, Any]:
+    """``request`` as the ``num_cpus`` / ``num_gpus`` / ``resources`` keywords of ``.options``."""
+    custom = {k: v for k, v in request.items() if k not in ("CPU", "GPU")}
+    return {
+        "num_cpus": request.get("CPU", 0.0),
+        "num_gpus": request.get("GPU", 0.0),
+        "resources": custom,
+    }
+
+
+def resolve(cwd: str, path: str | os.PathLike[str]) -> str:
+    """``path`` as the driver means it: relative paths against the driver's ``cwd``."""
+    return os.path.join(cwd, os.fspath(path))
+
+
+@contextlib.contextmanager
+def in_dir(cwd: str) -> Iterator[None]:
+    """Run a task body in the driver's working directory (when this node has it)."""
+    old = os.getcwd()
+    if os.path.isdir(cwd):
+        os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+def probe_paths(
+    cwd: str, paths: Sequence[str], writable: Sequence[str] = ()
+) -> tuple[str, list[str]]:
+    """On a worker: ``(node ip, problems)`` for ``paths`` that do not exist or folders not writable."""
+    problems = [f"cannot see {p}" for p in paths if not os.path.exists(resolve(cwd, p))]
+    for folder in writable:
+        probe = Path(resolve(cwd, folder)) / f".mmrobust-write-check-{uuid.uuid4().hex}"
+        try:
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            problems.append(f"cannot write to {folder} ({exc.strerror or exc})")
+    return ray.util.get_node_ip_address(), problems
+
+
+def _probe_remote(cwd: str, paths: list[str], writable: list[str]) -> tuple[str, list[str]]:
+    return probe_paths(cwd, paths, writable)
+
+
+_probe_task = ray.remote(num_cpus=0, max_retries=0)(_probe_remote)
+
+
+def raise_path_problems(reports: Sequence[tuple[str, list[str]]]) -> None:
+    """Raise :class:`WorkerPathError` for the first node with a problem (one line)."""
+    for ip, problems in reports:
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise WorkerPathError(f"Ray worker on {ip} {problems[0]}{more}; {SHARED_FS_HINT}")
+
+
+def check_paths(
+    session: RaySession,
+    request: Mapping[str, float],
+    paths: Sequence[str | os.PathLike[str]],
+    writable: Sequence[str | os.PathLike[str]] = (),
+) -> int:
+    """Check on every node that can host a worker asking ``request`` that it sees ``paths``
+    and can write into ``writable`` folders.
+
+    Returns:
+        the number of nodes checked.
+
+    Raises:
+        WorkerPathError: a node cannot see a path or write a folder (names both).
+        ValueError: no alive node has the resources a worker asks for.
+    """
+    nodes = session.candidate_nodes(request)
+    if not nodes:
+        raise ValueError(
+            f"no Ray node has the resources one worker asks for ({_fmt(request)}); "
+            f"cluster: {_fmt(session.cluster_resources())}"
+        )
+    refs = [
+        _probe_task.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
+            runtime_env=session.runtime_env(),
+        ).remote(session.cwd, [os.fspath(p) for p in paths], [os.fspath(w) for w in writable])
+        for n in nodes
+    ]
+    raise_path_problems(ray.get(refs))
+    return len(nodes)
+
+
+def _fmt(resources: Mapping[str, float]) -> str:
+    keep = {k: v for k, v in resources.items() if not k.startswith(("node:", "memory", "object"))}
+    return ", ".join(f"{k}={v:g}" for k, v in sorted(keep.items())) or "nothing"
+
+
+__all__ = [
+    "FORWARDED_ENV",
+    "LOCAL_OBJECT_STORE_BYTES",
+    "SHARED_FS_HINT",
+    "RaySession",
+    "check_paths",
+    "check_reachable",
+    "in_dir",
+    "probe_paths",
+    "raise_path_problems",
+    "ray_resource_args",
+    "ray_session",
+    "resolve",
+    "worker_request",
+]

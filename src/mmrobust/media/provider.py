@@ -1,0 +1,63 @@
+"""Frames for one model: the frame cache in front of :func:`~mmrobust.media.frames.sample_clip`.
+
+The runner asks a :class:`FrameProvider` for a clip's frames; it looks in
+the cache (when there is one), decodes on a miss and stores the result. A
+cache entry that turns out unusable (its JPEGs do not decode) is treated as
+a miss, and a cache that cannot be read or written never fails the sample.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from mmrobust.media.cache import FrameCache
+from mmrobust.media.frames import SampledClip, sample_clip
+from mmrobust.media.jpeg import FrameEncoding
+from mmrobust.media.sampling import FramePolicy
+
+
+class FrameProvider:
+    """Sampled frames of clips under one policy and encoding, through an optional cache.
+
+    Args:
+        policy: which frames.
+        encoding: how they are encoded (the model's ``frame_encoding()``).
+        cache: the frame cache, or ``None`` (off).
+    """
+
+    def __init__(
+        self, policy: FramePolicy, encoding: FrameEncoding, cache: FrameCache | None = None
+    ) -> None:
+        self.policy = policy
+        self.encoding = encoding
+        self.cache = cache
+
+    def clip(
+        self, video: str | Path, *, arrays: bool = False
+    ) -> tuple[SampledClip, tuple[np.ndarray, ...]]:
+        """The clip's sampled frames, and their decoded arrays when ``arrays``.
+
+        Raises:
+            MediaError: the clip cannot be decoded (never for a cache problem).
+        """
+        key: str | None = None
+        if self.cache is not None:
+            try:
+                key = self.cache.key(video, self.policy, self.encoding)
+            except OSError:
+                key = None  # unreadable file: sample_clip below says why
+            hit = self.cache.get(key) if key is not None else None
+            if hit is not None:
+                try:
+                    return hit, hit.arrays() if arrays else ()
+                except ValueError:
+                    pass  # a corrupt entry: decode again and overwrite it
+        clip = sample_clip(video, self.policy, self.encoding)
+        if key is not None and self.cache is not None:
+            self.cache.put(key, clip)
+        return clip, clip.arrays() if arrays else ()
+
+
+__all__ = ["FrameProvider"]

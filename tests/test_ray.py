@@ -1,0 +1,348 @@
+"""``--executor ray`` on a real two-node Ray cluster started on 127.0.0.1 inside the test.
+
+The cluster comes from Ray's own test utilities (``ray.cluster_utils.Cluster``):
+a head node and a worker node, one CPU each, each with one GPU declared (a
+GPU-less machine simulating GPUs: Ray schedules on the declared ``GPU``
+resource; the tiny ``hf:`` model runs on ``device=cpu``) and a custom
+resource ``accel``. Every check compares with the local (serial) path:
+the tamper build byte for byte, ``metrics.json`` for the forensic detector
+and a tiny random Idefics3 checkpoint, each row written once. Fault and
+interrupt tests remove a node or press Ctrl-C mid-run. The module's fixture
+stops every Ray process it started and checks that their ports are closed.
+"""
+
+from __future__ import annotations
+
+import _thread
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from mmrobust.cli import app
+from tests.hf_tiny import build_tiny_idefics3
+from tests.ray_cluster import LoopbackCluster
+from tests.runs import stored_rows
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+
+pytestmark = pytest.mark.slow
+
+
+TAMPER_ARGS = [
+    *("--effects", "dropping,masking,rotation,substitution,repetition"),
+    *("--position", "middle", "--duration", "1", "--codec-control", "--seed", "0"),
+    *("--preset", "ultrafast"),
+]
+"""The options of ``conftest.real_tamper_set`` (the serial build compared with)."""
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LoopbackCluster]:
+    """Two nodes on 127.0.0.1 (``tests/ray_cluster.py``); on teardown, no Ray process or port left."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_HUB_OFFLINE", "1")  # inherited by the nodes' workers
+    try:
+        with LoopbackCluster(nodes=2) as c:
+            yield c
+    finally:
+        mp.undo()
+
+
+def _ray_args(c: LoopbackCluster, *extra: str) -> list[str]:
+    return ["--executor", "ray", "--ray-address", c.address, *extra]
+
+
+def _invoke(args: list[str]) -> Any:
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
+    return result
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def _eval(data: Path, out: Path, model: str, *extra: str) -> Any:
+    return ["eval", "--data", str(data), "--model", model, "--out", str(out), "-q", *extra]
+
+
+def _metrics(run: Path) -> dict[str, Any]:
+    return dict(json.loads((run / "metrics.json").read_text()))
+
+
+def _run_info(run: Path) -> dict[str, Any]:
+    return dict(json.loads((run / "run.json").read_text()))
+
+
+@contextlib.contextmanager
+def _when_rows(run: Path, n: int, action: Callable[[], None]) -> Iterator[list[bool]]:
+    """Call ``action`` from a thread once ``run``'s store holds ``n`` rows; yields ``[fired]``."""
+    fired = [False]
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.1):
+            try:
+                with contextlib.closing(sqlite3.connect(run / "results.sqlite", timeout=1)) as db:
+                    count = db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+            except sqlite3.Error:
+                continue
+            if count >= n:
+                fired[0] = True
+                action()
+                return
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield fired
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def serial_forensic(real_tamper_set: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The forensic detector on the real tamper set, serial (the reference of the Ray runs)."""
+    out = tmp_path_factory.mktemp("serial-forensic") / "run"
+    _invoke(_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"))
+    return out
+
+
+def test_tamper_on_ray_is_byte_identical_to_the_serial_build(
+    cluster: LoopbackCluster, real_clips: dict[str, Path], real_tamper_set: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "ray-set"
+    args = ["tamper", *map(str, real_clips.values()), "--out", str(out), *TAMPER_ARGS]
+    result = _invoke([*args, *_ray_args(cluster, "--ray-resource", "accel=1")])
+    assert "built on 2 node(s) (127.0.0.1: 4)" in result.output
+    ours, theirs = _files(out), _files(real_tamper_set)
+    assert sorted(ours) == sorted(theirs)
+    assert len([f for f in ours if f.endswith(".mp4")]) == 24
+    assert [f for f in ours if ours[f] != theirs[f]] == []
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs CPU affinity control and 2 CPUs",
+)
+def test_tamper_tasks_encode_with_the_drivers_cpu_count(
+    cluster: LoopbackCluster, real_clips: dict[str, Path], tmp_path: Path
+) -> None:
+    """Encoders' automatic thread counts change their bytes: a task encodes with the driver's."""
+    pair = [str(real_clips[n]) for n in ("carphone_pristine", "carphone_distorted")]
+    builds = {name: tmp_path / name for name in ("all-cpus", "one-cpu", "ray-one-cpu")}
+    _invoke(["tamper", *pair, *TAMPER_ARGS, "--out", str(builds["all-cpus"])])
+    cpus = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cpus)})  # the driver now has 1 CPU; the Ray workers have 2
+    try:
+        _invoke(["tamper", *pair, *TAMPER_ARGS, "--out", str(builds["one-cpu"])])
+        args = ["tamper", *pair, *TAMPER_ARGS, "--out", str(builds["ray-one-cpu"])]
+        _invoke([*args, *_ray_args(cluster)])
+    finally:
+        os.sched_setaffinity(0, cpus)
+    one, ray_one = _files(builds["one-cpu"]), _files(builds["ray-one-cpu"])
+    assert len(one) == 12 + 2 and one == ray_one
+    assert _files(builds["all-cpus"]) != one  # the thread count does change the bytes
+
+
+def test_eval_forensic_on_ray_equals_serial_and_writes_each_row_once(
+    cluster: LoopbackCluster, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    _invoke([*_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"), *_ray_args(cluster)])
+    assert _metrics(out) == _metrics(serial_forensic)
+    info = _run_info(out)
+    ex = info["executor"]
+    assert (ex["name"], ex["replicas"], ex["n_nodes"], ex["nodes"]) == (
+        "ray",
+        2,
+        2,
+        {"127.0.0.1": 2},
+    )
+    assert ex["resources_per_replica"] == {"CPU": 1.0}
+    assert (info["n_new"], info["n_rows"]) == (24, 24)  # 24 writes for 24 samples
+    assert _run_info(serial_forensic)["executor"] == {"name": "serial"}
+    rows, ref = stored_rows(out), stored_rows(serial_forensic)
+    assert sorted(rows) == sorted(ref)
+    for sid, row in rows.items():
+        assert (row["status"], row["letter"], row["extra"]) == (
+            ref[sid]["status"],
+            ref[sid]["letter"],
+            ref[sid]["extra"],
+        )
+
+
+def test_eval_hf_replicas_on_simulated_gpus_equal_serial(
+    cluster: LoopbackCluster, real_tamper_set: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("transformers")
+    ckpt = build_tiny_idefics3(tmp_path / "tiny-idefics3", seed=1)
+    common = ["--model-arg", "device=cpu", "--model-arg", "max_new_tokens=4"]
+    common += ["--frames", "2", "--limit", "6", "--bootstrap", "0"]
+    local, remote = tmp_path / "local", tmp_path / "ray"
+    _invoke([*_eval(real_tamper_set, local, f"hf:{ckpt}", *common)])
+    _invoke([*_eval(real_tamper_set, remote, f"hf:{ckpt}", *common), *_ray_args(cluster)])
+    assert _metrics(remote) == _metrics(local)
+    ex = _run_info(remote)["executor"]
+    # one replica per (declared) GPU, by default for hf: models
+    assert (ex["replicas"], ex["n_nodes"], ex["resources_per_replica"]) == (
+        2,
+        2,
+        {"CPU": 1.0, "GPU": 1.0},
+    )
+    rows, ref = stored_rows(remote), stored_rows(local)
+    assert len(rows) == 6 and _run_info(remote)["n_new"] == 6
+    for sid, row in rows.items():  # frames decoded on the workers: the same frames, same replies
+        assert (row["raw_text"], row["frame_indices"]) == (
+            ref[sid]["raw_text"],
+            ref[sid]["frame_indices"],
+        )
+
+
+def _remove_a_replica_node(c: LoopbackCluster) -> None:
+    """Kill (no graceful stop) a worker node that hosts an eval replica."""
+    from ray._private import state
+
+    for actor in state.actors().values():
+        node_id = actor.get("Address", {}).get("NodeID")
+        if actor.get("ActorClassName") != "Replica" or actor.get("State") != "ALIVE":
+            continue
+        node = next((n for n in c.cluster.worker_nodes if n.node_id == node_id), None)
+        if node is not None:
+            c.cluster.remove_node(node, allow_graceful=False)
+            return
+    raise AssertionError("no replica on a worker node")
+
+
+def test_eval_survives_losing_a_node_mid_run(
+    cluster: LoopbackCluster, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
+) -> None:
+    cluster.add_node()  # 3 nodes for 2 replicas: one on a worker node, one slot spare
+    out = tmp_path / "run"
+    args = [*_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"), *_ray_args(cluster)]
+    with _when_rows(out, 3, lambda: _remove_a_replica_node(cluster)) as fired:
+        _invoke([*args, "--replicas", "2"])
+    assert fired[0]
+    info = _run_info(out)
+    ex = info["executor"]
+    assert ex["replica_failures"] >= 1 and ex["retried_items"] >= 1, ex
+    assert (info["n_new"], info["n_rows"]) == (24, 24)  # nothing lost, nothing written twice
+    assert _metrics(out) == _metrics(serial_forensic)
+
+
+def test_ctrl_c_keeps_rows_and_the_same_command_resumes(
+    cluster: LoopbackCluster, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    args = [*_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"), *_ray_args(cluster)]
+    args += ["--replicas", "2"]  # a node removed by the fault test may still count as alive
+    with _when_rows(out, 4, _thread.interrupt_main) as fired:
+        first = CliRunner().invoke(app, args)
+    assert fired[0]
+    assert first.exit_code == 130, first.output
+    assert "interrupted" in first.output
+    done = _run_info(out)
+    assert done["interrupted"] and 4 <= done["n_new"] < 24
+    assert _metrics(out)["complete"] is False
+    _invoke(args)
+    again = _run_info(out)
+    assert again["n_new"] == 24 - done["n_new"]  # only the rest was asked
+    assert _metrics(out) == _metrics(serial_forensic)
+
+
+def test_a_path_a_worker_cannot_see_fails_early_in_one_line(
+    cluster: LoopbackCluster, real_clips: dict[str, Path], tmp_path: Path
+) -> None:
+    # /proc/self/fd/N is a path only this (driver) process has: what a worker without the
+    # shared filesystem sees.
+    fd = os.open(real_clips["carphone_pristine"], os.O_RDONLY)
+    high = os.dup2(fd, 987)
+    try:
+        path = f"/proc/self/fd/{high}"
+        assert Path(path).is_file()
+        result = CliRunner().invoke(
+            app, ["tamper", path, "--out", str(tmp_path / "set"), *_ray_args(cluster)]
+        )
+    finally:
+        os.close(high)
+        os.close(fd)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert lines[-1].startswith(f"error: Ray worker on 127.0.0.1 cannot see {path};")
+    assert "shared" in lines[-1]
+    assert not (tmp_path / "set").exists()  # stopped before anything was written
+
+
+def test_mmr_data_on_ray_writes_what_a_local_run_writes(
+    cluster: LoopbackCluster, tmp_path: Path
+) -> None:
+    import cv2
+    import numpy as np
+
+    from tests.fake_openai_server import FakeOpenAIServer
+    from tests.test_mmr_pipeline import COLOURS, responder
+
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    for name, rgb in COLOURS.items():
+        cv2.imwrite(str(folder / f"{name}.png"), np.full((32, 48, 3), rgb[::-1], np.uint8))
+    (folder / "broken.jpg").write_bytes(b"not an image")
+    outs = {}
+    with FakeOpenAIServer(responder=responder) as server:  # on 127.0.0.1, asked by the replicas
+        for name, extra in (("local", []), ("ray", [*_ray_args(cluster), "--replicas", "2"])):
+            outs[name] = tmp_path / name
+            args = ["mmr-data", str(folder), "--model", "openai:fake", "--pairs", "2"]
+            args += ["--model-arg", f"base_url={server.base_url}", "--model-arg", "max_retries=0"]
+            _invoke([*args, "--out", str(outs[name]), *extra])
+    local, remote = _files(outs["local"]), _files(outs["ray"])
+    assert sorted(local) == sorted(remote) and len(local) == 5 + 4  # 5 items + 4 outputs
+    for name in local:
+        if name != "summary.json":  # it names its own folder
+            assert local[name] == remote[name], name
+    summary = json.loads(remote["summary.json"])
+    assert summary["statuses"] == {
+        "ok": 2,
+        "extraction_refused": 1,
+        "parse_fail": 1,
+        "media_error": 1,
+    }
+
+
+def test_an_unreachable_cluster_fails_at_once_in_one_line(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+    args = _eval(tmp_path, tmp_path / "run", "forensic")
+    result = CliRunner().invoke(app, [*args, "--executor", "ray", "--ray-address", address])
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        f"error: cannot connect to Ray at {address}: Connection refused; "
+        "is `ray start --head` running there (and the port open)?"
+    )
+    assert not (tmp_path / "run").exists()
+
+
+def test_more_replicas_than_fit_fails_before_starting_any(
+    cluster: LoopbackCluster, real_tamper_set: Path, tmp_path: Path
+) -> None:
+    args = _eval(real_tamper_set, tmp_path / "run", "forensic")
+    result = CliRunner().invoke(app, [*args, *_ray_args(cluster, "--replicas", "9")])
+    assert result.exit_code == 2
+    line = result.output.strip()
+    assert line.startswith(
+        "error: 9 replica(s) of CPU=1 each do not fit in the Ray cluster (room for "
+    )
+    assert line.endswith("lower --replicas or the per-worker resources")

@@ -60,9 +60,9 @@ def _ray_args(c: LoopbackCluster, *extra: str) -> list[str]:
     return ["--executor", "ray", "--ray-address", c.address, *extra]
 
 
-def _invoke(args: list[str]) -> Any:
+def _invoke(args: list[str], code: int = 0) -> Any:
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
+    assert result.exit_code == code, f"{result.output}\n{result.exception!r}"
     return result
 
 
@@ -205,8 +205,13 @@ def test_eval_hf_replicas_on_simulated_gpus_equal_serial(
     common = ["--model-arg", "device=cpu", "--model-arg", "max_new_tokens=4"]
     common += ["--frames", "2", "--limit", "6", "--bootstrap", "0"]
     local, remote = tmp_path / "local", tmp_path / "ray"
-    _invoke([*_eval(real_tamper_set, local, f"hf:{ckpt}", *common)])
-    _invoke([*_eval(real_tamper_set, remote, f"hf:{ckpt}", *common), *_ray_args(cluster)])
+    # The random checkpoint's replies match no option: every row is parse_fail, so both runs
+    # end with exit 1 ("no sample could be scored") after writing their rows.
+    for result in (
+        _invoke([*_eval(real_tamper_set, local, f"hf:{ckpt}", *common)], code=1),
+        _invoke([*_eval(real_tamper_set, remote, f"hf:{ckpt}", *common), *_ray_args(cluster)], 1),
+    ):
+        assert "no sample could be scored: 6 of 6 rows" in result.output
     assert _metrics(remote) == _metrics(local)
     ex = _run_info(remote)["executor"]
     # one replica per (declared) GPU, by default for hf: models

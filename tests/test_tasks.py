@@ -626,6 +626,8 @@ def test_eval_cli_task_options(tmp_path: Path) -> None:
         assert res.exit_code == 2, res.output
         assert message in res.output
     assert not (tmp_path / "bad").exists()
+    res = runner.invoke(app, ["rescore", str(tmp_path / "r"), "--extract", "official"])
+    assert res.exit_code == 2 and "a --task type run has no reference" in res.output
 
 
 def test_a_store_from_before_the_prompt_column_still_reads_and_resumes(tmp_path: Path) -> None:

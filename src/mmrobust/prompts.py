@@ -245,6 +245,16 @@ def build_prompt(sample: Sample, config: PromptConfig | None = None) -> Prompt:
     return Prompt(body, question, options, answer, None, None, template)
 
 
+def prompt_record(prompt: Prompt) -> str:
+    """The prompt as one text, as stored with each row: ``[system] ...`` on its own line when
+    there is a system message, the user turn, then ``[assistant prefill] ...`` when there is one."""
+    parts = [f"[system] {prompt.system}"] if prompt.system else []
+    parts.append(prompt.text)
+    if prompt.assistant_prefill:
+        parts.append(f"[assistant prefill] {prompt.assistant_prefill}")
+    return "\n".join(parts)
+
+
 __all__ = [
     "COT_QUESTION",
     "GENERIC_QUESTION",
@@ -261,4 +271,5 @@ __all__ = [
     "default_template",
     "format_options",
     "permute_options",
+    "prompt_record",
 ]

@@ -45,7 +45,7 @@ from mmrobust.media.sampling import FramePolicy, window_coverage
 from mmrobust.metrics import compute_metrics
 from mmrobust.models.base import Model, Request, Response
 from mmrobust.official import reference_block, tamper_reference
-from mmrobust.prompts import PromptConfig, build_prompt
+from mmrobust.prompts import PromptConfig, build_prompt, prompt_record
 from mmrobust.redact import scrub_args
 from mmrobust.runlock import LOCK_FILE, RunLock
 from mmrobust.status import Status
@@ -57,6 +57,7 @@ from mmrobust.store import (
     RunKey,
     StoredRow,
 )
+from mmrobust.tasks import check_task_options, derive_task, option_keys, task_fingerprint
 
 RUN_FILE = "run.json"
 METRICS_FILE = "metrics.json"
@@ -76,6 +77,11 @@ class EvalConfig:
     ``reference`` names the VLMEvalKit version official tamper mode reproduces
     (:func:`mmrobust.official.tamper_reference`; default: the integration
     commit ``eb58e9e``, the paper's numbers). Recorded in ``run.json``.
+
+    ``task`` picks the question asked about each clip of a tamper dataset:
+    ``detect`` (the paper's yes/no question, default), ``type``, ``when`` or
+    ``leading`` (``mmrobust.tasks``, docs/tasks.md); ``seed`` also seeds their
+    option order and the leading presuppositions.
     """
 
     data: str
@@ -88,6 +94,7 @@ class EvalConfig:
     prompt: str | None = None
     option_style: str = "paper"
     permute: int = 0
+    task: str = "detect"
     frames: int = 8
     fps: float | None = None
     max_frames: int | None = None
@@ -385,7 +392,11 @@ class SampleProcessor:
         pending: list[tuple[int, Sample, Request, dict[str, Any]]] = []
         for i, sample in enumerate(item.samples):
             prompt = build_prompt(sample, self.prompt_config)
-            shown = {"answer": prompt.answer, "options": prompt.options}
+            shown = {
+                "answer": prompt.answer,
+                "options": prompt.options,
+                "prompt": prompt_record(prompt),
+            }
             if sample.error:
                 rows[i] = self._row(
                     sample, Status.DATA_ERROR, error=sample.error, rule="data_error", **shown
@@ -411,6 +422,7 @@ class SampleProcessor:
                 prompt=prompt.text,
                 question=prompt.question,
                 options=prompt.options,
+                option_keys=option_keys(sample, prompt.options),
                 system=prompt.system,
                 assistant_prefill=prompt.assistant_prefill,
                 frames=frames,
@@ -539,16 +551,28 @@ def batches(samples: Sequence[Sample], size: int) -> Iterator[WorkItem]:
 
 
 def run_key(
-    model: Model, prompt_config: PromptConfig, policy: FramePolicy, *, text_only: bool
+    model: Model,
+    prompt_config: PromptConfig,
+    policy: FramePolicy,
+    *,
+    text_only: bool,
+    task: str = "detect",
 ) -> RunKey:
-    """The store key of a configuration: model fingerprint, prompt and sampling-policy hashes."""
+    """The store key of a configuration: model fingerprint, prompt and sampling-policy hashes.
+
+    A ``--task`` other than ``detect`` is part of the prompt hash (with the
+    template file's digest), so a run folder never mixes tasks.
+    """
     mode = "none" if text_only else model.media_input
     media: dict[str, Any] = {"policy": asdict(policy), "media": mode}
     if mode == "frames":  # the pixels a model sees are the JPEGs of its frame encoding
         media["encoding"] = model.frame_encoding().fingerprint()
+    prompt_fp = prompt_config.fingerprint()
+    if task != "detect":
+        prompt_fp = _hash({"prompt": prompt_fp, **task_fingerprint(task)})
     return RunKey(
         model_fp=_hash(model.fingerprint()),
-        prompt_fp=prompt_config.fingerprint(),
+        prompt_fp=prompt_fp,
         policy_fp=_hash(media),
     )
 
@@ -571,6 +595,7 @@ def run_block(config: EvalConfig, model: Model, benchmark: str | None = None) ->
     official = config.extract_mode() == "official"
     return {
         "model": config.model,
+        "task": config.task,
         "model_args": scrub_args(config.model_args),
         "model_fingerprint": model.fingerprint(),
         "prompt": {
@@ -633,6 +658,8 @@ def score_rows(
             "defects": list(defects),
             "pairing": "position" if official else "content",
         }
+    elif benchmark.startswith("tamper-"):  # --task type|when|leading
+        kw = {"failures": failures, "n_resamples": n_resamples, "seed": seed, "defects": defects}
     metrics = compute_metrics(records, benchmark, **kw)
     metrics.setdefault("defects", list(defects))
     derived = sum(1 for r in rows if "derived_window" in r.extra)
@@ -695,7 +722,11 @@ def check_same_run(run_dir: Path, key: RunKey, dataset: Dataset) -> None:
         ) from None
     what = []
     if old_key != key:
-        what.append(f"model/prompt/frames (was {old.get('config', {}).get('model')!r})")
+        was = old.get("config", {})
+        what.append(
+            f"model/prompt/frames/task (was {was.get('model')!r}, task "
+            f"{was.get('task', 'detect')!r})"
+        )
     if not same_source(old_data.get("source"), dataset.source):
         what.append(f"dataset (was {old_data.get('source')!r})")
     if what:
@@ -811,12 +842,14 @@ def run_eval(
     from mmrobust.models.spec import load_model
 
     policy = config.policy()  # validates frame options early
+    check_task_options(config.task, prompt=config.prompt, official=config.official)
     if config.reference is not None:
         tamper_reference(config.reference)  # an unknown version fails before any work
     pconf = config.prompt_config()
     dataset = load_dataset(
         config.data, config.format, images=config.images, text_only=config.text_only
     )
+    dataset = derive_task(dataset, config.task, seed=config.seed)
     samples = select_samples(dataset, config.limit)
     check_nonempty(dataset, samples, config)
     check_usable(samples, config)
@@ -825,12 +858,18 @@ def run_eval(
     lock = RunLock(run_dir).acquire()  # one process per run folder, from here to the end
     try:
         model = model or load_model(config.model, config.model_args)
-        refusal = None if config.judge else model.cannot_answer([s.options for s in samples])
+        refusal = (
+            None
+            if config.judge
+            else model.cannot_answer(
+                [s.options for s in samples], [option_keys(s, s.options) for s in samples]
+            )
+        )
         if refusal:  # said before any request (a judge may still read such replies)
             model.close()
             raise ValueError(refusal)
         judge = load_judge(config.judge, config.judge_args) if config.judge else None
-        key = run_key(model, pconf, policy, text_only=config.text_only)
+        key = run_key(model, pconf, policy, text_only=config.text_only, task=config.task)
         check_same_run(run_dir, key, dataset)  # under the lock: no other run can slip in
         return _evaluate(
             config, dataset, samples, model, judge, key, progress=progress, executor=executor
@@ -1138,6 +1177,11 @@ def _rescore(
     run = info.get("run", {})
     mode = extract_mode or run.get("extraction") or cfg.get("extract", "lenient")
     fail = failures or run.get("failures", "exclude")
+    if mode == "official" and cfg.get("task", "detect") != "detect":
+        raise ValueError(
+            f"--extract official reproduces the reference's yes/no matching; a --task "
+            f"{cfg['task']} run has no reference (use lenient or strict)"
+        )
     previous = run.get("reference") or {}
     ref_name = (
         reference

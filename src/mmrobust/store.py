@@ -16,8 +16,11 @@ half-written row never becomes visible. Re-running skips the keys in
 finished and are retried, overwriting the failed row.
 
 Each row also keeps the sample itself as JSON (so reports and ``rescore``
-work without the dataset), the options and answer letter *as displayed*
-(after any permutation), the sampled frame indices and window coverage.
+work without the dataset), the prompt exactly as sent (system message, user
+turn, assistant prefill; ``prompts.prompt_record``), the options and answer
+letter *as displayed* (after any permutation), the sampled frame indices and
+window coverage. Stores written before the ``prompt`` column existed gain it
+(empty for their rows) when opened for writing.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ CREATE TABLE IF NOT EXISTS results (
     window_covered INTEGER,
     sample TEXT NOT NULL,
     created_at REAL NOT NULL,
+    prompt TEXT,
     PRIMARY KEY (sample_id, model_fp, prompt_fp, policy_fp)
 );
 """
@@ -68,7 +72,7 @@ CREATE TABLE IF NOT EXISTS results (
 _COLUMNS = (
     "sample_id", "model_fp", "prompt_fp", "policy_fp", "status", "raw_text", "letter", "rule",
     "answer", "options", "latency_s", "prompt_tokens", "completion_tokens", "error", "extra",
-    "frame_indices", "window_covered", "sample", "created_at",
+    "frame_indices", "window_covered", "sample", "created_at", "prompt",
 )  # fmt: skip
 
 
@@ -101,6 +105,7 @@ class StoredRow:
         frame_indices: frames shown to the model (video, ``frames`` input only).
         window_covered: whether a shown frame lies inside the tamper window.
         created_at: UNIX time of the write.
+        prompt: the prompt as sent (``prompts.prompt_record``), or ``None`` (older stores).
     """
 
     sample: Sample
@@ -119,6 +124,7 @@ class StoredRow:
     frame_indices: list[int] | None = None
     window_covered: bool | None = None
     created_at: float = 0.0
+    prompt: str | None = None
 
     @property
     def sample_id(self) -> str:
@@ -139,12 +145,15 @@ class StoredRow:
 
     def to_record(self) -> ScoredRecord:
         """The metrics view of this row (``extra`` gains ``true_window`` when the row has a
-        window: the sample's, or one derived by the released rule)."""
+        window: the sample's, or one derived by the released rule; and ``task_question`` for a
+        ``--task`` question: its option keys and truth)."""
         s = self.sample
         extra = dict(self.extra)
         window = self.window
         if window is not None:
             extra["true_window"] = window.model_dump()
+        if "task_question" in s.meta:
+            extra["task_question"] = s.meta["task_question"]
         return ScoredRecord(
             sample_id=s.id,
             benchmark=s.benchmark,
@@ -185,6 +194,7 @@ def _to_db(row: StoredRow) -> tuple[Any, ...]:
         None if row.window_covered is None else int(row.window_covered),
         row.sample.model_dump_json(),
         row.created_at or time.time(),
+        row.prompt,
     )
 
 
@@ -213,7 +223,15 @@ def _from_db(r: sqlite3.Row, samples: dict[str, Sample] | None = None) -> Stored
         frame_indices=json.loads(r["frame_indices"]) if r["frame_indices"] else None,
         window_covered=None if wc is None else bool(wc),
         created_at=r["created_at"],
+        prompt=r["prompt"] if "prompt" in r.keys() else None,  # noqa: SIM118 (sqlite3.Row)
     )
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    """Columns added after the first schema (``prompt``), added to an older store in place."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(results)")}
+    if "prompt" not in have:
+        db.execute("ALTER TABLE results ADD COLUMN prompt TEXT")
 
 
 class StoreError(ValueError):
@@ -274,6 +292,7 @@ class ResultStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            _add_missing_columns(self._db)
             self._db.commit()
         self._db.row_factory = sqlite3.Row
 

@@ -11,7 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Benchmark = Literal["tamper", "mmr", "generic"]
+Benchmark = Literal["tamper", "mmr", "generic", "tamper-type", "tamper-when", "tamper-leading"]
+"""Metric families; the ``tamper-*`` ones are the questions of ``--task type|when|leading``
+(``mmrobust.tasks``) about tamper clips."""
 Polarity = Literal["positive", "negative"]
 
 TAMPER_ORIGINAL = "original"
@@ -50,7 +52,8 @@ class Sample(BaseModel):
 
     Attributes:
         id: unique within the dataset; the results store keys on it.
-        benchmark: which metric family scores it ("tamper", "mmr", "generic").
+        benchmark: which metric family scores it ("tamper", "mmr", "generic", or a
+            task's "tamper-type", "tamper-when", "tamper-leading").
         video: path of the clip, or ``None``.
         image: path of the image, or ``None``.
         question: the question stem, without options or instructions.

@@ -120,7 +120,7 @@ class Replica:
         from mmrobust.runner import SampleProcessor, frame_cache, run_key
 
         pconf, policy = cfg.prompt_config(), cfg.policy()
-        self.key = run_key(self.model, pconf, policy, text_only=cfg.text_only)
+        self.key = run_key(self.model, pconf, policy, text_only=cfg.text_only, task=cfg.task)
         self.processor = SampleProcessor(
             self.model,
             self.key,

@@ -4,6 +4,8 @@
 
 * ``"tamper"`` -> :func:`mmrobust.metrics.tamper.tamper_metrics` (MVTamperBench F1),
 * ``"mmr"`` -> ``mmrobust.metrics.mmr:mmr_metrics`` (MMR RA/MR; imported lazily),
+* ``"tamper-type"``, ``"tamper-when"``, ``"tamper-leading"`` -> the tasks of
+  ``--task type|when|leading`` (``mmrobust.metrics.tasks``; imported lazily),
 * ``"generic"`` -> accuracy with parse-fail and error rates.
 
 ``metrics`` never imports ``models`` or ``store``.
@@ -52,10 +54,23 @@ def _mmr(records: Sequence[ScoredRecord], **kw: Any) -> dict[str, Any]:
     return fn(records, **kw)
 
 
+def _task(name: str) -> Callable[..., dict[str, Any]]:
+    def score(records: Sequence[ScoredRecord], **kw: Any) -> dict[str, Any]:
+        fn: Callable[..., dict[str, Any]] = getattr(
+            importlib.import_module("mmrobust.metrics.tasks"), f"{name}_metrics"
+        )
+        return fn(records, **kw)
+
+    return score
+
+
 _DISPATCH: dict[str, Callable[..., dict[str, Any]]] = {
     "tamper": _tamper,
     "mmr": _mmr,
     "generic": generic_metrics,
+    "tamper-type": _task("type"),
+    "tamper-when": _task("when"),
+    "tamper-leading": _task("leading"),
 }
 
 
@@ -64,8 +79,9 @@ def compute_metrics(records: Sequence[ScoredRecord], benchmark: str, **kw: Any) 
 
     Args:
         records: one ``ScoredRecord`` per sample.
-        benchmark: ``"tamper"``, ``"mmr"`` or ``"generic"``.
-        **kw: passed to the family's function (tamper: ``failures``,
+        benchmark: ``"tamper"``, ``"mmr"``, ``"generic"`` or a task family
+            (``"tamper-type"``, ``"tamper-when"``, ``"tamper-leading"``).
+        **kw: passed to the family's function (tamper and the tasks: ``failures``,
             ``n_resamples``, ``seed``, ``level``).
 
     Raises:

@@ -47,6 +47,10 @@ class Request:
         prompt: the full user text (question, options, instruction).
         question: the question stem alone.
         options: option letter -> text, in display order.
+        option_keys: option letter -> the option's meaning as a key, for questions
+            of ``--task type|when|leading`` (``none``, ``rotation``, ``middle``,
+            ``reject`` ...; ``mmrobust.tasks``); empty otherwise. Rule-based models
+            (``forensic``, ``constant:<key>``) answer by it; language models read the text.
         system: optional system message.
         assistant_prefill: optional start of the assistant turn
             (VLMEvalKit's "Best option:(" in official mode).
@@ -73,6 +77,7 @@ class Request:
     prompt: str
     question: str
     options: Mapping[str, str]
+    option_keys: Mapping[str, str] = field(default_factory=dict)
     system: str | None = None
     assistant_prefill: str | None = None
     frames: tuple[np.ndarray, ...] = ()
@@ -152,11 +157,14 @@ class Model(ABC):
 
         return FrameEncoding()
 
-    def cannot_answer(self, options: Sequence[Mapping[str, str]]) -> str | None:
+    def cannot_answer(
+        self, options: Sequence[Mapping[str, str]], keys: Sequence[Mapping[str, str]] = ()
+    ) -> str | None:
         """Why this model can answer none of the samples with these options, else ``None``.
 
         Checked before any request is sent (``constant:Z`` on Yes/No questions).
-        Default: ``None`` (a model is assumed able to answer).
+        ``keys``: each sample's option keys (letter -> key, ``--task`` questions; may be
+        empty). Default: ``None`` (a model is assumed able to answer).
         """
         return None
 

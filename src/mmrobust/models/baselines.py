@@ -2,7 +2,11 @@
 
 They anchor every table: ``constant:A`` ("Yes" to everything) scores
 F1 = 2/3 on balanced tamper data, ``constant:B`` scores 0, and ``random``
-shows chance. Both are text-only (``media_input = "none"``) unless
+shows chance. On ``--task type|when|leading`` questions ``constant:<key>``
+(``constant:none``, ``constant:middle``, ``constant:reject``) always gives the
+same *meaning*, whatever the option order: the class-prior baseline;
+``constant:A`` always gives the same letter, which the seeded option order
+turns into a uniform guess. Both are text-only (``media_input = "none"``) unless
 ``--model-arg media=frames`` asks the runner to decode frames anyway (for
 harness benchmarks and end-to-end tests of the frame path).
 
@@ -62,9 +66,10 @@ class ConstantModel(_RuleModel):
     """Always gives the same answer.
 
     Args:
-        answer: an option letter (``"A"``) or an option text (``"Yes"``,
-            matched case-insensitively against each request's options; the
-            reply is then that option's letter).
+        answer: an option letter (``"A"``), an option key of ``--task`` questions
+            (``"none"``, ``"middle"``, ``"reject"``: ``Request.option_keys``) or an
+            option text (``"Yes"``); keys and texts are matched case-insensitively
+            against each request's options, and the reply is that option's letter.
         delay_s: seconds to sleep per request.
     """
 
@@ -76,22 +81,31 @@ class ConstantModel(_RuleModel):
     def _reply(self, req: Request) -> str:
         if self.answer in req.options:
             return self.answer
+        for letter, key in req.option_keys.items():
+            if key.lower() == self.answer.strip().lower():
+                return letter
         for letter, text in req.options.items():
             if text.strip().lower() == self.answer.strip().lower():
                 return letter
         return self.answer
 
-    def cannot_answer(self, options: Sequence[Mapping[str, str]]) -> str | None:
-        """The answer is neither a letter nor an option text of any sample."""
+    def cannot_answer(
+        self, options: Sequence[Mapping[str, str]], keys: Sequence[Mapping[str, str]] = ()
+    ) -> str | None:
+        """The answer is neither a letter, an option key nor an option text of any sample."""
         wanted = self.answer.strip().lower()
+        if any(k.lower() == wanted for ks in keys for k in ks.values()):
+            return None
         for opts in options:
             if self.answer in opts or any(t.strip().lower() == wanted for t in opts.values()):
                 return None
         letters = sorted({k for opts in options for k in opts})
+        known = sorted({k for ks in keys for k in ks.values()})
+        as_key = f", an option key ({', '.join(known)})" if known else ""
         return (
             f"constant:{self.answer} answers {self.answer!r}, which is neither an option letter "
-            f"({', '.join(letters)}) nor an option text of any sample: every answer would be "
-            "a parse failure"
+            f"({', '.join(letters)}){as_key} nor an option text of any sample: every answer "
+            "would be a parse failure"
         )
 
     def fingerprint(self) -> dict[str, Any]:

@@ -94,6 +94,7 @@ class ReportPaths:
     plots: list[Path] = field(default_factory=list)
     mmr: list[Path] = field(default_factory=list)
     mmr_csv: list[Path] = field(default_factory=list)
+    task_csv: list[Path] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
 
 
@@ -118,14 +119,16 @@ def load_run(run_dir: str | Path, *, samples: dict[str, Sample] | None = None) -
 
 
 def run_labels(runs: Sequence[RunData]) -> list[str]:
-    """Display labels: the model spec, made unique within a dataset by the run folder name,
-    with `` (text only)`` for runs that sent no media."""
+    """Display labels: the model spec, made unique within a leaderboard (a dataset and a
+    benchmark: the ``--task`` runs of one model on one dataset keep the plain spec) by the run
+    folder name, with `` (text only)`` for runs that sent no media."""
     labels = [r.model + (" (text only)" if r.text_only else "") for r in runs]
-    seen: dict[tuple[tuple[str, str], str], int] = {}
+    seen: dict[tuple[tuple[str, str], str, str], int] = {}
     for r, lab in zip(runs, labels, strict=True):
-        seen[(r.dataset_key, lab)] = seen.get((r.dataset_key, lab), 0) + 1
+        key = (r.dataset_key, r.benchmark, lab)
+        seen[key] = seen.get(key, 0) + 1
     return [
-        f"{lab} [{r.run_dir.name}]" if seen[(r.dataset_key, lab)] > 1 else lab
+        f"{lab} [{r.run_dir.name}]" if seen[(r.dataset_key, r.benchmark, lab)] > 1 else lab
         for r, lab in zip(runs, labels, strict=True)
     ]
 
@@ -164,7 +167,8 @@ class RunGroup:
 
 
 def group_runs(runs: Sequence[RunData], labels: Sequence[str]) -> list[RunGroup]:
-    """One group per (benchmark, dataset), tamper first, then MMR, then the rest."""
+    """One group per (benchmark, dataset): tamper detection, then the tasks type, when and
+    leading (``--task``), then MMR, then the rest."""
     names = dataset_names(runs)
     groups: dict[tuple[str, tuple[str, str]], RunGroup] = {}
     for r, lab in zip(runs, labels, strict=True):
@@ -172,8 +176,8 @@ def group_runs(runs: Sequence[RunData], labels: Sequence[str]) -> list[RunGroup]
         if key not in groups:
             groups[key] = RunGroup(r.benchmark, names[r.dataset_key], r.dataset_key[1], {})
         groups[key].runs[lab] = r
-    order = {"tamper": 0, "mmr": 1}
-    return sorted(groups.values(), key=lambda g: order.get(g.benchmark, 2))
+    order = {"tamper": 0, "tamper-type": 1, "tamper-when": 2, "tamper-leading": 3, "mmr": 4}
+    return sorted(groups.values(), key=lambda g: order.get(g.benchmark, 5))
 
 
 def _factor_levels(run: RunData, factor: str) -> dict[str, list[StoredRow]]:
@@ -250,8 +254,10 @@ def build_report(run_dirs: Sequence[str | Path | RunData], out_dir: str | Path) 
     ``heatmap_<label>.png``, and ``ablation_<factor>.csv`` when the runs cover
     several positions, durations or prompts. MMR: ``mmr_table2.csv`` (all runs of
     the first MMR dataset; ``mmr_table2_<dataset>.csv`` for further ones) and each
-    run's ``mmr/<label>/`` (its Table 2 rows, details, accuracy plot). All values
-    in percent (:mod:`mmrobust.report.units`).
+    run's ``mmr/<label>/`` (its Table 2 rows, details, accuracy plot). Tasks
+    (``--task type|when|leading``): ``task_<task>.csv`` and plots per
+    :func:`mmrobust.report.tasks.write_task_section`. All values in percent
+    (:mod:`mmrobust.report.units`).
 
     Raises:
         FileNotFoundError: a folder is not a run folder.
@@ -350,6 +356,22 @@ def build_report(run_dirs: Sequence[str | Path | RunData], out_dir: str | Path) 
             )
             paths.mmr += list(written.values())
             md += [f"### {lab} on {g.dataset}", "", summary_markdown(lab, r.metrics, table=False)]
+    from mmrobust.report.tasks import TASK_BENCHMARKS, write_task_section
+
+    for bench in TASK_BENCHMARKS:
+        for i, g in enumerate(x for x in groups if x.benchmark == bench):
+            lines, csvs, figs = write_task_section(
+                bench,
+                g.dataset,
+                g.where,
+                {lab: r.metrics for lab, r in g.runs.items()},
+                {lab: r.text_only for lab, r in g.runs.items()},
+                out,
+                index=i,
+            )
+            md += lines
+            paths.task_csv += csvs
+            paths.figures += figs
     for lab, r in zip(labels, runs, strict=True):
         defects = r.metrics.get("defects") or []
         if defects:

@@ -159,19 +159,21 @@ def build_payload(
     keys = sorted(by_key, key=lambda k: (rank.get(by_key[k][0][1].sample.benchmark, 2), k[0], k[1]))
     media_keys = [k for k in keys if by_key[k][0][1].sample.video or by_key[k][0][1].sample.image]
     jobs: list[ThumbJob] = []
-    job_keys: list[tuple[str, str]] = []
+    job_of: dict[Path, int] = {}  # one strip per clip: the --task questions about it share it
+    job_keys: list[tuple[tuple[str, str], int]] = []
     for k in _thumb_order(media_keys, max(0, max_thumbs)):
         s = by_key[k][0][1].sample
         path = Path(s.video or s.image or "")
         if not path.exists():
             continue
-        kind = "video" if s.video is not None else "image"
-        window = _window(by_key[k])
-        jobs.append(ThumbJob(path, kind, window=window, n_frames=_n_frames(s)))
-        job_keys.append(k)
-    strips: dict[tuple[str, str], Strip] = dict(
-        zip(job_keys, write_strips(jobs, out_dir, seconds=thumb_seconds), strict=True)
-    )
+        if path not in job_of:
+            kind = "video" if s.video is not None else "image"
+            job_of[path] = len(jobs)
+            window = _window(by_key[k])
+            jobs.append(ThumbJob(path, kind, window=window, n_frames=_n_frames(s)))
+        job_keys.append((k, job_of[path]))
+    drawn = write_strips(jobs, out_dir, seconds=thumb_seconds)
+    strips: dict[tuple[str, str], Strip] = {k: drawn[i] for k, i in job_keys}
 
     configs = [_prompt_config(run.info) for run in runs]
     prompts: dict[str, int] = {}
@@ -189,8 +191,9 @@ def build_payload(
         for ri, row in pairs:
             rs = row.sample
             pkey = (ri, rs.benchmark, rs.prompt, rs.question, tuple(rs.options.items()), rs.answer)
-            pi = prompt_ids.get(pkey)
-            if pi is None:  # one template serves every clip of a run: built once
+            pi = prompts.setdefault(row.prompt, len(prompts)) if row.prompt else None
+            pi = pi if pi is not None else prompt_ids.get(pkey)
+            if pi is None:  # rows of older stores: the prompt rebuilt, once per template
                 pi = prompt_ids[pkey] = prompts.setdefault(
                     prompt_text(rs, configs[ri]), len(prompts)
                 )

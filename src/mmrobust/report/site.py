@@ -26,6 +26,7 @@ from mmrobust.report import (
     MMR_NOTE,
     ReportPaths,
     RunData,
+    RunGroup,
     build_report,
     group_runs,
     load_run,
@@ -117,6 +118,7 @@ def leaderboards(
     tables: list[Table] = []
     for g in group_runs(runs, labels):
         if g.benchmark not in layouts:
+            tables += task_leaderboards(g)
             continue
         shape, add_published, note, title, digits = layouts[g.benchmark]
         frame = shape({lab: r.metrics for lab, r in g.runs.items()})
@@ -142,6 +144,62 @@ def leaderboards(
                         frame_to_table(per_task, f"Per task x type F1 (%): {lab} on {g.dataset}")
                     )
     return tables
+
+
+def task_leaderboards(g: RunGroup) -> list[Table]:
+    """The tables of one ``--task type|when|leading`` group (``mmrobust.report.tasks``);
+    the uniform-guess row is a grey reference row."""
+    from mmrobust.report import tasks as t
+
+    metrics = {lab: r.metrics for lab, r in g.runs.items()}
+    task = g.benchmark.removeprefix("tamper-")
+    if task in ("type", "when"):
+        frame = t.multiclass_table(metrics)
+        classes = ["run"] * len(g.runs) + ["reference"] * (len(frame) - len(g.runs))
+        title = "Tamper type" if task == "type" else "Tamper location (thirds)"
+        out = [
+            frame_to_table(
+                frame,
+                f"{title} on {g.where} (--task {task}, %)",
+                note=t.TYPE_NOTE if task == "type" else t.WHEN_NOTE,
+                row_classes=classes,
+                group=g.benchmark,
+            )
+        ]
+        if task == "when":
+            warnings = dict.fromkeys(w for m in metrics.values() for w in m.get("warnings", []))
+            out.append(
+                frame_to_table(
+                    t.accuracy_per_type_table(metrics),
+                    f"Tamper location: accuracy per tamper type (%) on {g.dataset}",
+                    note=" ".join(f"Warning: {w}." for w in warnings),
+                    group=g.benchmark,
+                )
+            )
+        return out
+    if task != "leading":
+        return []
+    text_only = {lab: r.text_only for lab, r in g.runs.items()}
+    table2 = t.leading_table2(metrics)
+    return [
+        frame_to_table(
+            table2,
+            f"Leading questions on {g.where} (--task leading, MMR Table 2 layout, %)",
+            note=t.LEADING_NOTE,
+            digits=2,
+            row_classes=["run"] * (2 * len(g.runs))
+            + ["reference"] * (len(table2) - 2 * len(g.runs)),
+            group=g.benchmark,
+        ),
+        frame_to_table(
+            t.leading_summary(metrics, text_only),
+            f"Leading questions: RA, MR and the text-only floor on {g.dataset} (%)",
+            note=t.LEADING_SUMMARY_NOTE + t.floor_note(metrics, text_only),
+            digits=2,
+            row_classes=["run"] * len(g.runs),
+            group=g.benchmark,
+        ),
+    ]
 
 
 def build_site(
@@ -180,8 +238,9 @@ def build_site(
     paths = build_report(runs, out)
     names = {id(r): g.dataset for g in group_runs(runs, labels) for r in g.runs.values()}
     html_runs = [
-        HtmlRun(
-            label=lab,
+        HtmlRun(  # a --task run is named with its task outside its own leaderboard
+            label=lab
+            + (f" (--task {r.benchmark[7:]})" if r.benchmark.startswith("tamper-") else ""),
             benchmark=r.benchmark,
             run=r.info,
             metrics=r.metrics,
@@ -212,4 +271,5 @@ __all__ = [
     "build_site",
     "labels_for",
     "leaderboards",
+    "task_leaderboards",
 ]

@@ -178,13 +178,16 @@ def summary_text(metrics: Mapping[str, Any]) -> str:
     """The lines ``mmrobust eval`` / ``rescore`` print for a ``metrics.json``.
 
     Tamper: F1 per type and Overall with its 95% CI, window coverage, flags.
-    MMR: RA and MR with 95% CIs and the pair counts. All values in percent
+    MMR: RA and MR with 95% CIs and the pair counts. Tasks (``--task``):
+    :func:`mmrobust.report.tasks.summary_lines`. All values in percent
     (:mod:`mmrobust.report.units`).
     """
     bench = metrics.get("benchmark")
     run = metrics.get("run", {})
     size = (
-        f"{metrics.get('pairs')} pairs" if bench == "mmr" else f"{metrics.get('n_samples')} samples"
+        f"{metrics.get('pairs')} pairs"
+        if bench in ("mmr", "tamper-leading")
+        else f"{metrics.get('n_samples')} samples"
     )
     head = f"{bench}: {size}"
     if run.get("model"):
@@ -208,6 +211,10 @@ def summary_text(metrics: Mapping[str, Any]) -> str:
             f"pairs: UR {metrics.get('UR')}, UF {metrics.get('UF')}, NR {metrics.get('NR')}, "
             f"NF {metrics.get('NF')}"
         )
+    elif str(bench).startswith("tamper-"):  # --task type|when|leading
+        from mmrobust.report.tasks import summary_lines
+
+        lines += summary_lines(metrics)
     else:
         lines.append(f"accuracy {pct_sign(metrics.get('accuracy'))}")
     lines.append(

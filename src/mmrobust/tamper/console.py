@@ -27,7 +27,7 @@ from mmrobust.tamper.builder import (
 from mmrobust.tamper.effects import make_effect, parse_param_specs
 from mmrobust.tamper.effects.base import EffectParamError
 from mmrobust.tamper.layout import Layout
-from mmrobust.tamper.window import parse_position
+from mmrobust.tamper.window import Position, parse_position
 
 
 def config_from_options(
@@ -104,10 +104,11 @@ def build_with_progress(
     jobs: int = 1,
     console: Console | None = None,
     quiet: bool = False,
+    positions: Sequence[Position] | None = None,
     map_sources: SourceMap | None = None,
 ) -> BuildReport:
     """Run ``build`` with a progress bar (none when ``quiet``); print each failure on
-    one line and a summary."""
+    one line and a summary. Several ``positions``: ``tamper.positions.build_positions``."""
     con = console or Console(stderr=True)
     with Progress(
         TextColumn("[bold]tamper[/]"),
@@ -122,7 +123,7 @@ def build_with_progress(
         task = bar.add_task("planning", total=None)
 
         def on_start(n: int) -> None:
-            bar.update(task, total=n, description="")
+            bar.update(task, total=n * len(positions or [None]), description="")
 
         def on_source(r: SourceResult) -> None:
             for err in r.errors:
@@ -135,15 +136,23 @@ def build_with_progress(
                 bar.advance(task)
             bar.update(task, description=escape(Path(r.source).name))
 
-        report = build(
-            sources,
-            out_dir,
-            config,
-            jobs=jobs,
-            on_start=on_start,
-            on_source=on_source,
-            map_sources=map_sources,
-        )
+        if positions and len(positions) > 1:
+            from mmrobust.tamper.positions import build_positions
+
+            report = build_positions(
+                sources, out_dir, config, positions, jobs=jobs, on_start=on_start,
+                on_source=on_source, map_sources=map_sources,
+            )  # fmt: skip
+        else:
+            report = build(
+                sources,
+                out_dir,
+                config,
+                jobs=jobs,
+                on_start=on_start,
+                on_source=on_source,
+                map_sources=map_sources,
+            )
     n_err = len(report.errors)
     errors = f"{n_err} error{'' if n_err == 1 else 's'}"
     if not report.out_dir.exists():

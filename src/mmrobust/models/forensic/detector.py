@@ -4,7 +4,13 @@ It reads ``Request.video`` itself (``media_input = "path"``), streams the
 decoded luma at ``ANALYSIS_WIDTH`` pixels wide, extracts per-frame signals
 (``signals.py``), explains them as tamper candidates (``structure.py``) and
 answers the benchmark question with the option whose text is "Yes" when the
-best candidate's score reaches ``Thresholds.decision``.
+best candidate's score reaches ``Thresholds.decision``. Questions of ``--task
+type|when|leading`` carry option keys (``Request.option_keys``); the same
+verdict answers them (:func:`mmrobust.tasks.answer_from_detection`): its
+predicted type, the third of its predicted window, and a leading premise
+accepted only when the premise's effect is its own predicted type. When none of
+its candidate types is an option it replies so in words (a ``parse_fail``, as
+any reply outside the options).
 
 The decision never reads the file name, container, codec, bitrate, fps or
 duration metadata: only decoded pixels and the frame size. The fps is read
@@ -14,7 +20,9 @@ seconds (``start_s = start_frame / fps``).
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -37,6 +45,7 @@ from mmrobust.models.forensic.structure import (
 )
 from mmrobust.models.forensic.thresholds import DEFAULT, THRESHOLDS_VERSION, Thresholds
 from mmrobust.status import Status
+from mmrobust.tasks.answer import answer_from_detection
 
 PRIORS = ("none", "middle")
 
@@ -241,6 +250,22 @@ def analysis_frames(path: Path) -> Iterator[np.ndarray]:
     return iter_frames(path, size=analysis_size(info.width, info.height), gray=True)
 
 
+VERDICT_CACHE_SIZE = 4096
+"""Verdicts kept in memory per process (each a few KiB)."""
+
+_VERDICTS: OrderedDict[tuple[Any, ...], Verdict] = OrderedDict()
+_VERDICTS_LOCK = threading.Lock()
+
+
+def ranked_types(v: Verdict) -> list[str]:
+    """Effect names of a verdict, best first: its predicted type, then those of its other
+    candidates (an answer to ``--task type`` when the predicted type is not an option)."""
+    names = [v.pred_type] if v.pred_type else []
+    if v.tampered:
+        names += [KIND_TO_EFFECT[c.kind] for c in v.candidates if c.kind in KIND_TO_EFFECT]
+    return list(dict.fromkeys(names))
+
+
 def _yes_no_letters(options: Mapping[str, str]) -> tuple[str, str]:
     """Letters of the "Yes" and "No" options (case-insensitive, options may be permuted).
 
@@ -283,27 +308,55 @@ class ForensicDetector(Model):
     def analyse_video(self, path: Path) -> Verdict:
         """Stream ``path`` and decide.
 
+        The verdict is a pure function of the file's bytes, the thresholds and
+        the prior, so it is kept in a process-wide cache (``VERDICT_CACHE_SIZE``
+        entries, keyed by the resolved path, size and modification time): the
+        questions of several ``--task`` runs, and both questions of a leading
+        pair, read each clip once.
+
         Raises:
             MediaError: unreadable or undecodable video, or fewer than ``MIN_FRAMES`` frames.
         """
         from mmrobust.media import MediaError
 
         try:
+            st = path.stat()
+            key: tuple[Any, ...] | None = (
+                str(path.resolve()), st.st_size, st.st_mtime_ns, self.thresholds.digest(),
+                self.prior,
+            )  # fmt: skip
+        except OSError:
+            key = None
+        if key is not None:
+            with _VERDICTS_LOCK:
+                hit = _VERDICTS.get(key)
+                if hit is not None:
+                    _VERDICTS.move_to_end(key)
+                    return hit
+        try:
             cands, signals, n = scan(analysis_frames(path), self.thresholds)
         except ValueError as exc:
             raise MediaError(path, str(exc)) from exc
         if n < MIN_FRAMES:
             raise MediaError(path, f"only {n} decodable frames (need {MIN_FRAMES})")
-        return _verdict(cands, n, signals, self.thresholds, self.prior)
+        verdict = _verdict(cands, n, signals, self.thresholds, self.prior)
+        if key is not None:
+            with _VERDICTS_LOCK:
+                _VERDICTS[key] = verdict
+                while len(_VERDICTS) > VERDICT_CACHE_SIZE:
+                    _VERDICTS.popitem(last=False)
+        return verdict
 
     def _answer(self, req: Request) -> Response:
         from mmrobust.media import MediaError, probe
 
         t0 = time.perf_counter()
-        try:
-            yes, no = _yes_no_letters(req.options)
-        except ValueError as exc:
-            return Response(text="", status=Status.MODEL_ERROR, error=str(exc))
+        yes = no = ""
+        if not req.option_keys:  # the yes/no question; task questions answer by key
+            try:
+                yes, no = _yes_no_letters(req.options)
+            except ValueError as exc:
+                return Response(text="", status=Status.MODEL_ERROR, error=str(exc))
         if req.video is None:
             return Response(text="", status=Status.MEDIA_ERROR, error="request has no video")
         try:
@@ -314,8 +367,9 @@ class ForensicDetector(Model):
                 text="", status=Status.MEDIA_ERROR, error=msg, latency_s=time.perf_counter() - t0
             )
         window = None
+        fps = 0.0
         if v.start_frame is not None and v.end_frame is not None:
-            # seconds only for reporting, read after deciding
+            # seconds only for reporting (and a leading question's duration), read after deciding
             try:
                 fps = float(probe(Path(req.video), count_frames=False).fps)
             except MediaError:
@@ -331,17 +385,29 @@ class ForensicDetector(Model):
             {"kind": c.kind, "start": c.start, "end": c.end, "score": round(c.score, 3)}
             for c in v.candidates[:3]
         ]
-        return Response(
-            text=yes if v.tampered else no,
-            latency_s=time.perf_counter() - t0,
-            extra={
-                "score": round(v.score, 4),
-                "pred_type": v.pred_type,
-                "pred_window": window,
-                "prior": self.prior,
-                "signals": signals,
-            },
-        )
+        extra = {
+            "score": round(v.score, 4),
+            "pred_type": v.pred_type,
+            "pred_window": window,
+            "prior": self.prior,
+            "signals": signals,
+        }
+        text = yes if v.tampered else no
+        if req.option_keys:
+            letter = answer_from_detection(
+                req.option_keys,
+                tampered=v.tampered,
+                types=ranked_types(v),
+                window=(v.start_frame, v.end_frame)
+                if v.start_frame is not None and v.end_frame is not None
+                else None,
+                n_frames=v.frames,
+                fps=fps,
+            )
+            # None: its type is not an option (a set without that effect); the reply says so
+            # and, like any reply outside the options, is a parse failure
+            text = letter or f"tampered: {v.pred_type}, not among the options"
+        return Response(text=text, latency_s=time.perf_counter() - t0, extra=extra)
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         """Answer each request; per-clip failures become ``media_error`` responses."""
@@ -358,5 +424,6 @@ __all__ = [
     "decide",
     "decide_stream",
     "prior_weight",
+    "ranked_types",
     "scan",
 ]

@@ -650,6 +650,10 @@ class Family:
         build: ``build(out, seed=...) -> out``.
         video: has a video processor (``video_input=video`` works).
         images: takes images (LLaVA-NeXT-Video does, but vLLM serves it video-only).
+        vllm_images: vLLM 0.32 serves it with images (LLaVA-NeXT-Video: video only).
+        vllm_video: vLLM 0.32 serves it with video (SmolVLM2: images only).
+        vllm_same_image_tokens: vLLM's prompt for several images equals ``hf:``'s
+            (LLaVA-OneVision: vLLM tiles every image, ``hf:`` gives each of several one tile).
         timestamps: how the processor writes frame times into the prompt from the
             metadata mmrobust passes: ``"qwen2_5"`` (``second_per_grid_ts``),
             ``"qwen3"`` (``<t seconds>`` per 2-frame patch), ``"smolvlm"``
@@ -661,6 +665,9 @@ class Family:
     video: bool
     images: bool = True
     timestamps: str | None = None
+    vllm_images: bool = True
+    vllm_video: bool | None = None  # None: as ``video``
+    vllm_same_image_tokens: bool = True
 
 
 FAMILIES = {
@@ -669,12 +676,12 @@ FAMILIES = {
         Family("qwen2_vl", build_qwen2_vl, video=True),
         Family("qwen2_5_vl", build_qwen2_5_vl, video=True, timestamps="qwen2_5"),
         Family("qwen3_vl", build_qwen3_vl, video=True, timestamps="qwen3"),
-        Family("llava_onevision", build_llava_onevision, video=True),
-        Family("smolvlm2", build_smolvlm2, video=True, timestamps="smolvlm"),
+        Family("llava_onevision", build_llava_onevision, video=True, vllm_same_image_tokens=False),
+        Family("smolvlm2", build_smolvlm2, video=True, timestamps="smolvlm", vllm_video=False),
         Family("idefics3", build_tiny_idefics3, video=False),
         Family("gemma3", build_gemma3, video=False),
         Family("internvl", build_internvl, video=True),
-        Family("llava_next_video", build_llava_next_video, video=True),
+        Family("llava_next_video", build_llava_next_video, video=True, vllm_images=False),
     )
 }
 

@@ -146,12 +146,16 @@ def test_no_video_support_and_context_length_are_server_limits(tmp_path: Path) -
             )
         )
         server.push(Reply.error(422, message="image 3 is not a valid JPEG"))
-        video, context, other = model.generate([_request(), _request(), _request()])
+        # vLLM serves LLaVA-NeXT-Video video-only: frames as images are refused
+        server.push(Reply.error(400, message="At most 0 image(s) may be provided in one prompt."))
+        video, context, other, no_images = model.generate([_request() for _ in range(4)])
     assert (video.status, video.extra["server_limit"]["kind"]) == (Status.REJECTED, "videos")
     assert "video=true" in video.extra["server_limit"]["fix"]
     assert (context.status, context.extra["server_limit"]["kind"]) == (Status.REJECTED, "context")
     assert "--max-model-len" in context.extra["server_limit"]["fix"]
     assert other.status is Status.REJECTED and "server_limit" not in other.extra
+    assert no_images.extra["server_limit"]["kind"] == "images"
+    assert "--model-arg video=true" in no_images.extra["server_limit"]["fix"]
 
 
 # -- issue 18: an empty reply at temperature 0 is final -------------------------------------

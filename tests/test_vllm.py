@@ -42,6 +42,15 @@ def _eval(data: str, spec: str, out: Path, *args: str) -> dict[str, dict[str, An
     return stored_rows(out)
 
 
+def _refused(data: str, out: Path, *args: str, fix: str) -> None:
+    """A server limit every sample hits stops the run at once (exit 3) naming the fix."""
+    cmd = ["eval", "--data", data, "--model", "openai:tiny", "--out", str(out), "-q", *args]
+    result = CliRunner().invoke(app, cmd)
+    assert result.exit_code == 3, result.output
+    assert "may be provided in one prompt" in result.output and fix in result.output
+    assert stored_rows(out) == {}  # the refusal is no answer: after the fix it is asked
+
+
 def test_vllm_server_matches_hf_prompt_tokens(
     family_tamper_set: Path,
     frame_cache: Path,
@@ -54,42 +63,63 @@ def test_vllm_server_matches_hf_prompt_tokens(
         pytest.skip(reason)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     family = FAMILIES[FAMILY]
+    vllm_video = family.video if family.vllm_video is None else family.vllm_video
     # saved by the server's transformers, as a hub checkpoint would be; hf: loads it too
     checkpoint = build_checkpoint(python, FAMILY, tmp_path / FAMILY)
     tamper = str(family_tamper_set)
     cache = ["--cache-dir", str(frame_cache)]
-    limits = {"image": 8, "video": 1 if family.video else 0}
+    limits = {"image": 8, "video": 1 if vllm_video else 0}
     common = ["--model-arg", "max_tokens=16", "--model-arg", "image_max_side=0"]
     # greedy decoding of random weights often gives only special tokens, lone UTF-8 bytes or
     # newlines: an empty reply, a row without token counts. Sampled noise is never empty.
     common += ["--model-arg", "temperature=1", "--model-arg", "seed=0"]
     common += ["--model-arg", 'extra_body={"skip_special_tokens": false}']
+    frames = ["--frames", "8"]
 
+    images: dict[str, dict[str, Any]] = {}
+    mmr: dict[str, dict[str, Any]] = {}
+    video: dict[str, dict[str, Any]] = {}
     with vllm_server(
         python, checkpoint, served_name="tiny", log=tmp_path / "vllm.log", limit_mm=limits
     ) as base_url:
         served = ["--model-arg", f"base_url={base_url}", *common]
-        images = _eval(tamper, "openai:tiny", tmp_path / "v-img", *served, *cache, "--frames", "8")
-        mmr = _eval("mmr-demo", "openai:tiny", tmp_path / "v-mmr", *served, "--limit", "4")
-        video = (
-            _eval(tamper, "openai:tiny", tmp_path / "v-vid", *served, "--model-arg", "video=true")
-            if family.video
-            else {}
-        )
+        if family.vllm_images:
+            images = _eval(tamper, "openai:tiny", tmp_path / "v-img", *served, *cache, *frames)
+            mmr = _eval("mmr-demo", "openai:tiny", tmp_path / "v-mmr", *served, "--limit", "4")
+        else:  # vLLM serves it video-only
+            _refused(tamper, tmp_path / "v-img", *served, *cache, *frames, fix="video=true")
+        if vllm_video:
+            video = _eval(
+                tamper, "openai:tiny", tmp_path / "v-vid", *served, "--model-arg", "video=true"
+            )
+        else:  # no video on vLLM (SmolVLM2, and families without a video processor)
+            _refused(
+                tamper, tmp_path / "v-vid", *served, "--model-arg", "video=true",
+                fix="video_input=images",
+            )  # fmt: skip
     for rows in (images, mmr, video):
         for sid, row in rows.items():
             assert row["status"] in ("ok", "parse_fail", "empty_reply"), (sid, row["error"])
             assert row["prompt_tokens"] and row["prompt_tokens"] > 0
-
-    hf = ["--model-arg", "device=cpu", "--model-arg", "max_new_tokens=2"]
-    hf_images = _eval(tamper, f"hf:{checkpoint}", tmp_path / "h-img", *hf, *cache, "--frames", "8")
-    hf_mmr = _eval("mmr-demo", f"hf:{checkpoint}", tmp_path / "h-mmr", *hf, "--limit", "4")
-    table = {sid: (images[sid]["prompt_tokens"], hf_images[sid]["prompt_tokens"]) for sid in images}
-    table |= {sid: (mmr[sid]["prompt_tokens"], hf_mmr[sid]["prompt_tokens"]) for sid in mmr}
-    print(f"{FAMILY} prompt tokens (vLLM, hf):", json.dumps(table, sort_keys=True))
     if video:
         print(
             f"{FAMILY} video=true prompt tokens:", {s: r["prompt_tokens"] for s, r in video.items()}
         )
+    if not images:
+        return
+
+    hf = ["--model-arg", "device=cpu", "--model-arg", "max_new_tokens=2"]
+    hf_images = _eval(tamper, f"hf:{checkpoint}", tmp_path / "h-img", *hf, *cache, *frames)
+    hf_mmr = _eval("mmr-demo", f"hf:{checkpoint}", tmp_path / "h-mmr", *hf, "--limit", "4")
+    clips = {sid: (images[sid]["prompt_tokens"], hf_images[sid]["prompt_tokens"]) for sid in images}
+    photos = {sid: (mmr[sid]["prompt_tokens"], hf_mmr[sid]["prompt_tokens"]) for sid in mmr}
+    print(f"{FAMILY} prompt tokens (vLLM, hf):", json.dumps(clips | photos, sort_keys=True))
+    if not family.vllm_same_image_tokens:
+        # LLaVA-OneVision: vLLM tiles each of the 8 frames (anyres), hf: gives each one base
+        # tile, so vLLM's prompt is longer; one image (MMR) is the same on both
+        assert all(v > h for v, h in clips.values()), clips
+        table = photos
+    else:
+        table = clips | photos
     mismatched = {sid: pair for sid, pair in table.items() if pair[0] != pair[1]}
     assert not mismatched, f"vLLM and hf: see different prompts: {mismatched}"

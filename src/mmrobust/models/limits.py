@@ -76,8 +76,10 @@ def recognise_limit(message: str, *, n_images: int = 0, n_videos: int = 0) -> Se
         if modality == "image":
             if limit == 0:
                 fix = (
-                    "the served model takes no images: serve a vision model, or "
-                    "start the server with --limit-mm-per-prompt '{\"image\": 8}'"
+                    "the served model takes no images: send the clip as one video "
+                    "(--model-arg video=true) if it takes video (vLLM serves LLaVA-NeXT-Video "
+                    "video-only), else serve a vision model or start the server with "
+                    "--limit-mm-per-prompt '{\"image\": 8}'"
                 )
             else:
                 fix = (

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.hf_tiny import IDEFICS3_SPECIAL, build_tiny_idefics3, train_tokenizer
+from tests.hf_tiny import IDEFICS3_SPECIAL, TINY_SIGLIP, build_tiny_idefics3, train_tokenizer
+from tests.hf_tiny_qwen2vl import SPECIAL as QWEN_SPECIAL
 
 # --- chat templates (rendering like the released checkpoints' templates) ---------------
 
@@ -120,15 +121,6 @@ CHAT_TEMPLATES = {
     "llava_next_video": _LLAVA_NEXT_VIDEO,
 }
 
-_QWEN_SPECIAL = [
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<|vision_start|>",
-    "<|vision_end|>",
-    "<|image_pad|>",
-    "<|video_pad|>",
-]
 
 _TEXT = {  # shared tiny decoder sizes (head_dim 32)
     "hidden_size": 64,
@@ -142,7 +134,7 @@ _TEXT = {  # shared tiny decoder sizes (head_dim 32)
 
 def _qwen_tokenizer(*extra: str, extra_special_tokens: dict[str, str] | None = None) -> Any:
     return train_tokenizer(
-        [*_QWEN_SPECIAL, *extra],
+        [*QWEN_SPECIAL, *extra],
         bos=None,
         eos="<|im_end|>",
         pad="<|endoftext|>",
@@ -328,15 +320,6 @@ def build_qwen3_vl(out: Path, *, seed: int = 0) -> Path:
 
 # --- LLaVA-OneVision / LLaVA-NeXT-Video -------------------------------------------------
 
-_SIGLIP = {
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "image_size": 32,
-    "patch_size": 8,
-}
-
 
 def build_llava_onevision(out: Path, *, seed: int = 0) -> Path:
     """LLaVA-OneVision (``llava-hf/llava-onevision-qwen2-0.5b-ov-hf`` layout): SigLIP + Qwen2, anyres tiles."""
@@ -352,7 +335,7 @@ def build_llava_onevision(out: Path, *, seed: int = 0) -> Path:
     image_id, video_id = _ids(tok, "<image>", "<video>")
     pinpoints = [[32, 32], [32, 64], [64, 32], [64, 64]]
     config = LlavaOnevisionConfig(
-        vision_config={"model_type": "siglip_vision_model", **_SIGLIP},
+        vision_config={"model_type": "siglip_vision_model", **TINY_SIGLIP},
         text_config={
             "model_type": "qwen2",
             **_TEXT,
@@ -410,7 +393,7 @@ def build_llava_next_video(out: Path, *, seed: int = 0) -> Path:
     config = LlavaNextVideoConfig(
         vision_config={
             "model_type": "clip_vision_model",
-            **_SIGLIP,
+            **TINY_SIGLIP,
             "image_size": 16,
             "patch_size": 4,
             "projection_dim": 32,
@@ -483,7 +466,7 @@ def build_smolvlm2(out: Path, *, seed: int = 0) -> Path:
             "eos_token_id": tok.eos_token_id,
             "pad_token_id": tok.pad_token_id,
         },
-        vision_config={k: v for k, v in _SIGLIP.items()},
+        vision_config=dict(TINY_SIGLIP),
         scale_factor=2,
         image_token_id=image_id,
         pad_token_id=tok.pad_token_id,
@@ -555,7 +538,7 @@ def build_gemma3(out: Path, *, seed: int = 0) -> Path:
             "eos_token_id": [tok.eos_token_id, end_of_turn],
             "pad_token_id": tok.pad_token_id,
         },
-        vision_config={**_SIGLIP, "vision_use_head": False},
+        vision_config={**TINY_SIGLIP, "vision_use_head": False},
         mm_tokens_per_image=4,
         boi_token_index=boi,
         eoi_token_index=eoi,

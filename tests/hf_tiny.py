@@ -45,6 +45,17 @@ IDEFICS3_SPECIAL = [
 """Special tokens of the Idefics3 / SmolVLM tokenizer (SmolVLM2 adds ``<video>``)."""
 
 
+# a tiny SigLIP vision tower: 32-px images of 8-px patches (also tests/hf_families.py)
+TINY_SIGLIP = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "image_size": 32,
+    "patch_size": 8,
+}
+
+
 def train_tokenizer(
     special: list[str],
     *,
@@ -131,14 +142,7 @@ def build_tiny_idefics3(out: Path, *, seed: int = 0) -> Path:
             "eos_token_id": tokenizer.eos_token_id,
             "tie_word_embeddings": False,
         },
-        vision_config={
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "image_size": 32,
-            "patch_size": 8,
-        },
+        vision_config=dict(TINY_SIGLIP),
         scale_factor=2,
         image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
         pad_token_id=tokenizer.pad_token_id,

@@ -47,6 +47,8 @@ def test_bad_sources_are_reported_and_good_ones_built(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     errors = [json.loads(x) for x in (tmp_path / "o" / "errors.jsonl").read_text().splitlines()]
+    # sorted by source path, not in the order sources were read or workers finished
+    assert [e["source"] for e in errors] == sorted(e["source"] for e in errors)
     reasons = {Path(e["source"]).name: e["reason"] for e in errors}
     assert reasons == {
         "zero.mp4": "file is empty (0 bytes)",

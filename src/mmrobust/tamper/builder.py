@@ -69,7 +69,7 @@ class BuildReport:
     Attributes:
         out_dir: the build folder.
         entries: every manifest entry now in ``manifest.jsonl`` (old and new).
-        errors: this run's failures (also in ``errors.jsonl``).
+        errors: this run's failures (also in ``errors.jsonl``), sorted by source, variant, reason.
         built, skipped: outputs written now / found complete and kept.
         json_rows: ``{task: rows}`` written for ``layout="mvtamperbench"``.
     """
@@ -209,6 +209,8 @@ def build(
         for e in r.entries:
             merged[e.id] = e
         errors.extend(r.errors)
+    # canonical order: the same errors.jsonl whatever order workers (--jobs, Ray) finished in
+    errors.sort(key=lambda e: (e.source, e.variant or "", e.reason))
     entries = sorted(merged.values(), key=lambda e: e.id)
     write_jsonl_atomic(out / MANIFEST_NAME, entries)
     write_jsonl_atomic(out / ERRORS_NAME, errors)

@@ -48,7 +48,7 @@ def test_executor_ray_without_ray_fails_in_one_line(
 
 def test_ray_options_parse_and_validate(no_ray: None) -> None:
     assert ray_options("local") is None
-    with pytest.raises(RayUnavailableError, match=r"pip install 'mmrobust\[ray\]'"):
+    with pytest.raises(RayUnavailableError, match=r"pip install -e '\.\[ray\]'"):
         ray_options("ray")
     with pytest.raises(ValueError, match="--executor must be one of local, ray"):
         ray_options("dask")

@@ -143,8 +143,12 @@ def test_missing_checkpoint_is_one_line_value_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ValueError, match="hf: cannot load") as info:
+    with pytest.raises(ValueError, match="hf: no checkpoint folder at") as info:
         make(str(tmp_path / "no-such-model"), {})
+    assert "\n" not in str(info.value)
+    (tmp_path / "empty").mkdir()  # a folder that is there but holds no checkpoint
+    with pytest.raises(ValueError, match="hf: cannot load") as info:
+        make(str(tmp_path / "empty"), {})
     assert "\n" not in str(info.value)
 
 

@@ -111,4 +111,4 @@ def test_hf_missing_checkpoint_is_a_one_line_cli_error(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     result = _eval(tmp_path / "nothing-here", small_set, tmp_path / "out")
     assert result.exit_code != 0
-    assert "hf: cannot load" in result.output
+    assert "hf: no checkpoint folder at" in result.output

@@ -48,6 +48,30 @@ def test_a_video_is_not_a_dataset(tmp_path: Path) -> None:
     assert not (tmp_path / "r").exists()
 
 
+def test_a_folder_of_videos_is_not_a_dataset(tmp_path: Path) -> None:
+    videos = tmp_path / "my_videos"
+    videos.mkdir()
+    (videos / "a.mp4").write_bytes(b"\x00" * 64)
+    res = runner.invoke(
+        app, ["eval", "--data", str(videos), "--model", "constant:A", "--out", str(tmp_path / "r")]
+    )
+    assert res.exit_code == 2
+    assert "holds videos but no dataset file" in res.output
+    assert f"mmrobust tamper {videos} --out my-set" in res.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_missing_hf_checkpoint_folder_is_one_line_before_any_import(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-checkpoint"
+    res = runner.invoke(
+        app,
+        ["eval", "--data", "mmr-demo", "--model", f"hf:{missing}", "--out", str(tmp_path / "r")],
+    )
+    assert res.exit_code == 2
+    assert f"hf: no checkpoint folder at {missing}" in res.output
+    assert "Traceback" not in res.output and not (tmp_path / "r").exists()
+
+
 def test_hub_id_is_read_as_mmr_without_format(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

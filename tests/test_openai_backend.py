@@ -274,7 +274,8 @@ def test_connection_refused_is_api_error() -> None:
     model._sleep = lambda _s: None
     [resp] = model.generate([_request()])
     assert resp.status == Status.API_ERROR
-    assert "connection error" in (resp.error or "")
+    # the error names the server it tried (a forgotten base_url means api.openai.com)
+    assert f"connection error to http://127.0.0.1:{port}/v1: ConnectError" in (resp.error or "")
 
 
 def test_one_bad_request_does_not_end_the_batch(server: FakeOpenAIServer) -> None:

@@ -120,6 +120,34 @@ def test_rescore_changes_extraction_without_model(tmp_path: Path) -> None:
     assert lenient["parse_fail_rate"] == 0 and lenient["f1"]["overall"] == pytest.approx(2 / 3)
 
 
+def test_rescore_and_report_score_the_samples_the_last_eval_selected(tmp_path: Path) -> None:
+    """A re-run on fewer samples (``--limit``, or a rebuilt dataset without some clips) keeps
+    the other rows stored, but ``rescore`` and ``report`` score what that eval scored."""
+    from mmrobust.report import load_run
+
+    data = write_text_tamper_set(tmp_path / "t.jsonl", 2)  # 12 samples
+    out = tmp_path / "run"
+    full = run_eval(
+        EvalConfig(data=str(data), model="constant:Yes", out=str(out), n_resamples=0),
+        progress=False,
+    )
+    assert full.metrics["n_samples"] == 12
+    part = run_eval(
+        EvalConfig(data=str(data), model="constant:Yes", out=str(out), n_resamples=0, limit=6),
+        progress=False,
+    )
+    assert part.metrics["n_samples"] == 6
+    assert rescore(out)["n_samples"] == 6  # was 12: every stored row
+    assert len(load_run(out).rows) == 6
+    with ResultStore(out) as store:
+        assert len(store.rows()) == 12  # nothing deleted
+        key = store.keys()[0]
+        assert sorted(store.selection(key) or []) == sorted(f"v0_{t}" for t in ("original", *TYPES))
+        store._db.execute("DELETE FROM selection")  # a store from before selections
+        store._db.commit()
+    assert rescore(out)["n_samples"] == 12  # then every stored row counts, as before
+
+
 def _count_rows(db: Path) -> int:
     if not db.exists():
         return 0

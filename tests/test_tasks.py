@@ -480,6 +480,36 @@ def test_constant_baselines_score_their_analytic_values(tmp_path: Path) -> None:
     assert lead["negative_accuracy"] == 100.0 and lead["premise_accepted_rate"] == 0.0
 
 
+def test_always_yes_detection_f1_on_an_unbalanced_set_is_reported_and_warned(
+    tmp_path: Path,
+) -> None:
+    """Three positions beside one original per source: always "Yes" scores
+    2t / (2t + o) = 6/7 (not the balanced 2/3), and the console says so."""
+    from mmrobust.metrics.tamper import guess_f1
+    from mmrobust.report.tables import summary_text
+
+    assert guess_f1(3, 3) == pytest.approx(2 / 3)  # balanced: always Yes
+    assert guess_f1(3, 1) == pytest.approx(6 / 7)
+    assert guess_f1(5, 5, 5 / 6) == pytest.approx(2 * 5 / (3 * 5 + 1))  # uniform guess, K = 6
+    assert guess_f1(0, 4) is None and guess_f1(3, 1, 0.0) is None
+
+    data = load(write_manifest(tmp_path / "type", balanced_when(12)))  # 36 rotated, 12 originals
+    rot = score_directly(data, "type", ConstantModel("rotation"))
+    assert rot["detection"]["f1"]["overall"] == pytest.approx(6 / 7)
+    assert rot["chance"]["always_yes_detection_f1"] == pytest.approx(6 / 7)
+    k = len(rot["classes"])  # none, rotation
+    q = (k - 1) / k
+    assert rot["chance"]["detection_f1"] == pytest.approx(2 * 3 * q / (3 * (1 + q) + q))
+    text = summary_text(rot)
+    assert "always Yes 85.7)" in text
+    assert "answering Yes to every clip scores F1 85.7 here (66.7 on a balanced set)" in text
+
+    balanced_set = load(write_manifest(tmp_path / "bal", balanced(12, FIVE)))
+    none = score_directly(balanced_set, "type", ConstantModel("none"))
+    assert none["chance"]["always_yes_detection_f1"] == pytest.approx(2 / 3)
+    assert "answering Yes to every clip" not in summary_text(none)  # balanced: no warning
+
+
 @pytest.mark.parametrize(
     "model", [RandomModel(0), ConstantModel("A")], ids=["random", "constant-A"]
 )
@@ -616,6 +646,7 @@ def test_eval_cli_task_options(tmp_path: Path) -> None:
     ok = runner.invoke(app, [*base, "--task", "type", "--out", str(tmp_path / "r")])
     assert ok.exit_code == 0, ok.output
     assert json.loads((tmp_path / "r" / "run.json").read_text())["config"]["task"] == "type"
+    assert "constant:none on set --task type (text only)" in ok.output  # the progress bar
     for extra, message in [
         (["--task", "kind"], "unknown task 'kind'"),
         (["--task", "type", "--official"], "--official reproduces"),

@@ -34,6 +34,11 @@ def positions_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
+    # two sub-builds of 3 clips each (an original in each), joined into 5 clips
+    assert (
+        "5 clips (6 built, 0 already done; each position's build has its own originals, "
+        "joined once), 0 errors" in result.output
+    )
     return out
 
 

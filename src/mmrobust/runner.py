@@ -946,8 +946,10 @@ def _evaluate(
         items = batches(todo, model.batch_size)
         written: list[int] = [0]
         try:
-            label = f"{config.model} on {dataset.name}" + (
-                " (text only)" if config.text_only else ""
+            label = (
+                f"{config.model} on {dataset.name}"
+                + (f" --task {config.task}" if config.task != "detect" else "")
+                + (" (text only)" if config.text_only else "")
             )
             _drive(executor, processor, items, store, len(todo), progress, written, label=label)
         except KeyboardInterrupt:
@@ -961,6 +963,7 @@ def _evaluate(
             executor.cancel()
             raise
         n_new = written[0]
+        store.set_selection(key, [s.id for s in samples])  # what rescore/report score
         rows = store.rows(key, sample_ids=[s.id for s in samples])
         metrics = score_rows(
             rows,
@@ -1192,7 +1195,7 @@ def _rescore(
     judge_model = load_judge(judge, judge_args) if judge else None
     changed = 0
     with ResultStore(run_dir) as store:
-        rows = store.rows(key)
+        rows = store.rows(key, store.selection(key))  # the samples the last eval scored
         updates = []
         judge_streak = 0  # consecutive replies the judge's backend failed on
         for row in rows:

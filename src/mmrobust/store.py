@@ -67,6 +67,13 @@ CREATE TABLE IF NOT EXISTS results (
     prompt TEXT,
     PRIMARY KEY (sample_id, model_fp, prompt_fp, policy_fp)
 );
+CREATE TABLE IF NOT EXISTS selection (
+    model_fp TEXT NOT NULL,
+    prompt_fp TEXT NOT NULL,
+    policy_fp TEXT NOT NULL,
+    sample_id TEXT NOT NULL,
+    PRIMARY KEY (model_fp, prompt_fp, policy_fp, sample_id)
+);
 """
 
 _COLUMNS = (
@@ -352,6 +359,43 @@ class ResultStore:
             wanted = set(sample_ids)
             out = [r for r in out if r.sample.id in wanted]
         return out
+
+    def set_selection(self, key: RunKey, sample_ids: Sequence[str]) -> None:
+        """Record the samples the last ``eval`` of ``key`` selected (and scored), replacing
+        the previous selection in one transaction. Rows of other samples stay stored (a
+        ``--limit`` run, or a dataset rebuilt without some clips) but are not scored by
+        ``rescore``, ``report`` or ``compare`` (:meth:`selection`).
+
+        Raises:
+            RunFolderWriteError: the selection could not be written.
+        """
+        k = (key.model_fp, key.prompt_fp, key.policy_fp)
+        try:
+            with self._db:
+                self._db.execute(
+                    "DELETE FROM selection WHERE model_fp=? AND prompt_fp=? AND policy_fp=?", k
+                )
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO selection VALUES (?, ?, ?, ?)",
+                    ((*k, sid) for sid in sample_ids),
+                )
+        except sqlite3.DatabaseError as exc:
+            if is_write_failure(exc):
+                raise RunFolderWriteError(f"cannot write {self.path}: {exc}") from None
+            raise
+
+    def selection(self, key: RunKey) -> list[str] | None:
+        """The sample ids the last ``eval`` of ``key`` selected, or ``None`` for a store
+        written before selections were recorded (then every stored row counts)."""
+        try:
+            cur = self._db.execute(
+                "SELECT sample_id FROM selection WHERE model_fp=? AND prompt_fp=? AND policy_fp=?",
+                (key.model_fp, key.prompt_fp, key.policy_fp),
+            )
+        except sqlite3.OperationalError:  # an older store opened read-only: no such table
+            return None
+        ids = [r[0] for r in cur]
+        return ids or None
 
     def keys(self) -> list[RunKey]:
         """Distinct configuration keys in the store."""

@@ -193,8 +193,9 @@ def detect_format(path: str | Path) -> str:
     mmr; ``*.tsv`` -> vlmevalkit-tsv; a JSON array whose records have ``question_type``
     -> mmr; a released task file (records with ``video``, ``candidates``, ``answer``) ->
     mvtamperbench; a JSONL whose records have ``video_sha256`` and ``tamper_type`` ->
-    manifest; other ``.json``/``.jsonl`` -> jsonl. A video file is refused with the
-    command that makes a dataset of it (``mmrobust tamper``).
+    manifest; other ``.json``/``.jsonl`` -> jsonl. A video file, or a folder of videos with
+    no dataset file, is refused with the command that makes a dataset of it
+    (``mmrobust tamper``).
 
     Raises:
         FileNotFoundError: the path does not exist.
@@ -223,6 +224,12 @@ def detect_format(path: str | Path) -> str:
                 return "mmr"
             if p.name == "json" and is_released_rows(first):
                 return "mvtamperbench"
+        if any(_is_video_name(f) for f in p.iterdir() if f.is_file()):
+            raise DatasetError(
+                f"folder {p} holds videos but no dataset file; make a dataset from them with "
+                f"`mmrobust tamper {p} --out my-set`, then `mmrobust eval --data my-set` (or "
+                f"pass --format ({', '.join(FORMATS.names())}) for a dataset laid out otherwise)"
+            )
         raise DatasetError(
             f"cannot tell the format of folder {p}; pass --format ({', '.join(FORMATS.names())})"
         )

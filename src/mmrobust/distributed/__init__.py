@@ -29,7 +29,7 @@ from typing import Any, Literal
 ExecutorName = Literal["local", "ray"]
 EXECUTORS: tuple[str, ...] = ("local", "ray")
 
-INSTALL_HINT = "--executor ray needs Ray: pip install 'mmrobust[ray]'"
+INSTALL_HINT = "--executor ray needs Ray: pip install -e '.[ray]'"
 
 
 class RayUnavailableError(ImportError):

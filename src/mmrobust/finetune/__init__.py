@@ -6,7 +6,7 @@ the paper's Table 10 hyper-parameters as defaults (:mod:`mmrobust.finetune.confi
 loss on the assistant turns only (:mod:`mmrobust.finetune.collate`), the paper's
 data compositions (:mod:`mmrobust.finetune.data`), resumable checkpoints and a
 training card (:mod:`mmrobust.finetune.outputs`). Needs the ``train`` extra
-(``pip install 'mmrobust[train]'``); torch, transformers, peft and trl are imported
+(``pip install -e '.[train]'``); torch, transformers, peft and trl are imported
 only when a run starts.
 """
 

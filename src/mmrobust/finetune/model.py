@@ -106,7 +106,7 @@ def load_for_training(
     """``(model, processor)`` for training, in ``dtype`` (``float32``/``bfloat16``/``float16``).
 
     Raises:
-        ImportError: torch/transformers are missing (``pip install 'mmrobust[train]'``).
+        ImportError: torch/transformers are missing (``pip install -e '.[train]'``).
         ValueError: the checkpoint cannot be loaded as an image-text-to-text model (one line).
     """
     try:
@@ -114,7 +114,7 @@ def load_for_training(
         from transformers import AutoModelForImageTextToText, AutoProcessor
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ImportError(
-            f"finetune needs torch and transformers: pip install 'mmrobust[train]' ({exc})"
+            f"finetune needs torch and transformers: pip install -e '.[train]' ({exc})"
         ) from exc
 
     common: dict[str, Any] = {"trust_remote_code": trust_remote_code}

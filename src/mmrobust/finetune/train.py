@@ -280,7 +280,7 @@ def run_finetune(
         from trl import SFTConfig
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ImportError(
-            f"finetune needs the train extra: pip install 'mmrobust[train]' ({exc})"
+            f"finetune needs the train extra: pip install -e '.[train]' ({exc})"
         ) from exc
     from datasets import Dataset
     from transformers import PrinterCallback

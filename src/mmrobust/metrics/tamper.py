@@ -89,6 +89,22 @@ def _scored(rec: ScoredRecord, failures: FailurePolicy) -> tuple[bool, bool] | N
     return None
 
 
+def guess_f1(n_tampered: int, n_original: int, yes_rate: float = 1.0) -> float | None:
+    """Expected F1 of a guesser that answers "Yes" with probability ``yes_rate`` on a type
+    with ``n_tampered`` clips scored beside ``n_original`` originals (MVTamperBench section
+    4.1: F1 per type on that type's clips plus the originals).
+
+    Ratio of the expected counts: ``2 t q / (t (1 + q) + o q)``. ``yes_rate=1`` is always
+    answering Yes, ``2 t / (2 t + o)``: 66.7% on a balanced type (``t == o``), more when
+    originals are fewer, so an unbalanced set flatters a model that says Yes too often.
+    ``None`` when the type has no tampered clip or ``yes_rate`` is 0.
+    """
+    t, o, q = n_tampered, n_original, yes_rate
+    if t <= 0 or q <= 0:
+        return None
+    return 2 * t * q / (t * (1 + q) + o * q)
+
+
 def binary_scores(y_true: Sequence[bool], y_pred: Sequence[bool]) -> dict[str, Any]:
     """Precision, recall, F1, accuracy, balanced accuracy, MCC, yes-rate and the confusion counts.
 
@@ -438,6 +454,7 @@ __all__ = [
     "CANONICAL_TYPES",
     "FailurePolicy",
     "binary_scores",
+    "guess_f1",
     "normalise_type",
     "official_accuracy",
     "tamper_metrics",

@@ -46,7 +46,13 @@ import numpy as np
 from mmrobust.datasets.schema import TAMPER_ORIGINAL
 from mmrobust.metrics.mmr import Pair, mmr_metrics, pair_records, summarize
 from mmrobust.metrics.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, cluster_bootstrap
-from mmrobust.metrics.tamper import CANONICAL_TYPES, FailurePolicy, normalise_type, tamper_metrics
+from mmrobust.metrics.tamper import (
+    CANONICAL_TYPES,
+    FailurePolicy,
+    guess_f1,
+    normalise_type,
+    tamper_metrics,
+)
 from mmrobust.records import ScoredRecord
 from mmrobust.status import Status
 
@@ -175,18 +181,21 @@ def chance(labels: Sequence[str], support: Sequence[int], n_options: int) -> dic
     }
 
 
-def chance_detection_f1(records: Sequence[ScoredRecord], n_options: int) -> float | None:
+def chance_detection_f1(
+    records: Sequence[ScoredRecord], n_options: int, *, always_yes: bool = False
+) -> float | None:
     """Derived detection F1 (macro over tamper types) of a uniform guess over ``n_options``
     options, one of which means "not tampered": it says "Yes" with probability
     ``q = (K - 1) / K``, so a type with ``t`` clips beside ``o`` originals expects
-    ``F1 = 2 t q / (t (1 + q) + o q)`` (ratio of the expected counts; ``2(K-1) / (3K - 2)`` when
-    ``t == o``: 62.5% for ``K = 6``)."""
+    ``F1 = 2 t q / (t (1 + q) + o q)`` (:func:`mmrobust.metrics.tamper.guess_f1`;
+    ``2(K-1) / (3K - 2)`` when ``t == o``: 62.5% for ``K = 6``). With ``always_yes``: the F1 of
+    never choosing the "not tampered" option (``q = 1``)."""
     if n_options < 2:
         return None
     counts = Counter(normalise_type(r.tamper_type) for r in records)
     o = counts.pop(TAMPER_ORIGINAL, 0)
-    q = (n_options - 1) / n_options
-    f1 = [2 * t * q / (t * (1 + q) + o * q) for t in counts.values() if t]
+    q = 1.0 if always_yes else (n_options - 1) / n_options
+    f1 = [v for t in counts.values() if (v := guess_f1(t, o, q)) is not None]
     return float(np.mean(f1)) if f1 else None
 
 
@@ -316,6 +325,9 @@ def multiclass_metrics(
         "chance": {
             **chance(labels, [int(v) for v in matrix.sum(axis=1)], n_options),
             "detection_f1": chance_detection_f1([r for r, _ in scored], n_options),
+            "always_yes_detection_f1": chance_detection_f1(
+                [r for r, _ in scored], n_options, always_yes=True
+            ),
         },
         "degenerate": _degenerate(pairs),
         **_rates(rows),

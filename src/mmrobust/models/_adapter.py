@@ -28,14 +28,14 @@ def apply_adapter(model: Any, folder: Path) -> Any:
 
     Raises:
         ValueError: no adapter there, or it does not fit the model (one line).
-        ImportError: ``peft`` is not installed (``pip install 'mmrobust[train]'``).
+        ImportError: ``peft`` is not installed (``pip install -e '.[train]'``).
     """
     if not (folder / "adapter_config.json").is_file():
         raise ValueError(f"hf: adapter: no adapter_config.json in {folder}")
     try:
         from peft import PeftModel
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError(f"hf: adapter needs peft: pip install 'mmrobust[train]' ({exc})") from exc
+        raise ImportError(f"hf: adapter needs peft: pip install -e '.[train]' ({exc})") from exc
     try:
         wrapped = PeftModel.from_pretrained(model, str(folder))
     except (OSError, ValueError, KeyError, RuntimeError) as exc:

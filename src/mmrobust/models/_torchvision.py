@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib.util
 import re
 
-INSTALL_HINT = "pip install 'mmrobust[hf]' (a matching torch/torchvision pair)"
+INSTALL_HINT = "pip install -e '.[hf]' (a matching torch/torchvision pair)"
 
 
 def matching_torchvision(torch_version: str) -> str | None:

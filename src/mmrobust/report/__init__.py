@@ -114,7 +114,8 @@ def load_run(run_dir: str | Path, *, samples: dict[str, Sample] | None = None) -
     mpath = d / "metrics.json"
     metrics = json.loads(mpath.read_text(encoding="utf-8")) if mpath.is_file() else {}
     with ResultStore(d, readonly=True) as store:
-        rows = store.rows(RunKey(**info["key"]), samples=samples)
+        key = RunKey(**info["key"])
+        rows = store.rows(key, store.selection(key), samples=samples)  # as the last eval scored
     return RunData(d, info, metrics, rows)
 
 

@@ -156,8 +156,44 @@ def _f1_line(metrics: Mapping[str, Any]) -> str:
         f"{t} {pct(v)}" for t, v in f1.items() if t != "overall" and t not in dict(TABLE7_COLUMNS)
     ]
     ci = metrics.get("f1_ci95", {}).get("overall")
-    ci_text = f" (95% CI {pct_interval(ci)})" if ci else ""
-    return "F1 %: " + "  ".join(parts) + f"  | Overall {pct(f1.get('overall'))}{ci_text}"
+    notes = [f"95% CI {pct_interval(ci)}"] if ci and f1.get("overall") is not None else []
+    yes = always_yes_f1(metrics)
+    if yes is not None:
+        notes.append(f"always Yes {pct(yes)}")
+    note = f" ({'; '.join(notes)})" if notes else ""
+    return "F1 %: " + "  ".join(parts) + f"  | Overall {pct(f1.get('overall'))}{note}"
+
+
+def always_yes_f1(metrics: Mapping[str, Any]) -> float | None:
+    """Macro F1 (fraction) that answering Yes to every clip scores on this run's clips, from
+    the per-type counts of a tamper ``metrics.json`` (:func:`mmrobust.metrics.tamper.guess_f1`:
+    66.7% when each type has as many clips as there are originals); ``None`` without counts."""
+    from mmrobust.metrics.tamper import guess_f1
+
+    per = metrics.get("per_type", {})
+    f1 = [
+        v
+        for m in per.values()
+        if (v := guess_f1(int(m.get("n_tampered", 0)), int(m.get("n_original", 0)))) is not None
+    ]
+    return sum(f1) / len(f1) if f1 else None
+
+
+def unbalanced_warning(always_yes: float | None) -> list[str]:
+    """A console warning when always answering Yes scores well above a balanced set's 66.7%
+    (fewer originals than tampered clips per type): F1 on such a set flatters a model that
+    says Yes too often."""
+    if always_yes is None or always_yes <= BALANCED_YES_F1 + 0.02:
+        return []
+    return [
+        f"warning: fewer originals than tampered clips per type: answering Yes to every clip "
+        f"scores F1 {pct(always_yes)} here ({pct(BALANCED_YES_F1)} on a balanced set); "
+        "compare runs on this set with each other, and with that figure"
+    ]
+
+
+BALANCED_YES_F1 = 2 / 3
+"""F1 of always answering Yes on a type with as many originals as tampered clips."""
 
 
 def _coverage_line(metrics: Mapping[str, Any]) -> str:
@@ -201,6 +237,7 @@ def summary_text(metrics: Mapping[str, Any]) -> str:
         if f1 and f1.get("overall") is None:
             lines.append("warning: no tampered clip of some type was scored (F1 shown as –)")
         lines.append(_coverage_line(metrics))
+        lines += unbalanced_warning(always_yes_f1(metrics))
         if metrics.get("degenerate"):
             lines.append(f"warning: degenerate predictor ({metrics['degenerate']})")
     elif bench == "mmr":

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from mmrobust.report.plots import PALETTE, Figure, _pyplot, _save, safe_name
-from mmrobust.report.tables import TABLE7_COLUMNS, to_markdown
+from mmrobust.report.tables import TABLE7_COLUMNS, to_markdown, unbalanced_warning
 from mmrobust.report.units import (
     pct,
     pct_interval,
@@ -345,9 +345,11 @@ def summary_lines(metrics: Mapping[str, Any]) -> list[str]:
             ),
         ]
     ci = (metrics.get("ci95") or {}).get("accuracy")
-    chance = (metrics.get("chance") or {}).get("accuracy")
+    chance_block = metrics.get("chance") or {}
+    chance = chance_block.get("accuracy")
     lines = [
-        f"accuracy {pct_sign(metrics.get('accuracy'))} (95% CI {pct_interval(ci)})  "
+        f"accuracy {pct_sign(metrics.get('accuracy'))} "
+        f"(95% CI {pct_interval(ci if metrics.get('accuracy') is not None else None)})  "
         f"balanced {pct_sign(metrics.get('balanced_accuracy'))}  "
         f"macro-F1 {pct_sign(metrics.get('macro_f1'))}  (uniform guess: {pct_sign(chance)})",
         "recall %: "
@@ -361,8 +363,11 @@ def summary_lines(metrics: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"detection F1 % (any answer but {negative} = Yes): "
             + "  ".join(f"{_head(t)} {pct(v)}" for t, v in det.items() if t != "overall")
-            + f"  | Overall {pct(det.get('overall'))}"
+            + f"  | Overall {pct(det.get('overall'))} (uniform guess "
+            f"{pct(chance_block.get('detection_f1'))}, always Yes "
+            f"{pct(chance_block.get('always_yes_detection_f1'))})"
         )
+        lines += unbalanced_warning(chance_block.get("always_yes_detection_f1"))
     if bench == "tamper-when":
         per_type = metrics.get("accuracy_per_type", {})
         lines.append(

@@ -160,9 +160,14 @@ def build_with_progress(
             f"nothing built ({errors}); {escape(str(out_dir))} was not created", soft_wrap=True
         )
         return report
+    joined = (
+        "; each position's build has its own originals, joined once"
+        if report.built + report.skipped > len(report.entries)
+        else ""
+    )
     con.print(
         f"[bold]{len(report.entries)}[/] clips ({report.built} built, {report.skipped} already "
-        f"done), {errors}",
+        f"done{joined}), {errors}",
         soft_wrap=True,
     )
     files = ["manifest.jsonl", *(["errors.jsonl"] if report.errors else [])]

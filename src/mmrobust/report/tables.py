@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from mmrobust.metrics.tamper import guess_f1
 from mmrobust.report.units import (
     MISSING,
     pct,
@@ -164,12 +165,14 @@ def _f1_line(metrics: Mapping[str, Any]) -> str:
     return "F1 %: " + "  ".join(parts) + f"  | Overall {pct(f1.get('overall'))}{note}"
 
 
+BALANCED_YES_F1 = 2 / 3
+"""F1 of always answering Yes on a type with as many originals as tampered clips."""
+
+
 def always_yes_f1(metrics: Mapping[str, Any]) -> float | None:
     """Macro F1 (fraction) that answering Yes to every clip scores on this run's clips, from
     the per-type counts of a tamper ``metrics.json`` (:func:`mmrobust.metrics.tamper.guess_f1`:
     66.7% when each type has as many clips as there are originals); ``None`` without counts."""
-    from mmrobust.metrics.tamper import guess_f1
-
     per = metrics.get("per_type", {})
     f1 = [
         v
@@ -190,10 +193,6 @@ def unbalanced_warning(always_yes: float | None) -> list[str]:
         f"scores F1 {pct(always_yes)} here ({pct(BALANCED_YES_F1)} on a balanced set); "
         "compare runs on this set with each other, and with that figure"
     ]
-
-
-BALANCED_YES_F1 = 2 / 3
-"""F1 of always answering Yes on a type with as many originals as tampered clips."""
 
 
 def _coverage_line(metrics: Mapping[str, Any]) -> str:

@@ -963,8 +963,9 @@ def _evaluate(
             executor.cancel()
             raise
         n_new = written[0]
-        store.set_selection(key, [s.id for s in samples])  # what rescore/report score
-        rows = store.rows(key, sample_ids=[s.id for s in samples])
+        selected = [s.id for s in samples]
+        store.set_selection(key, selected)  # what rescore/report score
+        rows = store.rows(key, sample_ids=selected)
         metrics = score_rows(
             rows,
             benchmark=dataset.benchmark,

@@ -28,7 +28,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -311,14 +312,20 @@ class ResultStore:
                 the transaction is rolled back, earlier rows are intact.
         """
         placeholders = ", ".join("?" for _ in _COLUMNS)
+        with self._transaction():
+            self._db.execute(
+                f"INSERT OR REPLACE INTO results ({', '.join(_COLUMNS)}) VALUES ({placeholders})",
+                _to_db(row),
+            )
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One committed transaction (rolled back on error); a full disk or I/O error is a
+        one-line ``RunFolderWriteError`` naming the store."""
         try:
             with self._db:
-                self._db.execute(
-                    f"INSERT OR REPLACE INTO results ({', '.join(_COLUMNS)}) "
-                    f"VALUES ({placeholders})",
-                    _to_db(row),
-                )
-        except sqlite3.OperationalError as exc:
+                yield
+        except sqlite3.DatabaseError as exc:
             if is_write_failure(exc):
                 raise RunFolderWriteError(f"cannot write {self.path}: {exc}") from None
             raise
@@ -370,19 +377,14 @@ class ResultStore:
             RunFolderWriteError: the selection could not be written.
         """
         k = (key.model_fp, key.prompt_fp, key.policy_fp)
-        try:
-            with self._db:
-                self._db.execute(
-                    "DELETE FROM selection WHERE model_fp=? AND prompt_fp=? AND policy_fp=?", k
-                )
-                self._db.executemany(
-                    "INSERT OR IGNORE INTO selection VALUES (?, ?, ?, ?)",
-                    ((*k, sid) for sid in sample_ids),
-                )
-        except sqlite3.DatabaseError as exc:
-            if is_write_failure(exc):
-                raise RunFolderWriteError(f"cannot write {self.path}: {exc}") from None
-            raise
+        with self._transaction():
+            self._db.execute(
+                "DELETE FROM selection WHERE model_fp=? AND prompt_fp=? AND policy_fp=?", k
+            )
+            self._db.executemany(
+                "INSERT OR IGNORE INTO selection VALUES (?, ?, ?, ?)",
+                ((*k, sid) for sid in sample_ids),
+            )
 
     def selection(self, key: RunKey) -> list[str] | None:
         """The sample ids the last ``eval`` of ``key`` selected, or ``None`` for a store

@@ -40,11 +40,12 @@ import numpy as np
 from mmrobust import __version__
 from mmrobust.datasets import Dataset, Sample, load_dataset
 from mmrobust.extract import extract
+from mmrobust.families import ScoreOptions, get_family
 from mmrobust.judge import Judge, load_judge
 from mmrobust.media.sampling import FramePolicy, window_coverage
 from mmrobust.metrics import compute_metrics
 from mmrobust.models.base import Model, Request, Response
-from mmrobust.official import reference_block, tamper_reference
+from mmrobust.official import TAMPER_REFERENCES, reference_block, tamper_reference
 from mmrobust.prompts import PromptConfig, build_prompt, prompt_record
 from mmrobust.redact import scrub_args
 from mmrobust.runlock import LOCK_FILE, RunLock
@@ -632,7 +633,7 @@ def score_rows(
     defects: Sequence[str] = (),
     extract_mode: str = "lenient",
 ) -> dict[str, Any]:
-    """Metrics over stored rows (dispatching on ``benchmark``); always has ``defects``.
+    """Metrics over stored rows (the family of ``benchmark`` scores them); always has ``defects``.
 
     Rows are scored in a canonical order (by sample id), so ``metrics.json``
     (confidence intervals included) is byte-identical whatever order the rows
@@ -643,23 +644,9 @@ def score_rows(
     """
     records = [r.to_record() for r in sorted(rows, key=lambda r: r.sample.id)]
     official = extract_mode == "official"
-    kw: dict[str, Any] = {}
-    if benchmark == "tamper":
-        kw = {
-            "failures": failures,
-            "n_resamples": n_resamples,
-            "seed": seed,
-            "official": official and failures == "wrong",
-        }
-    elif benchmark == "mmr":
-        kw = {
-            "n_boot": n_resamples,
-            "seed": seed,
-            "defects": list(defects),
-            "pairing": "position" if official else "content",
-        }
-    elif benchmark.startswith("tamper-"):  # --task type|when|leading
-        kw = {"failures": failures, "n_resamples": n_resamples, "seed": seed, "defects": defects}
+    kw = get_family(benchmark).score_options(
+        ScoreOptions(failures, n_resamples, seed, tuple(defects), official)
+    )
     metrics = compute_metrics(records, benchmark, **kw)
     metrics.setdefault("defects", list(defects))
     derived = sum(1 for r in rows if "derived_window" in r.extra)
@@ -1189,7 +1176,7 @@ def _rescore(
     previous = run.get("reference") or {}
     ref_name = (
         reference
-        or (previous.get("name") if previous.get("benchmark") == "tamper" else None)
+        or (previous.get("name") if previous.get("name") in TAMPER_REFERENCES else None)
         or cfg.get("reference")
     )
     key = RunKey(**info["key"])

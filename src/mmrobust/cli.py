@@ -573,7 +573,11 @@ def mmr_data(
     ray_gpus_per_worker: float | None = _RAY_GPUS,
     ray_resource: list[str] = _RAY_RESOURCE,
 ) -> None:
-    """Generate paired positive/negative training data (MMR paper section 4)."""
+    """Generate paired positive/negative training data (MMR paper section 4).
+
+    Exits 1, with the first failure, when no training sample came out (every image failed
+    or every pair was dropped); 2 on bad options or inputs.
+    """
     from rich.console import Console
 
     from mmrobust.mmrdata.pipeline import ItemResult, collect_images, run_mmr_data
@@ -599,8 +603,12 @@ def mmr_data(
         console.print("[red]error:[/red] no images found")
         raise typer.Exit(2)
 
+    first_error: list[str] = []
+
     def progress(item: ItemResult, reused: bool) -> None:
         console.print(f"{item.image}: {'reused' if reused else item.status.value}")
+        if item.error and not first_error:
+            first_error.append(f"{item.image}: {item.error}")
 
     try:
         if ray is None:
@@ -626,6 +634,11 @@ def mmr_data(
         f"{summary.pairs_parsed}; LLaVA samples {summary.turns_kept}; dropped {summary.dropped}; "
         f"outputs in {summary.out_dir}"
     )
+    if summary.turns_kept == 0:  # nothing to train on is a failed run (issue 30)
+        why = first_error[0] if first_error else f"statuses {summary.statuses}"
+        if summary.dropped and not first_error:
+            why += f", dropped {summary.dropped}"
+        raise _fail(f"generated no training sample from {summary.images} images ({why})", 1)
 
 
 # --- finetune (issue 21): options and body live in mmrobust.finetune.command -------------

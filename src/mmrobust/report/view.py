@@ -5,8 +5,8 @@ the sample browser and ``compare`` read: ``run.json``, ``metrics.json``, the sto
 rows and how the report names the run. :func:`load_run` makes one from a run folder;
 :func:`group_runs` puts runs of one family on one dataset together (one leaderboard).
 
-``run.json`` is read in one place, :func:`read_run_info`, so moving to the typed
-run-folder model is a one-line change there.
+``run.json`` is read in one place, :func:`read_run_info` (the typed
+:class:`mmrobust.run.folder.RunInfo`).
 
 A run stopped before it wrote ``metrics.json`` (Ctrl-C, a crash, a full disk) is
 scored here from its stored rows (:func:`load_run`); :attr:`RunView.interrupted`
@@ -25,20 +25,20 @@ from mmrobust.datasets.schema import Sample
 from mmrobust.families import BenchmarkFamily, get_family
 from mmrobust.records import ScoredRecord
 from mmrobust.report.common import Figure
-from mmrobust.store import ResultStore, RunKey, StoredRow
+from mmrobust.run import folder
+from mmrobust.run.folder import RunInfo
+from mmrobust.store import ResultStore, StoredRow
 
 
-def read_run_info(run_dir: Path) -> dict[str, Any]:
-    """``run_dir/run.json`` as a dict (the one place the report reads it).
+def read_run_info(run_dir: Path) -> RunInfo:
+    """``run_dir/run.json`` as the typed :class:`~mmrobust.run.folder.RunInfo` (the one place
+    the report reads it).
 
     Raises:
         FileNotFoundError: no ``run.json``.
         ValueError: unreadable ``run.json``.
     """
-    from mmrobust.runner import load_run_config
-
-    info: dict[str, Any] = load_run_config(run_dir)
-    return info
+    return folder.read_run_info(run_dir)
 
 
 @dataclass
@@ -176,7 +176,7 @@ class ReportPaths:
 
 def _score_stored(info: Mapping[str, Any], rows: Sequence[StoredRow]) -> dict[str, Any]:
     """Metrics of an interrupted run's stored rows, scored as its eval would have."""
-    from mmrobust.runner import score_rows
+    from mmrobust.run.process import score_rows
 
     cfg, run, ds = info.get("config", {}), info.get("run", {}), info.get("dataset", {})
     benchmark = ds.get("benchmark") or (rows[0].sample.benchmark if rows else "generic")
@@ -206,12 +206,12 @@ def load_run(run_dir: str | Path, *, samples: dict[str, Sample] | None = None) -
         ValueError: unreadable ``run.json`` or results database.
     """
     d = Path(run_dir)
-    info = read_run_info(d)
-    mpath = d / "metrics.json"
+    run = read_run_info(d)
+    info = run.as_dict()
+    mpath = d / folder.METRICS_FILE
     metrics = json.loads(mpath.read_text(encoding="utf-8")) if mpath.is_file() else {}
     with ResultStore(d, readonly=True) as store:
-        key = RunKey(**info["key"])
-        rows = store.rows(key, store.selection(key), samples=samples)  # as the last eval scored
+        rows = store.rows(run.key, store.selection(run.key), samples=samples)  # as eval scored
     if metrics:
         return RunView(d, info, metrics, rows)
     return RunView(d, info, _score_stored(info, rows) if rows else {}, rows, n_stored=len(rows))

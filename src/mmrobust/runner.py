@@ -309,9 +309,9 @@ def _versions() -> dict[str, str]:
 def default_cache_dir() -> Path:
     """``<mmrobust cache>/frames``: ``$MMROBUST_CACHE``, ``$XDG_CACHE_HOME/mmrobust`` or
     ``~/.cache/mmrobust`` (``mmrobust.paths.cache_root``)."""
-    from mmrobust.paths import cache_root
+    from mmrobust.paths import frame_cache_dir
 
-    return cache_root() / "frames"
+    return frame_cache_dir()
 
 
 def frame_cache(config: EvalConfig) -> Any:
@@ -348,8 +348,8 @@ class SampleProcessor:
         judge: Judge | None = None,
         reference: str | None = None,
     ) -> None:
+        from mmrobust.datasets.windows import WindowDeriver
         from mmrobust.media.provider import FrameProvider
-        from mmrobust.tamper.released import WindowDeriver
 
         self.model = model
         self.reference = reference

@@ -164,7 +164,7 @@ def tamper(
     ray_resource: list[str] = _RAY_RESOURCE,
 ) -> None:
     """Build a tampered benchmark (MVTamperBench sections 3.2-3.3) from real videos."""
-    from mmrobust.tamper.console import build_with_progress, config_from_options
+    from mmrobust.tamper.console import config_from_options, run_tamper
     from mmrobust.tamper.effects import EffectParamError
     from mmrobust.tamper.positions import parse_positions
     from mmrobust.tamper.window import WindowError
@@ -195,22 +195,12 @@ def tamper(
     ray = _ray_options(
         executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
     )
-    if ray is not None and len(positions) > 1:
-        raise _fail(
-            "several --position values build locally; drop --executor ray, or build one "
-            "position per --out with Ray"
+    try:
+        report = run_tamper(
+            sources, out, config, positions=positions, jobs=jobs, quiet=quiet, ray=ray
         )
-    if ray is not None:
-        from mmrobust.distributed.tamper import build_on_ray
-
-        try:
-            report = build_on_ray(sources, out, config, ray, quiet=quiet)
-        except ValueError as exc:  # Ray unreachable, a worker that cannot see a path
-            raise _fail(str(exc)) from None
-    else:
-        report = build_with_progress(
-            sources, out, config, jobs=jobs, quiet=quiet, positions=positions
-        )
+    except ValueError as exc:  # several positions on Ray, Ray unreachable, a path not seen
+        raise _fail(str(exc)) from None
     if not report.ok:
         raise typer.Exit(1)
 
@@ -338,18 +328,14 @@ def eval_cmd(
 ) -> None:
     """Run a model over a dataset; write RUN_DIR/{results.sqlite,run.json,metrics.json}. Re-running resumes."""
     from mmrobust.datasets import DatasetError
-    from mmrobust.extract import EXTRACT_MODES
     from mmrobust.models.spec import parse_model_args
     from mmrobust.registry import UnknownNameError
     from mmrobust.report.tables import summary_text
-    from mmrobust.runner import EvalConfig, run_eval
+    from mmrobust.run.config import EvalConfig
+    from mmrobust.run.eval import evaluate
     from mmrobust.store import RunFolderWriteError
 
     _log_to_stderr(quiet)
-    if extract not in EXTRACT_MODES:
-        raise _fail(f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {extract!r}")
-    if option_style not in ("paper", "vlmevalkit"):
-        raise _fail(f"--option-style must be paper or vlmevalkit, not {option_style!r}")
     ray = _ray_options(
         executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
     )
@@ -363,12 +349,7 @@ def eval_cmd(
             judge_args=parse_model_args(judge_arg), reference=reference,
             retry_failed=retry_failed,
         )  # fmt: skip
-        if ray is not None:
-            from mmrobust.distributed.eval import run_eval_ray
-
-            result = run_eval_ray(config, ray, progress=not quiet)
-        else:
-            result = run_eval(config, progress=not quiet)
+        result = evaluate(config, ray=ray, progress=not quiet)  # validates every option
     except RunFolderWriteError as exc:
         raise _fail(
             f"{exc}; rows written so far are kept: free space (or copy the run folder "
@@ -418,17 +399,13 @@ def rescore_cmd(
     ),
 ) -> None:
     """Recompute extraction and metrics from stored raw answers, without calling the model."""
-    from mmrobust.extract import EXTRACT_MODES
     from mmrobust.models.spec import parse_model_args
     from mmrobust.registry import UnknownNameError
     from mmrobust.report.tables import rescore_text, summary_text
-    from mmrobust.runner import RunAborted, rescore
+    from mmrobust.run.process import RunAborted
+    from mmrobust.run.rescore import rescore
 
-    if extract is not None and extract not in EXTRACT_MODES:
-        raise _fail(f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {extract!r}")
-    if failures is not None and failures not in ("exclude", "wrong"):
-        raise _fail(f"--failures must be exclude or wrong, not {failures!r}")
-    try:
+    try:  # rescore validates --extract / --failures
         metrics = rescore(
             run_dir, extract_mode=extract, failures=failures, n_resamples=bootstrap,
             judge=judge, judge_args=parse_model_args(judge_arg), reference=reference,
@@ -580,28 +557,15 @@ def mmr_data(
     """
     from rich.console import Console
 
-    from mmrobust.mmrdata.pipeline import ItemResult, collect_images, run_mmr_data
-    from mmrobust.models import load_model, parse_model_args, parse_spec
+    from mmrobust.mmrdata.command import generate
+    from mmrobust.mmrdata.pipeline import ItemResult
+    from mmrobust.models import parse_model_args
     from mmrobust.registry import UnknownNameError
 
     console = Console(stderr=True)
     ray = _ray_options(
         executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
     )
-    try:
-        args = parse_model_args(model_arg)
-        spec = parse_spec(model, args)
-        if spec.name == "openai" and "max_tokens" not in args:
-            args["max_tokens"] = "2048"  # stage 2 replies are long; the backend default is 256
-            spec = parse_spec(model, args)
-        paths = collect_images(images)
-        backend = load_model(spec) if ray is None else None  # on Ray the replicas load it
-    except (ValueError, FileNotFoundError, UnknownNameError, ImportError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    if not paths:
-        console.print("[red]error:[/red] no images found")
-        raise typer.Exit(2)
 
     first_error: list[str] = []
 
@@ -611,24 +575,13 @@ def mmr_data(
             first_error.append(f"{item.image}: {item.error}")
 
     try:
-        if ray is None:
-            assert backend is not None  # loaded above for a local run
-            summary = run_mmr_data(
-                paths, backend, out, n_pairs=pairs, resume=not no_resume, on_item=progress
-            )
-        else:
-            from mmrobust.distributed.mmrdata import run_mmr_data_ray
-
-            summary = run_mmr_data_ray(
-                paths, model, args, out, ray, n_pairs=pairs, resume=not no_resume,
-                on_item=progress,
-            )  # fmt: skip
-    except ValueError as exc:  # Ray: unreachable, no room, a replica that cannot load or see
+        summary = generate(
+            images, model, parse_model_args(model_arg), out, n_pairs=pairs,
+            resume=not no_resume, ray=ray, on_item=progress,
+        )  # fmt: skip
+    except (ValueError, FileNotFoundError, UnknownNameError, ImportError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
-    finally:
-        if backend is not None:
-            backend.close()
     typer.echo(
         f"{summary.images} images {summary.statuses}; pairs kept {summary.pairs_kept} of "
         f"{summary.pairs_parsed}; LLaVA samples {summary.turns_kept}; dropped {summary.dropped}; "

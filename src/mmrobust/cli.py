@@ -557,7 +557,7 @@ def mmr_data(
     try:
         args = parse_model_args(model_arg)
         spec = parse_spec(model, args)
-        if spec.name == "openai" and "max_tokens" not in args:
+        if spec.placement == "api" and "max_tokens" not in args:
             args["max_tokens"] = "2048"  # stage 2 replies are long; the backend default is 256
             spec = parse_spec(model, args)
         paths = collect_images(images)

@@ -17,7 +17,9 @@ import cv2
 from tests.synth import synthetic_frame
 
 
-def write_mp4(path: Path, n_frames: int = 90, fps: int = 30, size: tuple[int, int] = (64, 48)) -> Path:
+def write_mp4(
+    path: Path, n_frames: int = 90, fps: int = 30, size: tuple[int, int] = (64, 48)
+) -> Path:
     """``n_frames`` synthetic frames, MPEG-4 Part 2 (no B-frames), ``moov`` before ``mdat``."""
     width, height = size
     with av.open(str(path), "w", options={"movflags": "faststart"}) as out:

@@ -24,13 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrobust import __version__
-from mmrobust.finetune.collate import (
-    ChatRenderer,
-    Collator,
-    Encoder,
-    TemplateError,
-    prepare_rows,
-)
+from mmrobust.finetune.collate import ChatRenderer, Collator, Encoder, TemplateError, prepare_rows
 from mmrobust.finetune.config import TABLE10, FinetuneConfig
 from mmrobust.finetune.data import DataReport, load_training_data
 from mmrobust.finetune.model import (

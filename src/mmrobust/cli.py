@@ -523,8 +523,11 @@ def audit_cmd(
     typer.echo(audit_text(result))
     if out:
         path = Path(out) / "audit.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:  # a read-only or full --out: the audit was printed above
+            raise _fail(f"cannot write {path}: {exc.strerror or type(exc).__name__}") from None
         typer.echo(f"wrote {path}")
 
 

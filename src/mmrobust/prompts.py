@@ -22,10 +22,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Literal, cast
 
-from mmrobust.datasets.base import TAMPER_QUESTION
-from mmrobust.datasets.schema import Sample
 from mmrobust.families import get_family
 from mmrobust.official import tamper_reference
+from mmrobust.schema import TAMPER_QUESTION, Sample
 
 TemplateName = Literal["structured", "generic", "cot", "mmr", "plain"]
 OptionStyle = Literal["paper", "vlmevalkit"]

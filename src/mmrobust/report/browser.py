@@ -33,9 +33,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mmrobust.datasets.schema import Sample, Window
 from mmrobust.report.thumbs import Strip, ThumbJob, write_strips
 from mmrobust.report.view import RunView
+from mmrobust.schema import Sample, Window
 from mmrobust.status import Status
 from mmrobust.store import StoredRow
 

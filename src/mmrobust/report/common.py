@@ -18,15 +18,11 @@ from typing import Any
 import pandas as pd
 
 from mmrobust.report.units import MISSING
+from mmrobust.schema import TABLE7_LABELS
 
-TABLE7_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("dropping", "Drop"),
-    ("masking", "Mask"),
-    ("repetition", "Repeat"),
-    ("rotation", "Rotate"),
-    ("substitution", "Substitute"),
-)
-"""Our effect names -> the column headings of the paper's Table 7, in its order."""
+TABLE7_COLUMNS: tuple[tuple[str, str], ...] = TABLE7_LABELS
+"""Our effect names -> the column headings of the paper's Table 7, in its order
+(``mmrobust.schema``)."""
 
 DISPLAY_DPI = 100
 """CSS pixels per figure inch in the page."""

@@ -19,11 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from mmrobust.datasets.schema import Sample
 from mmrobust.report import ReportPaths, RunGroup, RunView, build_report, group_runs, run_labels
 from mmrobust.report.browser import MAX_THUMBS, THUMB_SECONDS
 from mmrobust.report.html import Section, Table, write_html
 from mmrobust.report.view import load_run
+from mmrobust.schema import Sample
 
 SectionBuilder = Callable[[Sequence[RunView], Sequence[str], Path], "Section | None"]
 

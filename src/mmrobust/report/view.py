@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrobust.datasets.schema import Sample
+from mmrobust.schema import Sample
 from mmrobust.families import BenchmarkFamily, get_family
 from mmrobust.records import ScoredRecord
 from mmrobust.report.common import Figure

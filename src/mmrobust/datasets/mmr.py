@@ -481,7 +481,7 @@ def _to_sample(
         relative = str(record.get("image") or f"{pair_id}.jpg")
         image = _find_image(relative, roots)
         if image is None:
-            error = f"image not found: {relative} (pass --images DIR, or --text-only)"
+            error = f"image not found: {relative} (pass --media DIR, or --text-only)"
     return Sample(
         id=f"{pair_id}#{suffix}",
         benchmark="mmr",
@@ -599,7 +599,7 @@ def load_mmr(
     if images is not None:
         image_dir = Path(images).expanduser()
         if not image_dir.is_dir():
-            raise FileNotFoundError(f"--images: not a folder: {image_dir}")
+            raise FileNotFoundError(f"--media: not a folder: {image_dir}")
         roots = [image_dir, *roots]
     records = _read_records(annotation)
     samples, defects = mmr_samples(records, image_roots=roots, text_only=text_only)

@@ -185,7 +185,7 @@ def coverage_under(
     samples: Sequence[Sample], facts: Sequence[ClipFacts], policy: FramePolicy
 ) -> dict[str, Any]:
     """Window coverage of tampered clips under ``policy`` (known or derived windows)."""
-    from mmrobust.tamper.released import WindowDeriver
+    from mmrobust.datasets.windows import WindowDeriver
 
     derive = WindowDeriver()
     per_type: dict[str, list[bool]] = defaultdict(list)

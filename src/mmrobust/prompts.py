@@ -22,9 +22,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from mmrobust.datasets.base import TAMPER_QUESTION
-from mmrobust.datasets.schema import Sample
 from mmrobust.official import tamper_reference
+from mmrobust.schema import TAMPER_QUESTION, Sample
 
 TemplateName = Literal["structured", "generic", "cot", "mmr", "plain"]
 OptionStyle = Literal["paper", "vlmevalkit"]

@@ -43,7 +43,6 @@ from typing import Any
 
 import numpy as np
 
-from mmrobust.datasets.schema import TAMPER_ORIGINAL
 from mmrobust.metrics.mmr import Pair, mmr_metrics, pair_records, summarize
 from mmrobust.metrics.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, cluster_bootstrap
 from mmrobust.metrics.tamper import (
@@ -54,6 +53,7 @@ from mmrobust.metrics.tamper import (
     tamper_metrics,
 )
 from mmrobust.records import ScoredRecord
+from mmrobust.schema import TAMPER_ORIGINAL
 from mmrobust.status import Status
 
 INFO_KEY = "task_question"

@@ -19,10 +19,10 @@ from typing import Any
 
 import pandas as pd
 
-from mmrobust.datasets.schema import Sample
 from mmrobust.metrics.stats import McNemarResult, mcnemar_exact
 from mmrobust.records import ScoredRecord
 from mmrobust.report.plots import Figure
+from mmrobust.schema import Sample
 from mmrobust.store import ResultStore, StoredRow
 
 

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrobust.datasets.schema import Sample, Window
 from mmrobust.prompts import PromptConfig, build_prompt
 from mmrobust.report.thumbs import Strip, ThumbJob, write_strips
+from mmrobust.schema import Sample, Window
 from mmrobust.status import Status
 from mmrobust.store import StoredRow
 

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from mmrobust.datasets.schema import Sample
 from mmrobust.report import (
     MMR_NOTE,
     ReportPaths,
@@ -34,6 +33,7 @@ from mmrobust.report import (
 )
 from mmrobust.report.browser import MAX_THUMBS, THUMB_SECONDS
 from mmrobust.report.html import HtmlRun, Section, Table, frame_to_table, write_html
+from mmrobust.schema import Sample
 
 SectionBuilder = Callable[[Sequence[RunData], Sequence[str], Path], "Section | None"]
 

@@ -32,15 +32,10 @@ from mmrobust.report.units import (
     percent_interval,
     rounded_pct,
 )
+from mmrobust.schema import TABLE7_LABELS
 
-TABLE7_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("dropping", "Drop"),
-    ("masking", "Mask"),
-    ("repetition", "Repeat"),
-    ("rotation", "Rotate"),
-    ("substitution", "Substitute"),
-)
-"""Our effect names -> the column headings of the paper's Table 7, in its order."""
+TABLE7_COLUMNS: tuple[tuple[str, str], ...] = TABLE7_LABELS
+"""Our effect names -> the column headings of the paper's Table 7, in its order (``mmrobust.schema``)."""
 
 TABLE7_NOTE = (
     "F1 in % with tampered = positive class, per type on that type's clips plus all originals; "

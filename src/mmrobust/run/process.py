@@ -192,8 +192,8 @@ class SampleProcessor:
         judge: Judge | None = None,
         reference: str | None = None,
     ) -> None:
+        from mmrobust.datasets.windows import WindowDeriver
         from mmrobust.media.provider import FrameProvider
-        from mmrobust.tamper.released import WindowDeriver
 
         self.model = model
         self.reference = reference

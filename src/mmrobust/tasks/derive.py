@@ -37,8 +37,7 @@ from typing import Any
 import numpy as np
 
 from mmrobust.datasets.base import Dataset
-from mmrobust.datasets.schema import Sample
-from mmrobust.metrics.tamper import CANONICAL_TYPES
+from mmrobust.schema import CANONICAL_TYPES, Sample
 from mmrobust.tasks.templates import EffectWording, Templates, load_templates
 from mmrobust.tasks.truth import (
     NONE,

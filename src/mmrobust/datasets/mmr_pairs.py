@@ -232,7 +232,7 @@ def _to_sample(
         relative = str(record.get("image") or f"{pair_id}.jpg")
         image = find_image(relative, roots)
         if image is None:
-            error = f"image not found: {relative} (pass --images DIR, or --text-only)"
+            error = f"image not found: {relative} (pass --media DIR, or --text-only)"
     return Sample(
         id=f"{pair_id}#{suffix}",
         benchmark="mmr",

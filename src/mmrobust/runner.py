@@ -44,8 +44,19 @@ from mmrobust.judge import Judge, load_judge
 from mmrobust.media.sampling import FramePolicy, window_coverage
 from mmrobust.metrics import compute_metrics
 from mmrobust.models.base import Model, Request, Response
-from mmrobust.official import reference_block, tamper_reference
+from mmrobust.official import (
+    reference_block,
+    reference_versions,
+    reply_path_for,
+    tamper_reference,
+)
 from mmrobust.prompts import PromptConfig, build_prompt, prompt_record
+from mmrobust.reasoning import (
+    field_reasoning,
+    reasoning_columns,
+    reasoning_summary,
+    split_reasoning,
+)
 from mmrobust.redact import scrub_args
 from mmrobust.runlock import LOCK_FILE, RunLock
 from mmrobust.status import Status
@@ -481,6 +492,11 @@ class SampleProcessor:
         if meta.get("frame_indices"):
             shown = meta["frame_indices"]
             common["extra"]["frames_repeated"] = len(shown) - len(set(shown))
+        split = split_reasoning(resp.text or "", getattr(resp, "reasoning", None))
+        common.update(reasoning_columns(split))
+        cut = split.cut and not split.answer.strip() and self.extract_mode != "official"
+        if cut and resp.status in (Status.OK, Status.EMPTY_REPLY):  # cut inside its reasoning
+            return self._row(sample, Status.PARSE_FAIL, rule="reasoning:cut", **common)
         if resp.status is not Status.OK:
             status = resp.status if resp.status.is_error else Status.MODEL_ERROR
             return self._row(sample, status, error=resp.error, rule=status.value, **common)
@@ -495,6 +511,8 @@ class SampleProcessor:
             benchmark=sample.benchmark,
             answer=meta["answer"],
             reference=self.reference,
+            reasoning=getattr(resp, "reasoning", None),
+            reply_path=reply_path_for(self.model.name),
         )
         if ex.status is Status.PARSE_FAIL and self.judge is not None:
             verdict = self.judge(sample.id, sample.question, meta["options"], resp.text or "")
@@ -589,11 +607,14 @@ def run_block(config: EvalConfig, model: Model, benchmark: str | None = None) ->
     """The ``run`` block of ``metrics.json``: model, prompt, frames policy, extraction mode.
 
     ``reference`` names the reference code (repository, commit) official
-    extraction reproduces for ``benchmark``, else ``None``.
+    extraction reproduces for ``benchmark``, else ``None``; an official tamper run also
+    names ``prompt_reference`` (the version whose prompt was sent) and
+    ``decision_reference`` (the version whose rules decided; ``rescore --reference`` changes
+    only this one), :func:`mmrobust.official.reference_versions`.
     """
     pc = config.prompt_config()
     official = config.extract_mode() == "official"
-    return {
+    block: dict[str, Any] = {
         "model": config.model,
         "task": config.task,
         "model_args": scrub_args(config.model_args),
@@ -618,7 +639,12 @@ def run_block(config: EvalConfig, model: Model, benchmark: str | None = None) ->
         "extraction": config.extract_mode(),
         "failures": config.failures(),
         "text_only": config.text_only,
-        "reference": reference_block(benchmark or "", config.reference) if official else None,
+    }
+    ref = reference_block(benchmark or "", config.reference) if official else None
+    return {
+        **block,
+        "reference": ref,
+        **(reference_versions(pc.reference, ref) if official and pc.reference else {}),
     }
 
 
@@ -662,6 +688,11 @@ def score_rows(
         kw = {"failures": failures, "n_resamples": n_resamples, "seed": seed, "defects": defects}
     metrics = compute_metrics(records, benchmark, **kw)
     metrics.setdefault("defects", list(defects))
+    reasoning = reasoning_summary(
+        (r.reasoning_form, r.reasoning_chars, r.completion_tokens) for r in rows
+    )
+    if reasoning is not None:  # thinking models: replies cut inside their reasoning
+        metrics["reasoning"] = reasoning
     derived = sum(1 for r in rows if "derived_window" in r.extra)
     if derived:
         metrics["windows_derived"] = derived  # released clips: windows by the released rule
@@ -1210,6 +1241,8 @@ def _rescore(
                 benchmark=row.sample.benchmark,
                 answer=row.answer,
                 reference=ref_name,
+                reasoning=field_reasoning(row.raw_text, row.reasoning, row.reasoning_form),
+                reply_path=reply_path_for(cfg.get("model")),
             )
             if ex.status is Status.PARSE_FAIL and judge_model is not None:
                 verdict = judge_model(row.sample.id, row.sample.question, row.options, row.raw_text)
@@ -1242,6 +1275,9 @@ def _rescore(
     )
     run = {**run, "extraction": mode, "failures": fail}
     run["reference"] = reference_block(benchmark, ref_name) if mode == "official" else None
+    prompt_ref = (run.get("prompt") or {}).get("reference")
+    for k, v in reference_versions(prompt_ref, run["reference"]).items():
+        run[k] = v if mode == "official" and prompt_ref else None  # asked at / decided at
     run["judge"] = judge_model.describe() if judge_model is not None else None
     metrics["run"] = run
     metrics["complete"] = len(rows) == info.get("dataset", {}).get("n_selected", len(rows))

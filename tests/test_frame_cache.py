@@ -106,9 +106,9 @@ def _fake_clip(nbytes: int) -> SampledClip:
 
 
 def test_lru_eviction_keeps_the_cap(tmp_path: Path) -> None:
-    entry = len(dumps_entry(_fake_clip(1000)))
-    cache = FrameCache(tmp_path / "c", max_bytes=int(3.5 * entry))
     keys = [f"{i:02x}" * 32 for i in range(5)]
+    entry = len(dumps_entry(_fake_clip(1000), key=keys[0]))  # an entry records its key
+    cache = FrameCache(tmp_path / "c", max_bytes=int(3.5 * entry))
     for i, k in enumerate(keys[:3]):
         assert cache.put(k, _fake_clip(1000))
         os.utime(cache._path(k), (1000 + i, 1000 + i))  # k0 oldest
@@ -217,3 +217,39 @@ def test_provider_treats_an_undecodable_entry_as_a_miss(
     again, arrays2 = provider.clip(clips["mkv"], arrays=True)
     assert again == good and all(np.array_equal(a, b) for a, b in zip(arrays, arrays2, strict=True))
     assert cache.get(key) == good  # overwritten
+
+
+def test_swapped_or_damaged_entries_are_misses_and_rewritten(
+    clip_set: Path, tmp_path: Path
+) -> None:
+    """Issue 27 item 6: an entry records its key, the clip's hash and a payload checksum."""
+    cache_dir = tmp_path / "cache"
+    cold, _ = _run(clip_set, tmp_path / "cold", str(cache_dir))
+    entries = sorted(cache_dir.rglob("*.frames"))
+    assert len(entries) == 4
+    first, second = entries[0].read_bytes(), entries[1].read_bytes()
+    entries[0].write_bytes(second)  # each clip now finds the other's JPEGs under its key
+    entries[1].write_bytes(first)
+    damaged = bytearray(entries[2].read_bytes())
+    mid = len(damaged) // 2  # inside the JPEG payload, well past the header
+    damaged[mid : mid + 200] = bytes(200)
+    entries[2].write_bytes(bytes(damaged))
+    warm, info = _run(clip_set, tmp_path / "warm", str(cache_dir))
+    assert warm.seen == cold.seen  # every clip shown its own, undamaged frames
+    fc = info["frame_cache"]
+    assert (fc["hits"], fc["misses"], fc["rejected"], fc["writes"]) == (1, 3, 3, 3)
+    again, info = _run(clip_set, tmp_path / "again", str(cache_dir))
+    assert again.seen == cold.seen
+    assert (info["frame_cache"]["hits"], info["frame_cache"]["rejected"]) == (4, 0)
+
+
+def test_an_entry_read_under_another_key_or_clip_is_refused(
+    clips: dict[str, Path], tmp_path: Path
+) -> None:
+    clip = sample_clip(clips["mkv"], SEG8, FrameEncoding())
+    data = dumps_entry(clip, key="k1", video_sha256="v1")
+    assert loads_entry(data, key="k1", video_sha256="v1") == clip
+    with pytest.raises(ValueError, match="another key"):
+        loads_entry(data, key="k2")
+    with pytest.raises(ValueError, match="another clip"):
+        loads_entry(data, key="k1", video_sha256="v2")

@@ -26,6 +26,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # click's plain help (issues 30, 33.11): rich's option table cuts flag names with an
+    # ellipsis at 80 columns and shows a "<bool>" type on every flag; plain help wraps the
+    # descriptions and prints each flag whole, without a metavar for flags
+    rich_markup_mode=None,
 )
 
 
@@ -60,7 +64,10 @@ _RAY_GPUS = typer.Option(
     None, "--ray-gpus-per-worker", help="Ray: GPUs per replica (default: 1 for hf: if any, else 0)."
 )
 _RAY_RESOURCE = typer.Option(
-    [], "--ray-resource", help="Ray: custom resource per worker NAME=AMOUNT (repeatable)."
+    [],
+    "--ray-resource",
+    metavar="NAME=AMOUNT",
+    help="Ray: custom resource per worker (repeatable).",
 )
 
 
@@ -87,9 +94,11 @@ def _ray_options(
 # --- tamper (issue 2) ---------------------------------------------------------------------
 
 
-@app.command("tamper")
+@app.command("tamper", short_help="Build a tampered video benchmark from real videos.")
 def tamper(
-    sources: list[Path] = typer.Argument(..., help="Source videos and/or folders (recursive)."),
+    sources: list[Path] = typer.Argument(
+        ..., metavar="SOURCES", help="Source videos and/or folders (recursive)."
+    ),
     out: Path = typer.Option(..., "--out", "-o", help="Build folder."),
     effects: str = typer.Option(
         "dropping,masking,rotation,substitution,repetition",
@@ -98,7 +107,11 @@ def tamper(
         "speed, partial_mask).",
     ),
     param: list[str] = typer.Option(
-        [], "--param", "-p", help="Effect parameter EFFECT.KEY=VALUE, e.g. rotation.degrees=90."
+        [],
+        "--param",
+        "-p",
+        metavar="EFFECT.KEY=VALUE",
+        help="Effect parameter (repeatable), e.g. rotation.degrees=90.",
     ),
     duration: float = typer.Option(1.0, help="Window length in seconds."),
     position: str = typer.Option(
@@ -120,7 +133,9 @@ def tamper(
     ),
     official_fps: bool = typer.Option(False, help="Window of int(fps) x duration frames."),
     task: str | None = typer.Option(None, help="Task name recorded in the manifest/json."),
-    donor: list[Path] = typer.Option([], "--donor", help="Substitution donor video (repeatable)."),
+    donor: list[Path] = typer.Option(
+        [], "--donor", metavar="VIDEO", help="Substitution donor video (repeatable)."
+    ),
     codec: str = typer.Option(
         "mpeg4",
         help="PyAV encoder: mpeg4 (the released dataset's codec, fixed quantiser --qscale) "
@@ -149,7 +164,7 @@ def tamper(
     ray_resource: list[str] = _RAY_RESOURCE,
 ) -> None:
     """Build a tampered benchmark (MVTamperBench sections 3.2-3.3) from real videos."""
-    from mmrobust.tamper.console import build_with_progress, config_from_options
+    from mmrobust.tamper.console import config_from_options, run_tamper
     from mmrobust.tamper.effects import EffectParamError
     from mmrobust.tamper.positions import parse_positions
     from mmrobust.tamper.window import WindowError
@@ -180,22 +195,12 @@ def tamper(
     ray = _ray_options(
         executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
     )
-    if ray is not None and len(positions) > 1:
-        raise _fail(
-            "several --position values build locally; drop --executor ray, or build one "
-            "position per --out with Ray"
+    try:
+        report = run_tamper(
+            sources, out, config, positions=positions, jobs=jobs, quiet=quiet, ray=ray
         )
-    if ray is not None:
-        from mmrobust.distributed.tamper import build_on_ray
-
-        try:
-            report = build_on_ray(sources, out, config, ray, quiet=quiet)
-        except ValueError as exc:  # Ray unreachable, a worker that cannot see a path
-            raise _fail(str(exc)) from None
-    else:
-        report = build_with_progress(
-            sources, out, config, jobs=jobs, quiet=quiet, positions=positions
-        )
+    except ValueError as exc:  # several positions on Ray, Ray unreachable, a path not seen
+        raise _fail(str(exc)) from None
     if not report.ok:
         raise typer.Exit(1)
 
@@ -222,7 +227,7 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-@app.command("eval")
+@app.command("eval", short_help="Run a model over a dataset (re-running resumes).")
 def eval_cmd(
     data: str = typer.Option(
         ...,
@@ -238,11 +243,14 @@ def eval_cmd(
         ..., "--out", help="Run folder (results.sqlite, run.json, metrics.json)."
     ),
     model_arg: list[str] = typer.Option(
-        [], "--model-arg", help="Backend setting KEY=VALUE (repeatable)."
+        [], "--model-arg", metavar="KEY=VALUE", help="Backend setting (repeatable)."
     ),
     format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
     images: str | None = typer.Option(
-        None, "--images", help="Media folder the dataset's paths are relative to."
+        None,
+        "--media",
+        "--images",
+        help="Folder the dataset's image or video paths are relative to (--images: the same).",
     ),
     text_only: bool = typer.Option(False, "--text-only", help="Send no media (blind ablation)."),
     task: str = typer.Option(
@@ -301,7 +309,9 @@ def eval_cmd(
         "--judge",
         help="Model SPEC of an LLM judge for replies extraction cannot parse (off).",
     ),
-    judge_arg: list[str] = typer.Option([], "--judge-arg", help="KEY=VALUE for the judge."),
+    judge_arg: list[str] = typer.Option(
+        [], "--judge-arg", metavar="KEY=VALUE", help="Setting of the judge (repeatable)."
+    ),
     retry_failed: bool = typer.Option(
         False,
         "--retry-failed",
@@ -318,18 +328,14 @@ def eval_cmd(
 ) -> None:
     """Run a model over a dataset; write RUN_DIR/{results.sqlite,run.json,metrics.json}. Re-running resumes."""
     from mmrobust.datasets import DatasetError
-    from mmrobust.extract import EXTRACT_MODES
     from mmrobust.models.spec import parse_model_args
     from mmrobust.registry import UnknownNameError
     from mmrobust.report.tables import summary_text
-    from mmrobust.runner import EvalConfig, run_eval
+    from mmrobust.run.config import EvalConfig
+    from mmrobust.run.eval import evaluate
     from mmrobust.store import RunFolderWriteError
 
     _log_to_stderr(quiet)
-    if extract not in EXTRACT_MODES:
-        raise _fail(f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {extract!r}")
-    if option_style not in ("paper", "vlmevalkit"):
-        raise _fail(f"--option-style must be paper or vlmevalkit, not {option_style!r}")
     ray = _ray_options(
         executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
     )
@@ -343,12 +349,7 @@ def eval_cmd(
             judge_args=parse_model_args(judge_arg), reference=reference,
             retry_failed=retry_failed,
         )  # fmt: skip
-        if ray is not None:
-            from mmrobust.distributed.eval import run_eval_ray
-
-            result = run_eval_ray(config, ray, progress=not quiet)
-        else:
-            result = run_eval(config, progress=not quiet)
+        result = evaluate(config, ray=ray, progress=not quiet)  # validates every option
     except RunFolderWriteError as exc:
         raise _fail(
             f"{exc}; rows written so far are kept: free space (or copy the run folder "
@@ -373,7 +374,7 @@ def eval_cmd(
         raise _fail(result.nothing_scored, 1)
 
 
-@app.command("rescore")
+@app.command("rescore", short_help="Re-score stored answers without calling the model.")
 def rescore_cmd(
     run_dir: str = typer.Argument(..., help="A run folder written by mmrobust eval."),
     extract: str | None = typer.Option(
@@ -388,7 +389,9 @@ def rescore_cmd(
     judge: str | None = typer.Option(
         None, "--judge", help="Model SPEC of an LLM judge for replies extraction cannot parse."
     ),
-    judge_arg: list[str] = typer.Option([], "--judge-arg", help="KEY=VALUE for the judge."),
+    judge_arg: list[str] = typer.Option(
+        [], "--judge-arg", metavar="KEY=VALUE", help="Setting of the judge (repeatable)."
+    ),
     reference: str | None = typer.Option(
         None,
         "--reference",
@@ -396,17 +399,13 @@ def rescore_cmd(
     ),
 ) -> None:
     """Recompute extraction and metrics from stored raw answers, without calling the model."""
-    from mmrobust.extract import EXTRACT_MODES
     from mmrobust.models.spec import parse_model_args
     from mmrobust.registry import UnknownNameError
     from mmrobust.report.tables import rescore_text, summary_text
-    from mmrobust.runner import RunAborted, rescore
+    from mmrobust.run.process import RunAborted
+    from mmrobust.run.rescore import rescore
 
-    if extract is not None and extract not in EXTRACT_MODES:
-        raise _fail(f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {extract!r}")
-    if failures is not None and failures not in ("exclude", "wrong"):
-        raise _fail(f"--failures must be exclude or wrong, not {failures!r}")
-    try:
+    try:  # rescore validates --extract / --failures
         metrics = rescore(
             run_dir, extract_mode=extract, failures=failures, n_resamples=bootstrap,
             judge=judge, judge_args=parse_model_args(judge_arg), reference=reference,
@@ -419,9 +418,9 @@ def rescore_cmd(
     typer.echo(summary_text(metrics))
 
 
-@app.command("report")
+@app.command("report", short_help="index.html, tables and plots over run folders.")
 def report_cmd(
-    run_dirs: list[str] = typer.Argument(..., help="One or more run folders."),
+    run_dirs: list[str] = typer.Argument(..., metavar="RUN_DIRS", help="One or more run folders."),
     out: str = typer.Option(
         ..., "--out", help="Output folder (index.html, report.md, CSV tables, PNG plots)."
     ),
@@ -429,6 +428,7 @@ def report_cmd(
     audit: list[str] = typer.Option(
         [],
         "--audit",
+        metavar="AUDIT_JSON",
         help="audit.json from `mmrobust audit --out` to show as a panel (repeatable).",
     ),
     published: bool = typer.Option(
@@ -461,7 +461,7 @@ def report_cmd(
     typer.echo(f"wrote {site.tables.markdown.parent}; open {site.index_html}")
 
 
-@app.command("compare")
+@app.command("compare", short_help="Paired comparison of two runs (McNemar's test).")
 def compare_cmd(
     run_a: str = typer.Argument(..., help="First run folder."),
     run_b: str = typer.Argument(..., help="Second run folder (same samples)."),
@@ -483,11 +483,16 @@ def compare_cmd(
 # --- audit (issue 15) ---------------------------------------------------------------------
 
 
-@app.command("audit")
+@app.command("audit", short_help="Leak audit: what metadata alone gives away.")
 def audit_cmd(
     data: str = typer.Argument(..., help="A tamper dataset (folder, manifest, TSV, hf:<repo>)."),
     format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
-    images: str | None = typer.Option(None, "--images", help="Media folder of the dataset."),
+    images: str | None = typer.Option(
+        None,
+        "--media",
+        "--images",
+        help="Image or video folder of the dataset (--images: the same).",
+    ),
     frames: int = typer.Option(8, "--frames", help="Segment-centre frames (window coverage)."),
     fps: float | None = typer.Option(None, "--fps", help="Sample F frames per second instead."),
     max_frames: int | None = typer.Option(None, "--max-frames", help="Cap for --fps."),
@@ -526,12 +531,14 @@ def audit_cmd(
 # --- mmr-data (issue 6) -------------------------------------------------------------------
 
 
-@app.command("mmr-data")
+@app.command("mmr-data", short_help="Generate paired MMR training data (section 4).")
 def mmr_data(
-    images: list[str] = typer.Argument(..., help="Image files or folders (searched recursively)."),
+    images: list[str] = typer.Argument(
+        ..., metavar="IMAGES", help="Image files or folders (searched recursively)."
+    ),
     model: str = typer.Option(..., "--model", help="Model SPEC, e.g. openai:gpt-4o."),
     model_arg: list[str] = typer.Option(
-        [], "--model-arg", help="Backend setting KEY=VALUE (repeatable)."
+        [], "--model-arg", metavar="KEY=VALUE", help="Backend setting (repeatable)."
     ),
     out: str = typer.Option(..., "--out", help="Output folder (created; reused to resume)."),
     pairs: int = typer.Option(4, "--pairs", min=1, help="Positive/negative pairs asked per image."),
@@ -543,81 +550,73 @@ def mmr_data(
     ray_gpus_per_worker: float | None = _RAY_GPUS,
     ray_resource: list[str] = _RAY_RESOURCE,
 ) -> None:
-    """Generate paired positive/negative training data (MMR paper section 4)."""
+    """Generate paired positive/negative training data (MMR paper section 4).
+
+    Exits 1, with the first failure, when no training sample came out (every image failed
+    or every pair was dropped); 2 on bad options or inputs.
+    """
     from rich.console import Console
 
-    from mmrobust.mmrdata.pipeline import ItemResult, collect_images, run_mmr_data
-    from mmrobust.models import load_model, parse_model_args, parse_spec
+    from mmrobust.mmrdata.command import generate
+    from mmrobust.mmrdata.pipeline import ItemResult
+    from mmrobust.models import parse_model_args
     from mmrobust.registry import UnknownNameError
 
     console = Console(stderr=True)
     ray = _ray_options(
         executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
     )
-    try:
-        args = parse_model_args(model_arg)
-        spec = parse_spec(model, args)
-        if spec.name == "openai" and "max_tokens" not in args:
-            args["max_tokens"] = "2048"  # stage 2 replies are long; the backend default is 256
-            spec = parse_spec(model, args)
-        paths = collect_images(images)
-        backend = load_model(spec) if ray is None else None  # on Ray the replicas load it
-    except (ValueError, FileNotFoundError, UnknownNameError, ImportError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    if not paths:
-        console.print("[red]error:[/red] no images found")
-        raise typer.Exit(2)
+
+    first_error: list[str] = []
 
     def progress(item: ItemResult, reused: bool) -> None:
         console.print(f"{item.image}: {'reused' if reused else item.status.value}")
+        if item.error and not first_error:
+            first_error.append(f"{item.image}: {item.error}")
 
     try:
-        if ray is None:
-            assert backend is not None  # loaded above for a local run
-            summary = run_mmr_data(
-                paths, backend, out, n_pairs=pairs, resume=not no_resume, on_item=progress
-            )
-        else:
-            from mmrobust.distributed.mmrdata import run_mmr_data_ray
-
-            summary = run_mmr_data_ray(
-                paths, model, args, out, ray, n_pairs=pairs, resume=not no_resume,
-                on_item=progress,
-            )  # fmt: skip
-    except ValueError as exc:  # Ray: unreachable, no room, a replica that cannot load or see
+        summary = generate(
+            images, model, parse_model_args(model_arg), out, n_pairs=pairs,
+            resume=not no_resume, ray=ray, on_item=progress,
+        )  # fmt: skip
+    except (ValueError, FileNotFoundError, UnknownNameError, ImportError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
-    finally:
-        if backend is not None:
-            backend.close()
     typer.echo(
         f"{summary.images} images {summary.statuses}; pairs kept {summary.pairs_kept} of "
         f"{summary.pairs_parsed}; LLaVA samples {summary.turns_kept}; dropped {summary.dropped}; "
         f"outputs in {summary.out_dir}"
     )
+    if summary.turns_kept == 0:  # nothing to train on is a failed run (issue 30)
+        why = first_error[0] if first_error else f"statuses {summary.statuses}"
+        if summary.dropped and not first_error:
+            why += f", dropped {summary.dropped}"
+        raise _fail(f"generated no training sample from {summary.images} images ({why})", 1)
 
 
 # --- finetune (issue 21): options and body live in mmrobust.finetune.command -------------
 
 from mmrobust.finetune.command import finetune_command  # noqa: E402  (light: typer + pydantic)
 
-app.command("finetune")(finetune_command)
+app.command("finetune", short_help="Fine-tune a VLM on MMR paired data (LoRA).")(finetune_command)
 
 
 # --- demo (issue 7) -----------------------------------------------------------------------
 
 
-@app.command("demo")
+@app.command("demo", short_help="The main job on built-in real data.")
 def demo_cmd(
     out: str = typer.Option(
         "mmrobust-demo", "--out", help="Output folder (tamper-set/, runs/, report/)."
     ),
     model: list[str] = typer.Option(
-        [], "--model", help="Extra model SPEC to evaluate on both benchmarks (repeatable)."
+        [],
+        "--model",
+        metavar="SPEC",
+        help="Extra model to evaluate on both benchmarks (repeatable).",
     ),
     model_arg: list[str] = typer.Option(
-        [], "--model-arg", help="KEY=VALUE for the extra models (repeatable)."
+        [], "--model-arg", metavar="KEY=VALUE", help="Setting of the extra models (repeatable)."
     ),
     mmr_json: str | None = typer.Option(
         None, "--mmr-json", help="Also run on the official MMR-benchmark.json."

@@ -1,7 +1,7 @@
 """``mmrobust eval --executor ray``: model replicas on a Ray cluster, the store on the driver.
 
 :func:`run_eval_ray` starts the replicas (each loads the model once), then runs
-the ordinary :func:`mmrobust.runner.run_eval` with two stand-ins: a
+the ordinary :func:`mmrobust.run.eval.run_eval` with two stand-ins: a
 :class:`RemoteModel` on the driver that carries the replicas' name,
 fingerprint, media input and batch size (so the run key, ``run.json`` and
 resume are exactly those of a local run), and a :class:`RayEvalExecutor`
@@ -27,7 +27,10 @@ from mmrobust.distributed.session import RaySession, ray_session, worker_request
 from mmrobust.models.base import MediaInput, Model, Request, Response
 from mmrobust.models.spec import ModelSpec, parse_spec
 from mmrobust.prompts import build_prompt
-from mmrobust.runner import EvalConfig, RunAborted, RunResult, SampleProcessor, WorkItem, run_eval
+from mmrobust.run.config import EvalConfig
+from mmrobust.run.eval import RunResult, run_eval
+from mmrobust.run.executors import WorkItem
+from mmrobust.run.process import RunAborted, SampleProcessor
 from mmrobust.status import Status
 from mmrobust.store import StoredRow
 
@@ -101,7 +104,7 @@ def _first_media(items: Sequence[WorkItem]) -> list[str]:
 
 
 class RayEvalExecutor:
-    """An ``Executor`` (``runner.py``) whose work runs in a :class:`ReplicaPool`.
+    """An ``Executor`` (``mmrobust.run.executors``) whose work runs in a :class:`ReplicaPool`.
 
     Before the first item it asks every replica whether it sees the first
     media file, and checks that the replicas computed the driver's run key.
@@ -224,7 +227,7 @@ def start_replicas(
 
 
 def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = True) -> RunResult:
-    """:func:`mmrobust.runner.run_eval` with the model in Ray replicas (see module docstring).
+    """:func:`mmrobust.run.eval.run_eval` with the model in Ray replicas (see module docstring).
 
     ``config.workers`` is the number of concurrent model calls per replica
     (default: the model's ``max_concurrency``).

@@ -117,7 +117,9 @@ class Replica:
             return
 
         from mmrobust.judge import load_judge
-        from mmrobust.runner import SampleProcessor, frame_cache, run_key
+        from mmrobust.run.config import frame_cache
+        from mmrobust.run.keys import run_key
+        from mmrobust.run.process import SampleProcessor
 
         pconf, policy = cfg.prompt_config(), cfg.policy()
         self.key = run_key(self.model, pconf, policy, text_only=cfg.text_only, task=cfg.task)

@@ -33,7 +33,7 @@ def finetune_command(
         [], "--extra", help="Sampled / general instruction data, same formats (repeatable)."
     ),
     images: Path | None = typer.Option(
-        None, "--images", help="Folder relative image paths resolve against."
+        None, "--media", "--images", help="Folder relative image paths resolve against."
     ),
     composition: str | None = typer.Option(
         None,

@@ -304,7 +304,11 @@ def run_finetune(
     )
     fingerprint = _run_fingerprint(config, report)
     previous = out / RUN_CONFIG
-    if previous.is_file() and config.resume:
+    # the earlier settings bind only when there is something of that run to resume or keep
+    # (a checkpoint, or its card): a start that failed before training (a model that did not
+    # load, no chat template, nothing trainable) must not block the corrected retry (issue 30)
+    earlier_run = bool(complete_checkpoints(checkpoints)) or (out / CARD).is_file()
+    if previous.is_file() and config.resume and earlier_run:
         import json
 
         earlier = json.loads(previous.read_text(encoding="utf-8"))

@@ -4,8 +4,16 @@ Cache key: ``sha256(content_sha256(video), policy.fingerprint(),
 encoding.fingerprint(), FORMAT)``: the clip's bytes, which frames, and how
 they are encoded (quality, size). An entry is one file
 ``<dir>/<key[:2]>/<key>.frames``: a magic line, a JSON header (indices,
-frame count, fps, size, the length of each JPEG) and the JPEGs back to
-back; what a model is sent, 20-100x smaller than the decoded frames.
+frame count, fps, size, the length of each JPEG, and what the entry is: its
+own ``key``, the clip's ``video_sha256`` and the ``sha256`` of the JPEG
+bytes) and the JPEGs back to back; what a model is sent, 20-100x smaller than
+the decoded frames.
+
+An entry is checked on every read (issue 27 item 6): an entry whose recorded
+key is not the key asked for (two entries' bytes swapped, or copied under
+another name), whose clip hash is not the clip's, or whose JPEG bytes do not
+hash to the recorded checksum (zeroed or flipped bytes) is a miss, counted as
+``rejected``, and the provider decodes the clip again and rewrites it.
 
 Write order: an entry is written to a unique temporary file in the same
 folder, then ``os.replace``-d onto its name. The rename is atomic, so a
@@ -47,8 +55,9 @@ from mmrobust.media.sampling import FramePolicy
 
 log = logging.getLogger(__name__)
 
-FORMAT = "mmrobust-frames-1"
-"""Entry format tag (part of the key: a new format never reads an old entry)."""
+FORMAT = "mmrobust-frames-2"
+"""Entry format tag (part of the key: a new format never reads an old entry). Version 2
+records the key, the clip's sha256 and a payload checksum in the header."""
 _MAGIC = (FORMAT + "\n").encode()
 SUFFIX = ".frames"
 LEGACY_SUFFIX = ".npz"
@@ -100,10 +109,23 @@ def content_sha256(path: str | Path) -> str:
     return digest
 
 
-def dumps_entry(clip: SampledClip) -> bytes:
-    """An entry's bytes (see the module docstring)."""
+class EntryMismatch(ValueError):
+    """A well-formed entry that is not the one asked for, or whose JPEG bytes changed."""
+
+
+def dumps_entry(clip: SampledClip, *, key: str = "", video_sha256: str = "") -> bytes:
+    """An entry's bytes (see the module docstring).
+
+    Args:
+        clip: the sampled frames.
+        key: the cache key the entry is stored under (checked on read).
+        video_sha256: the clip's content hash (checked on read when the reader knows it).
+    """
     header = json.dumps(
         {
+            "key": key,
+            "video_sha256": video_sha256,
+            "sha256": _payload_sha256(clip.jpegs),
             "indices": list(clip.indices),
             "n_frames": clip.n_frames,
             "fps": str(clip.fps),
@@ -114,10 +136,26 @@ def dumps_entry(clip: SampledClip) -> bytes:
     return b"".join([_MAGIC, len(header).to_bytes(4, "big"), header, *clip.jpegs])
 
 
-def loads_entry(data: bytes) -> SampledClip:
-    """Parse an entry.
+def _payload_sha256(jpegs: tuple[bytes, ...]) -> str:
+    h = hashlib.sha256()
+    for j in jpegs:
+        h.update(j)
+    return h.hexdigest()
+
+
+def loads_entry(
+    data: bytes, *, key: str | None = None, video_sha256: str | None = None
+) -> SampledClip:
+    """Parse an entry and check it is the one asked for.
+
+    Args:
+        data: the entry's bytes.
+        key: the key it was read under (``None``: not checked).
+        video_sha256: the clip's content hash (``None``: not checked).
 
     Raises:
+        EntryMismatch: the recorded key or clip hash differs from the one given, or
+            the JPEG bytes do not match the recorded checksum.
         ValueError: not an entry of this format, or cut short.
     """
     if not data.startswith(_MAGIC):
@@ -132,6 +170,12 @@ def loads_entry(data: bytes) -> SampledClip:
         pos += length
     if pos != len(data) or any(len(j) != k for j, k in zip(jpegs, header["lengths"], strict=True)):
         raise ValueError("frame-cache entry is cut short")
+    if key is not None and header["key"] != key:
+        raise EntryMismatch("frame-cache entry holds another key")
+    if video_sha256 is not None and header["video_sha256"] != video_sha256:
+        raise EntryMismatch("frame-cache entry holds another clip")
+    if header["sha256"] != _payload_sha256(tuple(jpegs)):
+        raise EntryMismatch("frame-cache entry's JPEG bytes do not match its checksum")
     return SampledClip(
         jpegs=tuple(jpegs),
         indices=tuple(int(i) for i in header["indices"]),
@@ -159,7 +203,14 @@ class FrameCache:
         self._lock = threading.Lock()
         self._total: int | None = None
         self._writable = True
-        self._counts = {"hits": 0, "misses": 0, "writes": 0, "evicted": 0, "write_errors": 0}
+        self._counts = {
+            "hits": 0,
+            "misses": 0,
+            "rejected": 0,
+            "writes": 0,
+            "evicted": 0,
+            "write_errors": 0,
+        }
         self.write_error: str | None = None
 
     def key(self, video: str | Path, policy: FramePolicy, encoding: FrameEncoding) -> str:
@@ -178,11 +229,20 @@ class FrameCache:
         with self._lock:
             self._counts[what] += n
 
-    def get(self, key: str) -> SampledClip | None:
-        """The entry, or ``None`` on a miss (an unreadable or corrupt entry is a miss)."""
+    def get(self, key: str, *, video_sha256: str | None = None) -> SampledClip | None:
+        """The entry, or ``None`` on a miss.
+
+        An unreadable or corrupt entry is a miss; so is one whose recorded key, clip
+        hash (when ``video_sha256`` is given) or payload checksum does not match
+        (counted as ``rejected`` as well; the next ``put`` rewrites it).
+        """
         path = self._path(key)
         try:
-            clip = loads_entry(path.read_bytes())
+            clip = loads_entry(path.read_bytes(), key=key, video_sha256=video_sha256)
+        except EntryMismatch:
+            self._count("rejected")
+            self._count("misses")
+            return None
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             self._count("misses")
             return None
@@ -191,8 +251,9 @@ class FrameCache:
         self._count("hits")
         return clip
 
-    def put(self, key: str, clip: SampledClip) -> bool:
-        """Store an entry atomically, then evict past the cap; never raises.
+    def put(self, key: str, clip: SampledClip, *, video_sha256: str = "") -> bool:
+        """Store an entry atomically (recording ``key`` and ``video_sha256``), then evict
+        past the cap; never raises.
 
         Returns:
             Whether the entry was written (``False``: writing is off after a failure,
@@ -201,7 +262,7 @@ class FrameCache:
         if not self._writable or self.max_bytes == 0:
             return False
         path = self._path(key)
-        data = dumps_entry(clip)
+        data = dumps_entry(clip, key=key, video_sha256=video_sha256)
         tmp: str | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -303,6 +364,7 @@ class FrameCache:
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "FORMAT",
+    "EntryMismatch",
     "FrameCache",
     "content_sha256",
     "dumps_entry",

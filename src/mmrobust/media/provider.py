@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mmrobust.media.cache import FrameCache
+from mmrobust.media.cache import FrameCache, content_sha256
 from mmrobust.media.frames import SampledClip, sample_clip
 from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.media.sampling import FramePolicy
@@ -43,12 +43,15 @@ class FrameProvider:
             MediaError: the clip cannot be decoded (never for a cache problem).
         """
         key: str | None = None
+        sha = ""
         if self.cache is not None:
             try:
+                sha = content_sha256(video)  # memoised: key() reuses it
                 key = self.cache.key(video, self.policy, self.encoding)
             except OSError:
                 key = None  # unreadable file: sample_clip below says why
-            hit = self.cache.get(key) if key is not None else None
+            # an entry of another key or clip, or with changed bytes, is a miss (rewritten)
+            hit = self.cache.get(key, video_sha256=sha) if key is not None else None
             if hit is not None:
                 try:
                     return hit, hit.arrays() if arrays else ()
@@ -56,7 +59,7 @@ class FrameProvider:
                     pass  # a corrupt entry: decode again and overwrite it
         clip = sample_clip(video, self.policy, self.encoding)
         if key is not None and self.cache is not None:
-            self.cache.put(key, clip)
+            self.cache.put(key, clip, video_sha256=sha)
         return clip, clip.arrays() if arrays else ()
 
 

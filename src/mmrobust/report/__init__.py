@@ -23,7 +23,7 @@ from mmrobust.datasets.schema import Sample
 from mmrobust.metrics.stats import McNemarResult, mcnemar_exact
 from mmrobust.records import ScoredRecord
 from mmrobust.report.plots import Figure
-from mmrobust.store import ResultStore, RunKey, StoredRow
+from mmrobust.store import ResultStore, StoredRow
 
 
 @dataclass
@@ -107,16 +107,15 @@ def load_run(run_dir: str | Path, *, samples: dict[str, Sample] | None = None) -
         FileNotFoundError: no ``run.json`` or no ``results.sqlite``.
         ValueError: unreadable ``run.json`` or results database.
     """
-    from mmrobust.runner import load_run_config
+    from mmrobust.run.folder import read_run_info
 
     d = Path(run_dir)
-    info = load_run_config(d)
+    run = read_run_info(d)  # the typed run.json (mmrobust.run.folder.RunInfo)
     mpath = d / "metrics.json"
     metrics = json.loads(mpath.read_text(encoding="utf-8")) if mpath.is_file() else {}
     with ResultStore(d, readonly=True) as store:
-        key = RunKey(**info["key"])
-        rows = store.rows(key, store.selection(key), samples=samples)  # as the last eval scored
-    return RunData(d, info, metrics, rows)
+        rows = store.rows(run.key, store.selection(run.key), samples=samples)  # as eval scored
+    return RunData(d, run.as_dict(), metrics, rows)
 
 
 def run_labels(runs: Sequence[RunData]) -> list[str]:

@@ -53,7 +53,6 @@ from mmrobust.tamper.manifest import (
     MANIFEST_NAME,
     BuildError,
     ManifestEntry,
-    append_jsonl,
     read_manifest,
     write_jsonl_atomic,
 )
@@ -155,6 +154,7 @@ def build(
             on_source(SourceResult(source=err.source, errors=[err]))
     results: list[SourceResult] = []
     bad_donors: set[str] = set()
+    progress: dict[str, ManifestEntry] = {e.id: e for e in previous}
 
     def _collect(r: SourceResult) -> None:
         for err in r.donor_errors:  # a bad donor is reported once, by the first source to draw it
@@ -164,8 +164,9 @@ def build(
         new = [
             e for e in r.entries if e.key not in done or done[e.key].video_sha256 != e.video_sha256
         ]
-        if new:
-            append_jsonl(out / MANIFEST_NAME, new)
+        if new:  # progress survives a crash; temp file + rename never writes through a link
+            progress.update((e.id, e) for e in new)
+            write_jsonl_atomic(out / MANIFEST_NAME, progress.values())
         results.append(r)
         if on_source:
             on_source(r)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from rich.console import Console
 from rich.markup import escape
@@ -28,6 +28,9 @@ from mmrobust.tamper.effects import make_effect, parse_param_specs
 from mmrobust.tamper.effects.base import EffectParamError
 from mmrobust.tamper.layout import Layout
 from mmrobust.tamper.window import Position, parse_position
+
+if TYPE_CHECKING:
+    from mmrobust.distributed import RayOptions
 
 
 def config_from_options(
@@ -177,4 +180,35 @@ def build_with_progress(
     return report
 
 
-__all__ = ["build_with_progress", "config_from_options"]
+def run_tamper(
+    sources: Sequence[str | Path],
+    out_dir: Path,
+    config: BuildConfig,
+    *,
+    positions: Sequence[Position] | None = None,
+    jobs: int = 1,
+    quiet: bool = False,
+    ray: RayOptions | None = None,
+) -> BuildReport:
+    """``mmrobust tamper``: build locally (several ``positions`` each into ``OUT/<position>/``)
+    or with one Ray task per source (``ray``); progress bar and summary on stderr.
+
+    Raises:
+        ValueError: several positions with Ray; (Ray) unreachable, a worker that cannot
+            see a path.
+    """
+    if ray is not None and positions is not None and len(positions) > 1:
+        raise ValueError(
+            "several --position values build locally; drop --executor ray, or build one "
+            "position per --out with Ray"
+        )
+    if ray is not None:
+        from mmrobust.distributed.tamper import build_on_ray
+
+        return build_on_ray(sources, out_dir, config, ray, quiet=quiet)
+    return build_with_progress(
+        sources, out_dir, config, jobs=jobs, quiet=quiet, positions=positions
+    )
+
+
+__all__ = ["build_with_progress", "config_from_options", "run_tamper"]

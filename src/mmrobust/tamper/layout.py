@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,8 +32,12 @@ DEFAULT_TASK = "tamper"
 
 
 def safe_stem(stem: str) -> str:
-    """File-name-safe version of a source stem (``[A-Za-z0-9._-]`` kept, the rest ``_``)."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", stem) or "video"
+    """File-name-safe version of a source stem: letters, digits and marks of any script and
+    ``._-`` kept (NFC-normalised), the rest ``_``: ``電話`` stays ``電話``, ``vélo 1`` is
+    ``vélo_1`` (issue 33.3: ids the sample browser can find by name)."""
+    stem = unicodedata.normalize("NFC", stem)
+    kept = (c if c in "._-" or unicodedata.category(c)[0] in "LNM" else "_" for c in stem)
+    return "".join(kept) or "video"
 
 
 def position_token(position: str | float) -> str:

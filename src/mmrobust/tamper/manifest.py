@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -128,14 +129,25 @@ def read_manifest(out_dir: Path) -> list[ManifestEntry]:
 
 
 def write_jsonl_atomic(path: Path, rows: Iterable[BaseModel]) -> None:
-    """Write ``rows`` as JSON lines to ``path`` via a temporary file and rename."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with tmp.open("w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(row.model_dump_json() + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Write ``rows`` as JSON lines to ``path`` via a temporary file and rename.
+
+    The temporary file is new (``mkstemp``: ``O_EXCL``, never a link's target) and the
+    rename replaces ``path`` itself, so a ``path`` that is a symlink is replaced by a
+    regular file and its target is never written (issue 27 item 5).
+    """
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(row.model_dump_json() + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(name, 0o644)
+        os.replace(name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
 
 
 def append_jsonl(path: Path, rows: Iterable[BaseModel]) -> None:

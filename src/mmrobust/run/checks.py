@@ -1,0 +1,158 @@
+"""Checks an eval makes before and after it runs: same run, something to ask, something scored.
+
+* :func:`check_same_run`: a run folder holds one run (same key, same dataset).
+* :func:`check_nonempty`, :func:`check_usable`: fail before any model call
+  when nothing can be asked.
+* :func:`unfinished`: the samples a resume still has to ask.
+* :func:`nothing_scored`: why a run that finished scored nothing (exit 1).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from mmrobust.datasets import Dataset, Sample
+from mmrobust.run.config import EvalConfig
+from mmrobust.run.folder import RUN_FILE, read_run_info
+from mmrobust.status import Status
+from mmrobust.store import TRANSIENT, ResultStore, RunKey, StoredRow
+
+
+class RunConflictError(ValueError):
+    """The run folder already holds a run of another model, configuration or dataset."""
+
+
+def resolved(source: str) -> str:
+    """``source`` as an absolute, symlink-free path when it names a file or folder."""
+    return os.path.realpath(source) if source and os.path.exists(source) else source
+
+
+def same_source(old: object, new: str) -> bool:
+    """Whether two spellings of a dataset path name the same place (``./d.jsonl``,
+    ``sub/../d.jsonl``, an absolute path, a symlink); ``mmr-demo`` and other names compare as is."""
+    if not isinstance(old, str):
+        return False
+    if old == new:
+        return True
+    return os.path.realpath(os.path.expanduser(old)) == os.path.realpath(os.path.expanduser(new))
+
+
+def check_same_run(run_dir: Path, key: RunKey, dataset: Dataset) -> None:
+    """Refuse to mix runs in one folder: same model/prompt/frames key and same dataset only.
+
+    Raises:
+        RunConflictError: ``run_dir/run.json`` describes a different run, or is unreadable.
+    """
+    path = run_dir / RUN_FILE
+    if not path.is_file():
+        return
+    try:
+        old = read_run_info(run_dir)
+    except (ValueError, OSError):
+        raise RunConflictError(
+            f"{path} is not a readable run.json; use a new --out or remove the folder"
+        ) from None
+    what = []
+    if old.key != key:
+        was = old.config
+        what.append(
+            f"model/prompt/frames/task (was {was.get('model')!r}, task "
+            f"{was.get('task', 'detect')!r})"
+        )
+    if not same_source(old.dataset.source, dataset.source):
+        what.append(f"dataset (was {old.dataset.source!r})")
+    if what:
+        raise RunConflictError(
+            f"{run_dir} already holds a run with a different {' and '.join(what)}; "
+            "use a new --out (re-running the same command resumes)"
+        )
+
+
+def check_usable(samples: Sequence[Sample], config: EvalConfig) -> None:
+    """Fail fast when no selected sample can be asked (e.g. MMR without its images).
+
+    Raises:
+        DatasetError: every selected sample carries a loader error.
+    """
+    from mmrobust.datasets import DatasetError
+
+    if samples and all(s.error for s in samples):
+        hint = "" if config.images else " (pass --images DIR, or --text-only for a text-only run)"
+        raise DatasetError(
+            f"none of the {len(samples)} samples can be evaluated: {samples[0].error}{hint}"
+        )
+
+
+def check_nonempty(dataset: Dataset, samples: Sequence[Sample], config: EvalConfig) -> None:
+    """Fail before any model call when there is nothing to evaluate.
+
+    Raises:
+        DatasetError: no sample selected (every record skipped, an empty file, ``--limit 0``).
+    """
+    from mmrobust.datasets import DatasetError
+
+    if samples:
+        return
+    if dataset.samples:
+        why = f"--limit {config.limit} selects none of its {len(dataset.samples)} samples"
+    elif dataset.defects:
+        why = f"every record was skipped ({len(dataset.defects)}; first: {dataset.defects[0]})"
+    else:
+        why = "it holds no records"
+    raise DatasetError(f"no sample to evaluate in {config.data} ({dataset.benchmark}): {why}")
+
+
+def nothing_scored(rows: Sequence[StoredRow]) -> str | None:
+    """Why no row got a scored answer (all failed or unparseable), or ``None`` if one did."""
+    if not rows or any(r.status is Status.OK for r in rows):
+        return None
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.status.value] = counts.get(r.status.value, 0) + 1
+    spread = ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    first = rows[0]
+    detail = (
+        f"first reply {first.raw_text[:60]!r} matches no option ({', '.join(first.options)})"
+        if first.status is Status.PARSE_FAIL
+        else f"first: {first.status.value}: {first.error or 'no detail'}"
+    )
+    return f"no sample could be scored: {len(rows)} of {len(rows)} rows are {spread}; {detail}"
+
+
+def unfinished(
+    store: ResultStore, key: RunKey, samples: Sequence[Sample], *, retry_failed: bool = False
+) -> list[Sample]:
+    """Samples without a finished row under ``key``.
+
+    A row counts as finished only if its status is not transient and the stored
+    sample equals the current one (same media path, window, options, meta such
+    as the clip's sha256), so a rebuilt or edited dataset is asked again.
+    ``retry_failed`` also asks again every sample whose row is a final error
+    (``rejected``, ``empty_reply``, ``media_error`` ...; ``Status.is_error``).
+    """
+    stored = {
+        r.sample.id: r
+        for r in store.rows(key)
+        if r.status not in TRANSIENT and not (retry_failed and r.status.is_error)
+    }
+    return [s for s in samples if s.id not in stored or stored[s.id].sample != s]
+
+
+def select_samples(dataset: Dataset, limit: int | None) -> list[Sample]:
+    """The first ``limit`` samples (all when ``None``)."""
+    return dataset.samples if limit is None else dataset.samples[: max(0, limit)]
+
+
+__all__ = [
+    "RunConflictError",
+    "check_nonempty",
+    "check_same_run",
+    "check_usable",
+    "nothing_scored",
+    "resolved",
+    "same_source",
+    "select_samples",
+    "unfinished",
+]

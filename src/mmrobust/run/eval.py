@@ -1,0 +1,349 @@
+"""``mmrobust eval``: run a dataset through a model into the results store, then score it.
+
+Flow (DESIGN.md): ``Sample`` -> prompt -> ``Request`` (text + frames) ->
+``Model.generate`` -> extraction -> ``StoredRow`` (committed at once) ->
+metrics over the stored rows -> ``run.json`` / ``metrics.json``.
+
+:func:`evaluate` is the library call behind the command: it validates the
+options, then runs locally (:func:`run_eval`, serial or threads) or with the
+model in Ray replicas (``mmrobust.distributed.eval``). The driver
+(:func:`_drive`) stores each row the moment it arrives and applies the stop
+rules (``mmrobust.run.process.StopRules``).
+
+* Ctrl-C cancels pending work, keeps every row already written and still
+  writes ``metrics.json`` for what finished (``RunResult.interrupted``).
+* Re-running the same command skips finished rows (resume).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mmrobust import __version__
+from mmrobust.datasets import Dataset, Sample, load_dataset
+from mmrobust.judge import Judge, load_judge
+from mmrobust.models.base import Model
+from mmrobust.run.checks import (
+    check_nonempty,
+    check_same_run,
+    check_usable,
+    nothing_scored,
+    resolved,
+    select_samples,
+    unfinished,
+)
+from mmrobust.run.config import EvalConfig, frame_cache
+from mmrobust.run.executors import (
+    Executor,
+    WorkItem,
+    batches,
+    choose_executor,
+    describe_executor,
+)
+from mmrobust.run.folder import DatasetInfo, RunInfo, write_metrics, write_run_info
+from mmrobust.run.keys import config_record, git_sha, run_block, run_key, versions
+from mmrobust.run.process import ABORT_AFTER, RunAborted, SampleProcessor, StopRules, score_rows
+from mmrobust.runlock import LOCK_FILE, RunLock
+from mmrobust.status import Status
+from mmrobust.store import ResultStore, RunFolderWriteError, RunKey
+from mmrobust.tasks import derive_task, option_keys
+
+if TYPE_CHECKING:
+    from mmrobust.distributed import RayOptions
+
+
+@dataclass
+class RunResult:
+    """Outcome of :func:`run_eval`.
+
+    Attributes:
+        run_dir: the run folder.
+        metrics: the contents of ``metrics.json``.
+        n_total: samples selected.
+        n_skipped: samples already finished (resumed).
+        n_new: rows written by this call.
+        interrupted: the run stopped early (Ctrl-C, or aborted).
+        aborted: why the runner stopped by itself (consecutive transient failures), else ``None``.
+        first_error: ``status: error`` of the first failed row, if any (for the console).
+        nothing_scored: why not one selected sample got a scored answer (every
+            row failed or was unparseable), else ``None``; the CLI exits non-zero.
+    """
+
+    run_dir: Path
+    metrics: dict[str, Any]
+    n_total: int
+    n_skipped: int
+    n_new: int
+    interrupted: bool = False
+    aborted: str | None = None
+    first_error: str | None = None
+    nothing_scored: str | None = None
+
+
+def evaluate(
+    config: EvalConfig, *, ray: RayOptions | None = None, progress: bool = True
+) -> RunResult:
+    """``mmrobust eval``: validate ``config``, then run it locally or on Ray (``ray``).
+
+    The local executor is chosen by :func:`mmrobust.run.executors.choose_executor`.
+
+    Raises:
+        as :func:`run_eval` (and, with ``ray``, ``mmrobust.distributed.eval.run_eval_ray``).
+    """
+    config.validate()
+    if ray is None:
+        return run_eval(config, progress=progress)
+    from mmrobust.distributed.eval import run_eval_ray
+
+    return run_eval_ray(config, ray, progress=progress)
+
+
+def run_eval(
+    config: EvalConfig,
+    *,
+    progress: bool = True,
+    model: Model | None = None,
+    executor: Executor | None = None,
+) -> RunResult:
+    """Evaluate ``config.model`` on ``config.data``; write the run folder; return the metrics.
+
+    Args:
+        config: the run configuration.
+        progress: show a rich progress bar with ETA on stderr.
+        model: an already-built model (else built from ``config.model``).
+        executor: runs the work items (default: :func:`choose_executor`); ``run.json``
+            records its ``describe()`` under ``executor``.
+
+    Returns:
+        A :class:`RunResult`; ``metrics.json``, ``run.json`` and ``results.sqlite``
+        are in ``config.out``.
+
+    Raises:
+        FileNotFoundError, DatasetError, UnknownNameError: the dataset cannot be loaded.
+        ValueError, UnknownNameError: bad model spec or options.
+        RunLockedError: another process is running in ``config.out``.
+        RunFolderWriteError: ``config.out`` cannot be written (full disk); rows
+            committed before are kept and a re-run resumes.
+    """
+    from mmrobust.models.spec import load_model
+
+    config.validate()  # every option fails before any work
+    policy, pconf = config.policy(), config.prompt_config()
+    dataset = load_dataset(
+        config.data, config.format, images=config.images, text_only=config.text_only
+    )
+    dataset = derive_task(dataset, config.task, seed=config.seed)
+    samples = select_samples(dataset, config.limit)
+    check_nonempty(dataset, samples, config)
+    check_usable(samples, config)
+    run_dir = Path(config.out)
+    created = not run_dir.exists()
+    lock = RunLock(run_dir).acquire()  # one process per run folder, from here to the end
+    try:
+        model = model or load_model(config.model, config.model_args)
+        refusal = (
+            None
+            if config.judge
+            else model.cannot_answer(
+                [s.options for s in samples], [option_keys(s, s.options) for s in samples]
+            )
+        )
+        if refusal:  # said before any request (a judge may still read such replies)
+            model.close()
+            raise ValueError(refusal)
+        judge = load_judge(config.judge, config.judge_args) if config.judge else None
+        key = run_key(model, pconf, policy, text_only=config.text_only, task=config.task)
+        check_same_run(run_dir, key, dataset)  # under the lock: no other run can slip in
+        return _evaluate(
+            config, dataset, samples, model, judge, key, progress=progress, executor=executor
+        )
+    finally:
+        lock.release()
+        if created and {p.name for p in run_dir.iterdir()} <= {LOCK_FILE}:
+            shutil.rmtree(run_dir, ignore_errors=True)  # nothing was run: leave no folder
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def _evaluate(
+    config: EvalConfig,
+    dataset: Dataset,
+    samples: list[Sample],
+    model: Model,
+    judge: Judge | None,
+    key: RunKey,
+    *,
+    progress: bool,
+    executor: Executor | None = None,
+) -> RunResult:
+    """The body of :func:`run_eval`, run while the run folder's lock is held."""
+    policy = config.policy()
+    run_dir = Path(config.out)
+    cache = frame_cache(config)
+    executor = executor or choose_executor(model, config.workers)
+    info = RunInfo(
+        mmrobust_version=__version__,
+        config=config_record(config),
+        dataset=DatasetInfo.model_validate(
+            {
+                "name": dataset.name,
+                "benchmark": dataset.benchmark,
+                "source": resolved(dataset.source),
+                "data_hash": dataset.data_hash,
+                "n_samples": len(dataset.samples),
+                "n_selected": len(samples),
+                "defects": list(dataset.defects),
+                **dataset.info,  # the loader's own keys (as before: they win)
+            }
+        ),
+        key=key,
+        run={
+            **run_block(config, model, dataset.benchmark),
+            "judge": judge.describe() if judge else None,
+        },
+        policy=asdict(policy),
+        seeds={"seed": config.seed, "bootstrap_seed": config.seed},
+        versions=versions(),
+        git_sha=git_sha(),
+        started_at=_now(),
+        executor=describe_executor(executor),
+    )
+    write_run_info(run_dir, info)
+
+    store = ResultStore(run_dir)
+    interrupted = False
+    aborted: str | None = None
+    try:
+        todo = unfinished(store, key, samples, retry_failed=config.retry_failed)
+        processor = SampleProcessor(
+            model,
+            key,
+            prompt_config=config.prompt_config(),
+            policy=policy,
+            extract_mode=config.extract_mode(),
+            text_only=config.text_only,
+            cache=cache,
+            judge=judge,
+            reference=config.reference,
+        )
+        written: list[int] = [0]
+        try:
+            label = (
+                f"{config.model} on {dataset.name}"
+                + (f" --task {config.task}" if config.task != "detect" else "")
+                + (" (text only)" if config.text_only else "")
+            )
+            items = batches(todo, model.batch_size)
+            _drive(executor, processor, items, store, len(todo), progress, written, label=label)
+        except KeyboardInterrupt:
+            executor.cancel()
+            interrupted = True
+        except RunAborted as exc:
+            executor.cancel()
+            interrupted = True
+            aborted = str(exc)
+        except RunFolderWriteError:  # full disk: stop now; committed rows are intact
+            executor.cancel()
+            raise
+        selected = [s.id for s in samples]
+        store.set_selection(key, selected)  # what rescore/report score
+        rows = store.rows(key, sample_ids=selected)
+        metrics = score_rows(
+            rows,
+            benchmark=dataset.benchmark,
+            failures=config.failures(),
+            n_resamples=config.n_resamples,
+            seed=config.seed,
+            defects=dataset.defects,
+            extract_mode=config.extract_mode(),
+        )
+        metrics["run"] = info.run
+        metrics["complete"] = len(rows) == len(samples) and not interrupted
+        write_metrics(run_dir, metrics)
+        info.finished_at = _now()
+        info.interrupted = interrupted
+        info.aborted = aborted
+        info.n_rows = len(rows)
+        info.n_new = written[0]
+        info.executor = describe_executor(executor)
+        info.frame_cache = cache.stats() if cache is not None else None
+        write_run_info(run_dir, info)
+    finally:
+        store.close()
+        model.close()
+    failed = next((r for r in rows if r.status.is_error), None)
+    return RunResult(
+        run_dir,
+        metrics,
+        len(samples),
+        len(samples) - len(todo),
+        written[0],
+        interrupted,
+        aborted,
+        f"{failed.status.value}: {failed.error}" if failed is not None else None,
+        None if interrupted else nothing_scored(rows),
+    )
+
+
+def _drive(
+    executor: Executor,
+    processor: SampleProcessor,
+    items: Iterable[WorkItem],
+    store: ResultStore,
+    total: int,
+    progress: bool,
+    written: list[int],
+    *,
+    label: str = "eval",
+) -> None:
+    """Run items through the executor and store each row at once; ``written[0]`` counts rows.
+
+    ``label`` names the bar (the model and the dataset), so several runs in one log stay apart.
+
+    Raises:
+        RunAborted: a stop rule fired (``StopRules``: ``ABORT_AFTER`` or twice the
+            workers consecutive transient failures, a dead judge, a server limit).
+    """
+    from rich.markup import escape
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    stops = StopRules(max(ABORT_AFTER, 2 * getattr(executor, "workers", 1)))
+    with Progress(
+        TextColumn("[bold]{task.description}[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[errors]} failed"),
+        disable=not progress,
+        transient=False,
+    ) as bar:
+        task = bar.add_task(escape(label), total=total, errors=0)
+        failed = 0
+        for rows in executor.run(processor, items):
+            for row in rows:
+                stops.before_store(row, written[0])
+                store.put(row)
+                written[0] += 1
+                failed += row.status is not Status.OK
+                stops.stored(row)
+            bar.update(task, advance=len(rows), errors=failed)
+            stops.check(written[0])
+
+
+__all__ = ["RunResult", "evaluate", "run_eval"]

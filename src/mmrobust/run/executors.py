@@ -1,0 +1,128 @@
+"""Executors: who computes the rows of an eval (serial, a thread pool; Ray in ``distributed``).
+
+Work is cut into :class:`WorkItem` batches (:func:`batches`) and handed to an
+:class:`Executor`; executors only *compute* rows, the driver's main thread
+writes them, so any executor can take any item and a crash loses nothing but
+items in flight. :func:`choose_executor` is the one place the local choice is
+made (threads when the model or ``--workers`` allows several calls at once,
+else serial); ``--executor ray`` is :func:`mmrobust.run.eval.evaluate`'s job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from mmrobust.datasets import Sample
+from mmrobust.models.base import Model
+from mmrobust.store import StoredRow
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """A batch of samples for one ``Model.generate`` call."""
+
+    samples: tuple[Sample, ...]
+
+
+def batches(samples: Sequence[Sample], size: int) -> Iterator[WorkItem]:
+    """Cut samples into work items of at most ``size``."""
+    size = max(1, size)
+    for i in range(0, len(samples), size):
+        yield WorkItem(tuple(samples[i : i + size]))
+
+
+class Executor(Protocol):
+    """Runs ``fn`` over work items, yielding each item's result as it completes (any order)."""
+
+    def run(
+        self, fn: Callable[[WorkItem], list[StoredRow]], items: Iterable[WorkItem]
+    ) -> Iterator[list[StoredRow]]:
+        """Yield ``fn(item)`` for every item."""
+        ...
+
+    def cancel(self) -> None:
+        """Stop starting new items (items in flight may finish; their results are dropped)."""
+        ...
+
+
+class SerialExecutor:
+    """Runs items one after another in the calling thread."""
+
+    def run(
+        self, fn: Callable[[WorkItem], list[StoredRow]], items: Iterable[WorkItem]
+    ) -> Iterator[list[StoredRow]]:
+        """Yield ``fn(item)`` for every item, in order."""
+        for item in items:
+            yield fn(item)
+
+    def cancel(self) -> None:
+        """Nothing to cancel."""
+
+
+class ThreadExecutor:
+    """A bounded thread pool (remote models: network-bound; decoding releases the GIL).
+
+    At most ``2 * workers`` items are submitted ahead of completion.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, workers)
+        self._pool: ThreadPoolExecutor | None = None
+
+    def run(
+        self, fn: Callable[[WorkItem], list[StoredRow]], items: Iterable[WorkItem]
+    ) -> Iterator[list[StoredRow]]:
+        """Yield ``fn(item)`` for every item, as each completes."""
+        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="mmrobust")
+        pending: set[Future[list[StoredRow]]] = set()
+        it = iter(items)
+        try:
+            while True:
+                while len(pending) < 2 * self.workers:
+                    item = next(it, None)
+                    if item is None:
+                        break
+                    pending.add(self._pool.submit(fn, item))
+                if not pending:
+                    return
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    yield fut.result()
+        finally:
+            self.cancel()
+
+    def cancel(self) -> None:
+        """Drop queued items; do not wait for items in flight."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def choose_executor(model: Model, workers: int | None = None) -> Executor:
+    """The local executor for ``model``: threads when ``workers`` (default: the model's
+    ``max_concurrency``) is above 1, else serial."""
+    n = workers or max(1, model.max_concurrency)
+    return ThreadExecutor(n) if n > 1 else SerialExecutor()
+
+
+def describe_executor(executor: Executor) -> dict[str, Any]:
+    """The ``executor`` block of ``run.json``: the executor's ``describe()``, else its kind."""
+    describe = getattr(executor, "describe", None)
+    if callable(describe):
+        return dict(describe())
+    if isinstance(executor, ThreadExecutor):
+        return {"name": "threads", "workers": executor.workers}
+    return {"name": "serial" if isinstance(executor, SerialExecutor) else type(executor).__name__}
+
+
+__all__ = [
+    "Executor",
+    "SerialExecutor",
+    "ThreadExecutor",
+    "WorkItem",
+    "batches",
+    "choose_executor",
+    "describe_executor",
+]

@@ -1,0 +1,74 @@
+"""The command line's surface: help at 80 columns, flag metavars, option aliases (issues 30, 33)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from mmrobust.cli import app
+from tests.test_docs_commands import parse_command
+
+COMMANDS = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+
+
+def _help(args: list[str], monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("TERMINAL_WIDTH", "80")
+    result = CliRunner().invoke(app, args, terminal_width=80)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help_at_80_columns_shows_every_flag_whole(
+    command: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No flag name cut with an ellipsis, no ``<bool>`` type on a flag (issues 30, 33.11)."""
+    args = ["--help"] if command is None else [command, "--help"]
+    out = _help(args, monkeypatch)
+    assert "…" not in out
+    assert "<bool>" not in out
+    group = typer.main.get_command(app)
+    params = (
+        group.params if command is None else group.commands[command].params  # type: ignore[attr-defined]
+    )
+    for param in params:
+        for flag in [*param.opts, *param.secondary_opts]:
+            if flag.startswith("-"):
+                assert re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", out), (command, flag)
+    assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_the_command_list_is_not_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``mmrobust --help`` lists each command with a whole sentence, not ``write...``."""
+    out = _help(["--help"], monkeypatch)
+    commands = out.split("Commands:")[1]
+    assert "..." not in commands
+    assert "eval      Run a model over a dataset (re-running resumes)." in commands
+
+
+@pytest.mark.parametrize("flag", ["--media", "--images"])
+@pytest.mark.parametrize(
+    ("command", "required"),
+    [
+        ("eval", ["--data", "d.json", "--model", "constant:A", "--out", "runs/x"]),
+        ("audit", ["build/"]),
+        ("finetune", ["--model", "hf:x", "--data", "mmr-data/", "--out", "ft/x"]),
+    ],
+)
+def test_media_is_the_general_name_of_images(command: str, required: list[str], flag: str) -> None:
+    """``--media DIR`` (images or videos) and its alias ``--images DIR`` fill the same setting."""
+    ctx = parse_command((command, *required, flag, "media-dir"))
+    assert str(ctx.params["images"]) == "media-dir"
+
+
+def test_version_prints_the_version() -> None:
+    """``--version`` still works as a flag (no value) after the help settings changed."""
+    from mmrobust import __version__
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"mmrobust {__version__}"

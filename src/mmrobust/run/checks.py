@@ -79,7 +79,8 @@ def check_usable(samples: Sequence[Sample], config: EvalConfig) -> None:
     from mmrobust.datasets import DatasetError
 
     if samples and all(s.error for s in samples):
-        hint = "" if config.images else " (pass --images DIR, or --text-only for a text-only run)"
+        given = config.images or "--text-only" in (samples[0].error or "")  # the hint once
+        hint = "" if given else " (pass --media DIR, or --text-only for a text-only run)"
         raise DatasetError(
             f"none of the {len(samples)} samples can be evaluated: {samples[0].error}{hint}"
         )

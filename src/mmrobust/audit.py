@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from mmrobust.datasets import TAMPER_ORIGINAL, Dataset, Sample
+from mmrobust.families import get_family
 from mmrobust.media.sampling import FramePolicy, frame_indices, window_coverage
 
 CATEGORICAL = ("codec", "container", "fps")
@@ -247,7 +248,7 @@ def audit_dataset(
     """
     from mmrobust.media import MediaError
 
-    if dataset.benchmark != "tamper":
+    if not get_family(dataset.benchmark).tamper_clips:
         raise ValueError(f"audit needs a tamper dataset, not {dataset.benchmark!r}")
     policy = policy or FramePolicy()
     todo = [s for s in dataset.samples if s.video is not None and s.tamper_type]

@@ -185,7 +185,7 @@ def load_mmr(
     if images is not None:
         image_dir = Path(images).expanduser()
         if not image_dir.is_dir():
-            raise FileNotFoundError(f"--images: not a folder: {image_dir}")
+            raise FileNotFoundError(f"--media: not a folder: {image_dir}")
         roots = [image_dir, *roots]
     records = _read_records(annotation)
     samples, defects = mmr_samples(records, image_roots=roots, text_only=text_only)

@@ -413,7 +413,7 @@ def leading_metrics(
         accepts the premise, fraction) and ``chance`` (RA and MR of a uniform
         random guess, percent).
     """
-    mmr_view = [replace(r, benchmark="mmr") for r in records if r.benchmark == "tamper-leading"]
+    mmr_view = [replace(r, benchmark="mmr") for r in records]  # MMR's pairing and counts
     base = mmr_metrics(mmr_view, defects=defects, n_boot=n_resamples, seed=seed)
     pairs, _problems = pair_records(mmr_view)
     by_clip = _by(pairs, _clip_type)

@@ -10,16 +10,18 @@ called ``window`` on every value that carries it (``Sample``, ``StoredRow``,
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mmrobust.schema.vocab import TAMPER_ORIGINAL
 
-Benchmark = Literal["tamper", "mmr", "generic", "tamper-type", "tamper-when", "tamper-leading"]
-"""Metric families; the ``tamper-*`` ones are the questions of ``--task type|when|leading``
-(``mmrobust.tasks``) about tamper clips."""
+Benchmark = str
+"""A benchmark family's id (``mmrobust.families``): "tamper", "mmr", "generic", the
+``tamper-*`` questions of ``--task type|when|leading`` (``mmrobust.tasks``) about tamper
+clips, or a family a user registered (``mmrobust.families.register_family``)."""
 Polarity = Literal["positive", "negative"]
 
 
@@ -94,6 +96,13 @@ class Sample(BaseModel):
     prompt: str | None = None
     error: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("benchmark")
+    @classmethod
+    def _known_benchmark(cls, value: str) -> str:
+        # a registered family, looked up by name as a registry entry (no import edge upward)
+        importlib.import_module("mmrobust.families").get_family_name(value)
+        return value
 
     @model_validator(mode="after")
     def _answer_is_an_option(self) -> Sample:

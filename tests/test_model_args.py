@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
+import json
+from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
+from mmrobust.cli import app
 from mmrobust.models.spec import parse_model_args, split_model_args
+from tests.fake_openai_server import FakeOpenAIServer, Reply
 
 
 @pytest.mark.parametrize(
@@ -67,3 +73,38 @@ def test_both_forms_merge_and_a_conflict_is_an_error() -> None:
         parse_model_args(["concurrency=8"], ["concurrency=4"])
     with pytest.raises(ValueError, match="expected KEY=VALUE"):
         parse_model_args(["novalue"])
+
+
+# -- the CLI: eval --model-args / --model_args ------------------------------------------
+
+
+def _data(tmp_path: Path) -> Path:
+    path = tmp_path / "d.jsonl"
+    rec = {"id": "s1", "question": "Is it tampered?", "options": ["Yes", "No"], "answer": "No"}
+    path.write_text(json.dumps(rec) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("flag", ["--model-args", "--model_args"])
+def test_eval_takes_the_comma_form(tmp_path: Path, flag: str) -> None:
+    with FakeOpenAIServer(responder=lambda _r: Reply.ok("B")) as server:
+        cli = ["eval", "--data", str(_data(tmp_path)), "--model", "openai:test"]
+        cli += [flag, f"base_url={server.base_url},max_tokens=7", "--model-arg", "max_retries=0"]
+        cli += ["--out", str(tmp_path / "run"), "--bootstrap", "0", "-q"]
+        res = CliRunner().invoke(app, cli)
+        assert res.exit_code == 0, res.output
+        assert [r.body["max_tokens"] for r in server.chat_requests] == [7]
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert info["config"]["model_args"]["max_retries"] == "0"
+
+
+def test_eval_refuses_a_swallowed_comma_list_before_any_request(tmp_path: Path) -> None:
+    with FakeOpenAIServer() as server:
+        cli = ["eval", "--data", str(_data(tmp_path)), "--model", "openai:test"]
+        cli += ["--model-arg", f"base_url={server.base_url},concurrency=4"]
+        cli += ["--out", str(tmp_path / "run"), "-q"]
+        res = CliRunner().invoke(app, cli)
+        assert res.exit_code == 2, res.output
+        assert server.chat_requests == []
+    assert "looks like several settings joined by commas" in res.output
+    assert "--model-args base_url=" in res.output

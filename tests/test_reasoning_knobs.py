@@ -4,15 +4,20 @@ thinking models, and ``reasoning=keep|drop``."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from mmrobust.cli import app
 from mmrobust.models import Request, load_model
 from mmrobust.models._http import HttpModel
 from mmrobust.models._reasoning import drop_inline, is_reasoning_template, thinking_requested
 from mmrobust.status import Status
 from tests.fake_openai_server import FakeOpenAIServer, Reply
+from tests.runs import stored_rows
 
 
 def _request() -> Request:
@@ -55,13 +60,15 @@ def test_reasoning_drop_stores_neither_the_field_nor_a_leading_think_block() -> 
         _completion({"content": "B", "reasoning_content": "twelve chars"}),
         Reply.ok("<think>A is wrong.</think>\n\nB"),
         Reply.ok("<think>cut in the midd"),
+        _completion({"content": None, "reasoning_content": "cut in the midd"}, "length"),
     ]
     with FakeOpenAIServer(replies) as srv:
         model = _openai(srv, reasoning="drop")
-        field, inline, unclosed = model.generate([_request(), _request(), _request()])
+        field, inline, unclosed, cut = model.generate([_request()] * 4)
     assert (field.text, field.reasoning, field.extra["reasoning_dropped_chars"]) == ("B", None, 12)
     assert (inline.text, inline.extra["reasoning_dropped_chars"]) == ("B", 28)
     assert unclosed.text == "<think>cut in the midd"  # kept: extraction sees it was cut
+    assert (cut.text, cut.reasoning) == ("", "cut in the midd")  # no answer: kept too
     assert model.fingerprint()["reasoning"] == "drop"
 
 
@@ -132,3 +139,37 @@ def test_helpers() -> None:
         False,
         True,
     ]
+
+
+# -- end to end: what the backend returns is what the stored row keeps --------------------
+
+
+def _eval(server: FakeOpenAIServer, tmp_path: Path, *args: str) -> Any:
+    data = tmp_path / "d.jsonl"
+    records = [
+        {"id": sid, "question": "Is it tampered?", "options": ["Yes", "No"], "answer": "No"}
+        for sid in ("field", "cut")
+    ]
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    cli = ["eval", "--data", str(data), "--model", "openai:test", "--out", str(tmp_path / "run")]
+    cli += ["--model-arg", f"base_url={server.base_url}", "--model-arg", "concurrency=1"]
+    cli += ["--bootstrap", "0", "-q", *args]
+    return CliRunner().invoke(app, cli)
+
+
+@pytest.mark.parametrize("mode", ["keep", "drop"])
+def test_the_reasoning_field_reaches_the_stored_row(tmp_path: Path, mode: str) -> None:
+    thought = "Frame 3 and 4 look the same, but motion is smooth. So B."
+    replies = [
+        _completion({"content": "B", "reasoning_content": thought}),
+        _completion({"content": None, "reasoning_content": "Let me look at fra"}, "length"),
+    ]
+    with FakeOpenAIServer(replies) as srv:
+        res = _eval(srv, tmp_path, "--model-arg", f"reasoning={mode}")
+        assert res.exit_code in (0, 1), res.output
+    rows = stored_rows(tmp_path / "run")
+    assert (rows["field"]["status"], rows["field"]["raw_text"]) == ("ok", "B")
+    assert rows["field"]["reasoning"] == (thought if mode == "keep" else None)
+    # a reply cut inside its reasoning has no answer; drop keeps that reasoning, so it
+    # is counted as cut, not as an empty reply
+    assert (rows["cut"]["status"], rows["cut"]["rule"]) == ("parse_fail", "reasoning:cut")

@@ -71,7 +71,7 @@ from mmrobust.models._attempt import (
     parse_retry_after,
     token_count,
 )
-from mmrobust.models._reasoning import ReasoningMode, drop_inline
+from mmrobust.models._reasoning import ReasoningMode, drop_reasoning
 from mmrobust.models.base import FrameFormat, MediaInput, Model, Placement, Request, Response
 from mmrobust.models.limits import recognise_limit
 from mmrobust.redact import redact, scrub_url, server_text
@@ -328,9 +328,7 @@ class HttpModel(Model):
         text, reasoning = reply.text, reply.reasoning
         extra = {**extra, "finish_reason": reply.finish}
         if self.options.reasoning == "drop":
-            text, removed = drop_inline(text)
-            removed += len(reasoning or "")
-            reasoning = None
+            text, reasoning, removed = drop_reasoning(text, reasoning)
             if removed:
                 extra["reasoning_dropped_chars"] = removed
         return Response(

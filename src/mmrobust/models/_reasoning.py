@@ -29,11 +29,12 @@ in the model fingerprint, so it decides resume like any setting.
 
 **``reasoning=keep|drop``.** ``keep`` (default) stores the reasoning: the
 server's field in ``Response.reasoning``, inline blocks in the raw text.
-``drop`` stores none: the separate field is discarded and closed
-``<think>``/``<thinking>`` blocks at the start of the text are removed
-(:func:`drop_inline`); ``Response.extra["reasoning_dropped_chars"]`` keeps how
-many characters went. An unclosed block (a reply cut inside its reasoning) is
-kept, so extraction can still tell that it was cut.
+``drop`` stores none when the reply has an answer: the separate field is
+discarded and closed ``<think>``/``<thinking>`` blocks at the start of the text
+are removed (:func:`drop_reasoning`); ``Response.extra["reasoning_dropped_chars"]``
+keeps how many characters went. A reply without an answer (cut inside its
+reasoning: an unclosed block, or empty content beside the field) keeps its
+reasoning, so extraction still counts it as cut, not as an empty reply.
 """
 
 from __future__ import annotations
@@ -121,12 +122,22 @@ def drop_inline(text: str) -> tuple[str, int]:
     return text, removed
 
 
+def drop_reasoning(text: str, reasoning: str | None) -> tuple[str, str | None, int]:
+    """``reasoning=drop``: ``(text, reasoning, chars removed)`` with the reasoning gone when an
+    answer remains; a reply that would be left without an answer is returned unchanged."""
+    answer, removed = drop_inline(text)
+    if not answer.strip():
+        return text, reasoning, 0
+    return answer, None, removed + len(reasoning or "")
+
+
 __all__ = [
     "REASONING_MAX_TOKENS",
     "REASONING_NAME",
     "ReasoningMode",
     "default_max_tokens",
     "drop_inline",
+    "drop_reasoning",
     "is_reasoning_template",
     "separate_field",
     "thinking_budget",

@@ -54,7 +54,7 @@ from mmrobust.models._options import parse_options
 from mmrobust.models._reasoning import (
     ReasoningMode,
     default_max_tokens,
-    drop_inline,
+    drop_reasoning,
     is_reasoning_template,
 )
 from mmrobust.models._torchvision import torchvision_fix, torchvision_problem
@@ -414,7 +414,7 @@ class HFModel(Model):
         for i, text in enumerate(decoded):
             extra: dict[str, Any] = {"n_images": len(frames[i])}
             if self.options.reasoning == "drop":
-                text, removed = drop_inline(text)
+                text, _, removed = drop_reasoning(text, None)
                 if removed:
                     extra["reasoning_dropped_chars"] = removed
             responses.append(

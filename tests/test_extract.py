@@ -236,3 +236,42 @@ def test_official_mmr_reads_reasoning_blocks_as_text() -> None:
     assert extract(THINK_MMR, ABCD, mode="official", benchmark="mmr").letter == "A"
     assert extract("Ｃ", ABCD, mode="official", benchmark="mmr").letter is None
     assert extract("C or D", ABCD, mode="official", benchmark="mmr").letter == "C"
+
+
+# Ordinary replies the new policy must keep reading (issue 28 changed the policy, not these),
+# and three it now reads right that the last-letter rule got wrong (marked "before").
+ORDINARY: list[tuple[str, dict[str, str], str]] = [
+    ("B. No, the video is not tampered. Option A would be wrong.", YN, "B"),  # before: A
+    ("C\n\nOptions A and B are incorrect", ABCD, "C"),  # before: B
+    ("B. Option A is red, but the car is green.", ABCD, "B"),  # before: A
+    ("The video is not tampered, so the answer is B (No).", YN, "B"),
+    ("I choose B because A doesn't fit", ABCD, "B"),
+    ("Between A and B, B is correct", ABCD, "B"),
+    ("Answer: C\nExplanation: Options A and B are wrong.", ABCD, "C"),
+    ("The correct answer is C. A and B are wrong because the car is blue.", ABCD, "C"),
+    ("The answer is C. The image shows a blue car, not red (A).", ABCD, "C"),
+    ("Final Answer: \\boxed{B}", ABCD, "B"),
+    ("Option C, since D is impossible", ABCD, "C"),
+    ("My choice is option B", ABCD, "B"),
+    ("Option B is the right one", ABCD, "B"),
+    ("Based on A and C, the answer is C.", ABCD, "C"),
+    ("Not A, it is B.", ABCD, "B"),
+    ("Definitely not B. D.", ABCD, "D"),
+    ("A red car is shown, so A.", ABCD, "A"),
+    ("The image shows a blue car. Therefore, C.", ABCD, "C"),
+    ("After analyzing the frames, I conclude B.", YN, "B"),
+    ("Yes, the video has been tampered (option A).", YN, "A"),
+    ("No (B): the frames are continuous.", YN, "B"),
+]
+
+
+@pytest.mark.parametrize(("reply", "options", "expected"), ORDINARY)
+def test_ordinary_replies_keep_their_reading(
+    reply: str, options: dict[str, str], expected: str
+) -> None:
+    bench = "mmr" if len(options) == 4 else "tamper"
+    assert extract(reply, options, benchmark=bench).letter == expected
+
+
+def test_a_list_of_letters_is_no_choice() -> None:
+    assert extract("A\nB", YN).rule == "lenient:several-options"

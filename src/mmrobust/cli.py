@@ -97,7 +97,10 @@ def _ray_options(
 @app.command("tamper", short_help="Build a tampered video benchmark from real videos.")
 def tamper(
     sources: list[Path] = typer.Argument(
-        ..., metavar="SOURCES", help="Source videos and/or folders (recursive)."
+        ...,
+        metavar="SOURCES",
+        readable=False,  # an unreadable source is an errors.jsonl line, not the end (27.12)
+        help="Source videos and/or folders (recursive).",
     ),
     out: Path = typer.Option(..., "--out", "-o", help="Build folder."),
     effects: str = typer.Option(

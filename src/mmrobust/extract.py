@@ -29,14 +29,17 @@ fired (stored with the row), so each score can be audited.
        ``"unknown"``, ``"I don't know"`` are no option, never option A.
     5. *Answer phrases; the last one wins.* ``answer is X`` / ``Answer: X`` /
        ``final answer: X``, ``best|correct option is X``, ``so|therefore|thus|hence X``,
-       ``I choose|pick|select|go with X``, ``X is correct|right``. The last sentence
+       ``I choose|pick|select|go with X``, ``my choice is X``, ``\boxed{X}``,
+       ``X is correct|right``. The last sentence
        holding such a phrase decides, so a self-correction counts:
        ``"The answer is A. However, on second thought the video looks normal, so B."``
        -> B (``lenient:last-answer-phrase``). Two letters in that sentence's phrases
        (``"Answer: A or Answer: B"``) or a phrase letter followed by ``or Y``
        (``"the answer is A or B"``): ``parse_fail`` (``lenient:ambiguous-answer-phrase``,
        ``lenient:hedge``). A capital ``A`` followed by a lower-case word is an article.
-    6. *Leading letter* (``strict:leading-letter``): ``"B. No, there is nothing unusual"``.
+    6. *Leading letter* (``strict:leading-letter``): ``"B. No, there is nothing unusual"``;
+       ``"Option C, since D is impossible"`` (``lenient:leading-option``); a first line that
+       is a lone letter, ``"C\n\nOptions A and B are wrong."`` (``lenient:first-line-letter``).
     7. *Option text*: the reply starts with one (``"Yes, it is tampered"``, ``"No."``),
        contains exactly one as whole words (``"... so yes."``), or is the label of a
        labelled option (``"None"`` for ``"None: the video is not tampered"``).
@@ -46,7 +49,8 @@ fired (stored with the row), so each score can be audited.
        (``lenient:tamper-phrase``; not when the reply says *if*, *whether*, *cannot*...).
     9. *Letters named*: exactly one option letter standing alone
        (``"A man walks across the street, so B"`` -> B: the article is no letter;
-       ``"N/A"`` holds none: a letter next to ``/`` is not one). More than one without
+       ``"N/A"`` holds none: a letter next to ``/`` is not one; ``"Not A, it is B."`` -> B:
+       a negated letter is not named). More than one without
        an answer phrase is a hedge, ``parse_fail`` (``lenient:several-options``):
        ``"A or B"``, ``"B or A?"``, ``"C or D"``, ``"B, C"``,
        ``"I think A, but it could be B."``.
@@ -75,7 +79,7 @@ from typing import Literal, cast
 from mmrobust.families import get_family
 from mmrobust.official import ReplyPath, sheet_round_trip, tamper_decision, tamper_reference
 from mmrobust.reasoning import split_reasoning
-from mmrobust.reply_words import is_non_answer, yes_no_word
+from mmrobust.reply_words import is_non_answer, option_text, yes_no_word
 from mmrobust.status import Status
 
 ExtractMode = Literal["strict", "lenient", "official"]
@@ -176,42 +180,21 @@ def _strict(text: str, options: Mapping[str, str], *, phrases: bool = True) -> E
 # --------------------------------------------------------------------------- lenient
 
 
-def _word_re(phrase: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w]){re.escape(phrase.strip().lower())}(?![\w])")
-
-
 def _option_text(text: str, options: Mapping[str, str]) -> Extraction | None:
-    t = _clean(text).lower()
-    if not t:
-        return None
-    texts = {k: v.strip().lower().rstrip(".") for k, v in options.items() if v.strip()}
-    # Starts with an option text ("Yes, it is tampered", "No.").
-    starts = [k for k, v in texts.items() if re.match(_word_re(v).pattern, t)]
-    if len(starts) == 1:
-        return _ok(starts[0], "lenient:starts-with-option-text")
-    if len(starts) > 1:  # one option text is a prefix of another: prefer the longest
-        best = max(starts, key=lambda k: len(texts[k]))
-        return _ok(best, "lenient:starts-with-option-text")
-    present = [k for k, v in texts.items() if _word_re(v).search(t)]
-    if len(present) == 1:
-        return _ok(present[0], "lenient:contains-option-text")
-    # The label of a labelled option ("None" for "None: the video is not tampered").
-    bare = t.strip(" .!")
-    labels = [k for k, v in texts.items() if ":" in v and v.split(":", 1)[0].strip() == bare]
-    if len(labels) == 1:
-        return _ok(labels[0], "lenient:option-label")
-    return None
-
-
-def _non_answer(text: str, options: Mapping[str, str]) -> Extraction | None:
-    """``parse_fail`` for a non-answer (:func:`mmrobust.reply_words.is_non_answer`)."""
-    return _fail("lenient:non-answer") if is_non_answer(_clean(text), options) else None
+    """Step 7 (:func:`mmrobust.reply_words.option_text`)."""
+    found = option_text(_clean(text), options)
+    return _ok(*found) if found is not None else None
 
 
 def _yes_no_words(text: str, options: Mapping[str, str]) -> Extraction | None:
     """是/否 and "(not) tampered" phrasing of a Yes/No question (:mod:`mmrobust.reply_words`)."""
     found = yes_no_word(_clean(text), options)
     return _ok(*found) if found is not None else None
+
+
+def _non_answer(text: str, options: Mapping[str, str]) -> Extraction | None:
+    """``parse_fail`` for a non-answer (:func:`mmrobust.reply_words.is_non_answer`)."""
+    return _fail("lenient:non-answer") if is_non_answer(_clean(text), options) else None
 
 
 _LETTER_FOLLOWERS = frozenset(
@@ -234,6 +217,9 @@ _PHRASE_HEADS = (
     r"(?:best|correct|right)\s+(?:option|choice)\s*(?:is|would\s+be)?\s*[:\-]?\s*",
     r"\b(?:so|therefore|thus|hence)\s*,?\s*(?:the\s+answer\s+is\s*)?(?:option\s*)?",
     r"\bi\s*(?:would\s+|will\s+|'d\s+)?(?:choose|pick|select|go\s+with)\s+(?:option\s*)?",
+    r"\b(?:my\s+)?(?:final\s+)?(?:choice|selection)\s*(?:is|would\s+be)?\s*[:\-]?\s*"
+    r"(?:option\s*)?",
+    r"\\boxed\s*\{\s*(?:\\text\s*\{\s*)?",
 )
 
 
@@ -282,6 +268,9 @@ def _answer_phrases(text: str, options: Mapping[str, str]) -> Extraction | None:
     return _ok(letter, rule)
 
 
+_NEGATED = re.compile(r"\bnot\s+(?:option\s*)?[\(\[]?$", re.IGNORECASE)
+
+
 def _mentioned_letters(text: str, options: Mapping[str, str]) -> Extraction | None:
     """The one option letter the reply names; several named without a choice: a hedge."""
     letters = _letter_class(options)
@@ -290,12 +279,31 @@ def _mentioned_letters(text: str, options: Mapping[str, str]) -> Extraction | No
     t = _clean(text)
     hits = []
     for m in re.finditer(rf"(?<![A-Za-z'/])([{letters}])(?![A-Za-z'/])", t):
-        if not _is_article(m.group(1), t[m.end() :]):
-            hits.append(m.group(1))
+        if _is_article(m.group(1), t[m.end() :]) or _NEGATED.search(t[: m.start()]):
+            continue  # "A man ...", "not A": no option named
+        hits.append(m.group(1))
     if len(set(hits)) > 1:
         return _fail("lenient:several-options")
     if hits:
         return _ok(hits[-1], "lenient:last-letter")
+    return None
+
+
+def _leading(text: str, options: Mapping[str, str]) -> Extraction | None:
+    """Step 6 beyond strict's leading letter: ``"Option C, since D is impossible"`` and a
+    first line that is a lone letter form (``"C\n\nOptions A and B are wrong."``)."""
+    letters = _letter_class(options)
+    if not letters:
+        return None
+    t = _clean(text)
+    m = re.match(rf"(?:option|choice)\s*[\(\[]?([{letters}])[\)\]]?(?![A-Za-z])", t, re.I)
+    if m:
+        return _ok(_key(m.group(1), options), "lenient:leading-option")
+    first, _, rest = t.partition("\n")
+    explained = re.search(r"[a-z]{2,}", rest) is not None  # not a list of letters ("A\nB")
+    lone = _strict(first, options, phrases=False) if explained else None
+    if lone is not None and lone.rule == "strict:lone-letter":
+        return _ok(lone.letter or "", "lenient:first-line-letter")
     return None
 
 
@@ -308,6 +316,7 @@ def _lenient(text: str, options: Mapping[str, str]) -> Extraction:
         _non_answer(text, options)
         or _answer_phrases(text, options)
         or (strict if strict is not None else None)
+        or _leading(text, options)
         or _option_text(text, options)
         or _yes_no_words(text, options)
         or _mentioned_letters(text, options)

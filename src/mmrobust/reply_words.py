@@ -1,8 +1,9 @@
 """Words that answer, or refuse to answer, without naming an option letter (pure).
 
-Two steps of the lenient policy (:mod:`mmrobust.extract`, steps 4 and 8), kept here so
-each list sits beside its examples:
+Three steps of the lenient policy (:mod:`mmrobust.extract`, steps 4, 7 and 8), kept here
+so each list sits beside its examples:
 
+* :func:`option_text`: the reply names an option by its text (``"No, it looks natural."``).
 * :func:`is_non_answer`: ``"N/A"``, ``"none"``, ``"unknown"``, ``"I don't know"`` name no
   option (before issue 28 ``"N/A"`` was read as option A by its letter).
 * :func:`yes_no_word`: on a Yes/No question, ``"是"`` / ``"是的"`` is Yes and ``"否"`` /
@@ -15,6 +16,33 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+
+
+def _word_re(phrase: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w]){re.escape(phrase.strip().lower())}(?![\w])")
+
+
+def option_text(text: str, options: Mapping[str, str]) -> tuple[str, str] | None:
+    """``(letter, rule)`` when the reply (without markdown) names one option by its text:
+    it starts with one (``"Yes, it is tampered"``, ``"No."``; the longest when one text is a
+    prefix of another), contains exactly one as whole words (``"... so yes."``), or is the
+    label of a labelled option (``"None"`` for ``"None: the video is not tampered"``)."""
+    t = text.strip().lower()
+    if not t:
+        return None
+    texts = {k: v.strip().lower().rstrip(".") for k, v in options.items() if v.strip()}
+    starts = [k for k, v in texts.items() if re.match(_word_re(v).pattern, t)]
+    if starts:
+        return max(starts, key=lambda k: len(texts[k])), "lenient:starts-with-option-text"
+    present = [k for k, v in texts.items() if _word_re(v).search(t)]
+    if len(present) == 1:
+        return present[0], "lenient:contains-option-text"
+    bare = t.strip(" .!")
+    labels = [k for k, v in texts.items() if ":" in v and v.split(":", 1)[0].strip() == bare]
+    if len(labels) == 1:
+        return labels[0], "lenient:option-label"
+    return None
+
 
 _NON_ANSWERS = frozenset(
     {"n/a", "na", "n.a", "none", "null", "nil", "nan", "unknown", "-", "--", "?", "...",
@@ -80,4 +108,4 @@ def yes_no_word(text: str, options: Mapping[str, str]) -> tuple[str, str] | None
     return None
 
 
-__all__ = ["is_non_answer", "yes_no_word"]
+__all__ = ["is_non_answer", "option_text", "yes_no_word"]

@@ -97,7 +97,10 @@ def _ray_options(
 @app.command("tamper", short_help="Build a tampered video benchmark from real videos.")
 def tamper(
     sources: list[Path] = typer.Argument(
-        ..., metavar="SOURCES", help="Source videos and/or folders (recursive)."
+        ...,
+        metavar="SOURCES",
+        readable=False,  # an unreadable source is an errors.jsonl line, not the end (27.12)
+        help="Source videos and/or folders (recursive).",
     ),
     out: Path = typer.Option(..., "--out", "-o", help="Build folder."),
     effects: str = typer.Option(
@@ -245,6 +248,13 @@ def eval_cmd(
     model_arg: list[str] = typer.Option(
         [], "--model-arg", metavar="KEY=VALUE", help="Backend setting (repeatable)."
     ),
+    model_args: list[str] = typer.Option(
+        [],
+        "--model-args",
+        "--model_args",
+        metavar="K=V,K=V",
+        help="Backend settings in lm-eval's comma form (repeatable).",
+    ),
     format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
     images: str | None = typer.Option(
         None,
@@ -341,7 +351,8 @@ def eval_cmd(
     )
     try:
         config = EvalConfig(
-            data=data, model=model, out=out, model_args=parse_model_args(model_arg), format=format,
+            data=data, model=model, out=out, model_args=parse_model_args(model_arg, model_args),
+            format=format,
             images=images, text_only=text_only, prompt=prompt, option_style=option_style,
             permute=permute, task=task, frames=frames, fps=fps, max_frames=max_frames, extract=extract,
             official=official, limit=limit, workers=workers, seed=seed, cache_dir=cache_dir,

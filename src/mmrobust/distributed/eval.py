@@ -24,12 +24,14 @@ import ray
 from mmrobust.distributed import RayOptions
 from mmrobust.distributed.replicas import ReplicaLost, ReplicaPool, ReplicaSpec
 from mmrobust.distributed.session import RaySession, ray_session, worker_request
+from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models.base import MediaInput, Model, Request, Response
-from mmrobust.models.spec import ModelSpec, parse_spec
+from mmrobust.models.spec import ModelSpec, frame_encoding_of, parse_spec
 from mmrobust.prompts import build_prompt
 from mmrobust.run.config import EvalConfig
 from mmrobust.run.eval import RunResult, run_eval
 from mmrobust.run.executors import WorkItem
+from mmrobust.run.keys import key_difference, key_parts
 from mmrobust.run.process import RunAborted, SampleProcessor
 from mmrobust.status import Status
 from mmrobust.store import StoredRow
@@ -44,23 +46,31 @@ class RemoteModel(Model):
 
     Carries what the runner reads from a model (``name``, ``fingerprint()``,
     ``media_input``, ``batch_size``, ``max_concurrency``) as a replica reported
-    it; :meth:`generate` is never called on the driver.
+    it, and the frame encoding of the model spec (``models.spec.frame_encoding_of``,
+    computed without a client), so the driver's run key is a local run's;
+    :meth:`generate` is never called on the driver.
     """
 
     media_input: ClassVar[MediaInput] = "frames"
 
-    def __init__(self, info: dict[str, Any]) -> None:
+    def __init__(self, info: dict[str, Any], encoding: FrameEncoding | None = None) -> None:
         self.name = str(info["name"])
         self.batch_size = int(info["batch_size"])
         self.max_concurrency = int(info["max_concurrency"])
         self._fingerprint = dict(info["fingerprint"])
+        self._encoding = encoding or FrameEncoding()
 
     @classmethod
-    def from_info(cls, info: dict[str, Any]) -> RemoteModel:
-        """The stand-in for the model a replica described in ``Replica.ready``."""
+    def from_info(cls, info: dict[str, Any], encoding: FrameEncoding | None = None) -> RemoteModel:
+        """The stand-in for the model a replica described in ``Replica.ready``; ``encoding``:
+        the spec's frame encoding (default: JPEG q95, decoded size)."""
         media: MediaInput = info["media_input"]
         sub = type("RemoteModel", (cls,), {"media_input": media})
-        return sub(info)
+        return sub(info, encoding)
+
+    def frame_encoding(self) -> FrameEncoding:
+        """The model spec's frame encoding (what the replicas' backend sends)."""
+        return self._encoding
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         """Not available on the driver (the model lives in the replicas)."""
@@ -125,8 +135,8 @@ class RayEvalExecutor:
         if not isinstance(fn, SampleProcessor):
             raise TypeError("RayEvalExecutor runs the runner's SampleProcessor only")
         theirs = self.pool.first_info.get("key")
-        if theirs != asdict(fn.key):
-            raise RuntimeError(
+        if theirs != asdict(fn.key):  # run_eval_ray checked the parts; another caller may not
+            raise ValueError(
                 f"the Ray replicas compute another run key ({theirs}) than the driver "
                 f"({asdict(fn.key)}); install the same mmrobust on every node"
             )
@@ -226,6 +236,26 @@ def start_replicas(
     return ReplicaPool.start(session, replica, request, n)
 
 
+def check_same_key(config: EvalConfig, model: Model, info: dict[str, Any]) -> None:
+    """Refuse to run when the replicas key the run otherwise than the driver, naming the
+    fields that differ in one line (another mmrobust or library version on a node).
+
+    Raises:
+        ValueError: the key parts differ.
+    """
+    ours = key_parts(
+        model, config.prompt_config(), config.policy(), text_only=config.text_only,
+        task=config.task,
+    )  # fmt: skip
+    theirs = info.get("key_parts")
+    diff = key_difference(ours, theirs) if isinstance(theirs, dict) else "key_parts missing"
+    if diff:
+        raise ValueError(
+            f"the Ray replicas key this run otherwise than the driver ({diff}); "
+            "install the same mmrobust on every node"
+        )
+
+
 def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = True) -> RunResult:
     """:func:`mmrobust.run.eval.run_eval` with the model in Ray replicas (see module docstring).
 
@@ -250,7 +280,9 @@ def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = Tr
         )
         try:
             executor = RayEvalExecutor(pool, session)
-            model = RemoteModel.from_info(pool.first_info)
+            encoding = frame_encoding_of(config.model, config.model_args)
+            model = RemoteModel.from_info(pool.first_info, encoding)
+            check_same_key(config, model, pool.first_info)
             return run_eval(config, progress=progress, model=model, executor=executor)
         finally:
             pool.shutdown()
@@ -260,6 +292,7 @@ __all__ = [
     "API_BACKENDS",
     "RayEvalExecutor",
     "RemoteModel",
+    "check_same_key",
     "gpus_per_replica",
     "local_checkpoint",
     "replica_count",

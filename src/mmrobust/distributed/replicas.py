@@ -95,6 +95,7 @@ class Replica:
         self.model: Any = None
         self.processor: Any = None
         self.key: Any = None
+        self.key_parts: Any = None
         self._gate = threading.Semaphore(1)
         _, missing = probe_paths(spec.cwd, list(spec.must_see))
         if missing:
@@ -118,11 +119,14 @@ class Replica:
 
         from mmrobust.judge import load_judge
         from mmrobust.run.config import frame_cache
-        from mmrobust.run.keys import run_key
+        from mmrobust.run.keys import key_from_parts, key_parts
         from mmrobust.run.process import SampleProcessor
 
         pconf, policy = cfg.prompt_config(), cfg.policy()
-        self.key = run_key(self.model, pconf, policy, text_only=cfg.text_only, task=cfg.task)
+        self.key_parts = key_parts(
+            self.model, pconf, policy, text_only=cfg.text_only, task=cfg.task
+        )
+        self.key = key_from_parts(self.key_parts)
         self.processor = SampleProcessor(
             self.model,
             self.key,
@@ -132,6 +136,7 @@ class Replica:
             text_only=cfg.text_only,
             cache=frame_cache(cfg),
             judge=load_judge(cfg.judge, cfg.judge_args) if cfg.judge else None,
+            reference=cfg.reference,
         )
 
     def ready(self, paths: Sequence[str] = ()) -> dict[str, Any]:
@@ -153,6 +158,7 @@ class Replica:
                 batch_size=int(self.model.batch_size),
                 max_concurrency=int(self.model.max_concurrency),
                 key=asdict(self.key) if self.key is not None else None,
+                key_parts=self.key_parts,
                 gpu_ids=[str(g) for g in ray.get_gpu_ids()],
             )
         return info

@@ -294,8 +294,7 @@ class OpenAICompatModel(Model):
 
     def frame_encoding(self) -> FrameEncoding:
         """Exactly what is sent: ``jpeg_quality``, longer side at most ``image_max_side``."""
-        o = self.options
-        return FrameEncoding(quality=o.jpeg_quality, max_side=o.image_max_side or None)
+        return _encoding(self.options)
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -587,6 +586,20 @@ def _parse_completion(
     return content, usage, finish
 
 
+def _encoding(options: OpenAIOptions) -> FrameEncoding:
+    return FrameEncoding(quality=options.jpeg_quality, max_side=options.image_max_side or None)
+
+
+def frame_encoding(arg: str | None, args: Mapping[str, str]) -> FrameEncoding:
+    """The frame encoding ``openai:<arg>`` with ``args`` sends, without building a client
+    (registered in ``mmrobust.models.spec.FRAME_ENCODINGS``; a Ray driver keys its run with it).
+
+    Raises:
+        ValueError: an unknown or invalid ``--model-arg``.
+    """
+    return _encoding(parse_options(OpenAIOptions, args, "openai"))
+
+
 def make(arg: str | None, args: Mapping[str, str]) -> Model:
     """Factory for ``openai:<model>`` (registered in ``mmrobust.models.spec``).
 
@@ -614,6 +627,7 @@ __all__ = [
     "OpenAICompatVideoModel",
     "OpenAIOptions",
     "WaitRetryAfter",
+    "frame_encoding",
     "make",
     "parse_retry_after",
 ]

@@ -17,11 +17,16 @@ mmrobust never imports torch.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mmrobust.models.base import Model
 from mmrobust.registry import Registry
+
+if TYPE_CHECKING:
+    from mmrobust.media.jpeg import FrameEncoding
 
 ModelFactory = Callable[[str | None, Mapping[str, str]], Model]
 """``factory(arg, model_args) -> Model``; raises ``ValueError`` on bad arguments."""
@@ -81,6 +86,34 @@ def load_model(spec: str | ModelSpec, model_args: Mapping[str, str] | None = Non
     return factory(parsed.arg, parsed.args)
 
 
+FRAME_ENCODINGS: dict[str, str] = {"openai": "mmrobust.models.openai_compat:frame_encoding"}
+"""Backends whose frame encoding is not the default (JPEG q95, decoded size):
+``name -> "module:function"``, ``function(arg, args) -> FrameEncoding`` (no client built)."""
+
+
+def frame_encoding_of(
+    spec: str | ModelSpec, model_args: Mapping[str, str] | None = None
+) -> FrameEncoding:
+    """The frame encoding the model a spec names uses (``Model.frame_encoding()``), computed
+    from the spec alone: no client, no weights. The run key of a model that is loaded
+    elsewhere (Ray replicas) comes from here.
+
+    Raises:
+        ValueError: the backend rejected its arguments.
+    """
+    from mmrobust.media.jpeg import FrameEncoding
+
+    parsed = spec if isinstance(spec, ModelSpec) else parse_spec(spec, model_args)
+    target = FRAME_ENCODINGS.get(parsed.name)
+    if target is None:
+        return FrameEncoding()
+    module, _, func = target.partition(":")
+    encoding: FrameEncoding = getattr(importlib.import_module(module), func)(
+        parsed.arg, parsed.args
+    )
+    return encoding
+
+
 # Built-in backends, imported on first use. Each module defines ``make(arg, args)``.
 MODELS.register("constant", "mmrobust.models.baselines:make_constant")
 MODELS.register("random", "mmrobust.models.baselines:make_random")
@@ -90,4 +123,13 @@ MODELS.register("blind-embed", "mmrobust.models.blind:make_embed")
 MODELS.register("openai", "mmrobust.models.openai_compat:make")
 MODELS.register("hf", "mmrobust.models.hf:make")
 
-__all__ = ["MODELS", "ModelFactory", "ModelSpec", "load_model", "parse_model_args", "parse_spec"]
+__all__ = [
+    "FRAME_ENCODINGS",
+    "MODELS",
+    "ModelFactory",
+    "ModelSpec",
+    "frame_encoding_of",
+    "load_model",
+    "parse_model_args",
+    "parse_spec",
+]

@@ -31,6 +31,7 @@ from mmrobust.prompts import build_prompt
 from mmrobust.run.config import EvalConfig
 from mmrobust.run.eval import RunResult, run_eval
 from mmrobust.run.executors import WorkItem
+from mmrobust.run.interrupts import INTERRUPTS
 from mmrobust.run.keys import key_difference, key_parts
 from mmrobust.run.process import RunAborted, SampleProcessor
 from mmrobust.status import Status
@@ -159,6 +160,10 @@ class RayEvalExecutor:
         """Hand out no more items; cancel the queued ones."""
         self.pool.cancel()
 
+    def request_stop(self) -> None:
+        """Hand out no more items (signal-safe; Ctrl-C)."""
+        self.pool.request_stop()
+
     def describe(self) -> dict[str, Any]:
         """The ``executor`` block of ``run.json``."""
         return {
@@ -267,9 +272,9 @@ def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = Tr
             a replica that cannot load the model or see the media.
         FileNotFoundError, DatasetError, UnknownNameError: as ``run_eval``.
     """
-    config.policy()  # bad frame options fail before any replica starts
+    config.validate()  # bad options fail before any replica starts
     parse_spec(config.model, config.model_args)
-    with ray_session(options) as session:
+    with INTERRUPTS.watch(), ray_session(options) as session:
         pool = start_replicas(
             session,
             options,

@@ -432,6 +432,10 @@ class ReplicaPool:
         self._cancelled = True
         self._drop_inflight()
 
+    def request_stop(self) -> None:
+        """Stop handing out items (signal-safe: sets the flag :meth:`map` polls; Ctrl-C)."""
+        self._cancelled = True
+
     def describe(self) -> dict[str, Any]:
         """Replicas, where they run and what each reserves (for ``run.json``)."""
         nodes: dict[str, int] = {}

@@ -16,6 +16,7 @@ def test_the_frame_encoding_of_a_spec_is_the_loaded_models(tmp_path: Path) -> No
     for spec, args in (
         ("openai:m", {}),
         ("openai:m", {"jpeg_quality": "70", "image_max_side": "512"}),
+        ("anthropic:m", {"jpeg_quality": "80", "api_key_env": ""}),
         ("constant:A", {}),
         ("forensic", {}),
     ):

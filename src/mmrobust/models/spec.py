@@ -12,7 +12,10 @@ colon (so ``hf:/path/with:colon`` keeps its colon). Extra settings come as
     hf:Qwen/Qwen2-VL-2B-Instruct   a local or hub transformers checkpoint
 
 Factories are registered lazily (``"module:function"``) so that importing
-mmrobust never imports torch.
+mmrobust never imports torch. Each backend is registered with its
+``placement`` (``"api"`` / ``"gpu"`` / ``"cpu"``, ``models.base.Placement``), so
+an executor can place replicas from the spec alone, before any model is loaded
+(``distributed/``): :func:`register_backend`, :func:`placement_of`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mmrobust.models.base import Model
+from mmrobust.models.base import Model, Placement
 from mmrobust.registry import Registry
 
 if TYPE_CHECKING:
@@ -32,6 +35,34 @@ ModelFactory = Callable[[str | None, Mapping[str, str]], Model]
 """``factory(arg, model_args) -> Model``; raises ``ValueError`` on bad arguments."""
 
 MODELS: Registry[ModelFactory] = Registry("model")
+
+PLACEMENTS: dict[str, Placement] = {}
+"""Backend name -> where its model runs (the ``placement`` of the models it makes)."""
+
+FRAME_ENCODINGS: dict[str, str] = {}
+"""Backends whose frame encoding is not the default (JPEG q95, decoded size):
+``name -> "module:function"``, ``function(arg, args) -> FrameEncoding`` (no client built)."""
+
+
+def register_backend(
+    name: str,
+    factory: ModelFactory | str,
+    *,
+    placement: Placement = "cpu",
+    frame_encoding: str | None = None,
+) -> None:
+    """Register a backend: its factory (or lazy ``"module:function"``), its placement and,
+    when its frames are not JPEG q95 at the decoded size, the lazy ``"module:function"``
+    ``function(arg, args) -> FrameEncoding`` that says what it sends without building a
+    client (:func:`frame_encoding_of`).
+
+    Raises:
+        ValueError: ``name`` is already registered with another factory.
+    """
+    MODELS.register(name, factory)
+    PLACEMENTS[name] = placement
+    if frame_encoding is not None:
+        FRAME_ENCODINGS[name] = frame_encoding
 
 
 @dataclass(frozen=True)
@@ -44,6 +75,16 @@ class ModelSpec:
 
     def __str__(self) -> str:
         return self.name if self.arg is None else f"{self.name}:{self.arg}"
+
+    @property
+    def placement(self) -> Placement:
+        """Where this spec's model runs (:func:`placement_of`)."""
+        return placement_of(self.name)
+
+
+def placement_of(name: str) -> Placement:
+    """The placement a backend was registered with (``"cpu"`` when registered without one)."""
+    return PLACEMENTS.get(name, "cpu")
 
 
 def parse_spec(spec: str, model_args: Mapping[str, str] | None = None) -> ModelSpec:
@@ -86,11 +127,6 @@ def load_model(spec: str | ModelSpec, model_args: Mapping[str, str] | None = Non
     return factory(parsed.arg, parsed.args)
 
 
-FRAME_ENCODINGS: dict[str, str] = {"openai": "mmrobust.models.openai_compat:frame_encoding"}
-"""Backends whose frame encoding is not the default (JPEG q95, decoded size):
-``name -> "module:function"``, ``function(arg, args) -> FrameEncoding`` (no client built)."""
-
-
 def frame_encoding_of(
     spec: str | ModelSpec, model_args: Mapping[str, str] | None = None
 ) -> FrameEncoding:
@@ -115,21 +151,35 @@ def frame_encoding_of(
 
 
 # Built-in backends, imported on first use. Each module defines ``make(arg, args)``.
-MODELS.register("constant", "mmrobust.models.baselines:make_constant")
-MODELS.register("random", "mmrobust.models.baselines:make_random")
-MODELS.register("forensic", "mmrobust.models.forensic:make")
-MODELS.register("blind-overlap", "mmrobust.models.blind:make_overlap")
-MODELS.register("blind-embed", "mmrobust.models.blind:make_embed")
-MODELS.register("openai", "mmrobust.models.openai_compat:make")
-MODELS.register("hf", "mmrobust.models.hf:make")
+register_backend("constant", "mmrobust.models.baselines:make_constant")
+register_backend("random", "mmrobust.models.baselines:make_random")
+register_backend("forensic", "mmrobust.models.forensic:make")
+register_backend("blind-overlap", "mmrobust.models.blind:make_overlap")
+register_backend("blind-embed", "mmrobust.models.blind:make_embed")
+register_backend(
+    "openai",
+    "mmrobust.models.openai_compat:make",
+    placement="api",
+    frame_encoding="mmrobust.models.openai_compat:frame_encoding",
+)
+register_backend(
+    "anthropic",
+    "mmrobust.models.anthropic:make",
+    placement="api",
+    frame_encoding="mmrobust.models.anthropic:frame_encoding",
+)
+register_backend("hf", "mmrobust.models.hf:make", placement="gpu")
 
 __all__ = [
     "FRAME_ENCODINGS",
     "MODELS",
+    "PLACEMENTS",
     "ModelFactory",
     "ModelSpec",
     "frame_encoding_of",
     "load_model",
     "parse_model_args",
     "parse_spec",
+    "placement_of",
+    "register_backend",
 ]

@@ -1,0 +1,198 @@
+"""Where features meet (issue 27): one tiny set through every backend x executor x task.
+
+Each cell is ``mmrobust eval`` through the CLI (typer's ``CliRunner``, as a
+user runs it) of one backend kind (``constant:A``; ``random:0`` with frames;
+``forensic``; ``openai:`` against the loopback fake server
+``tests/fake_openai_server.py``; a tiny random ``hf:`` Idefics3 checkpoint,
+``tests/hf_tiny.py``) on one executor (serial ``--workers 1``, threads
+``--workers 3``, ``--executor ray`` on a 2-node loopback cluster,
+``tests/ray_cluster.py``) for one task (``--task detect|type|when|leading`` on
+a 6-clip built set, and MMR on the first 4 ``mmr-demo`` records for the
+backends that take images). ``tests/crossings.py`` lists the cells and why some
+are left out.
+
+Checked: every cell stores one row per sample, written once; its
+``metrics.json`` (less timestamps and the executor block) and its rows
+(status, letter, reply, rule, error, frame indices, extras) equal the serial
+cell's; a finished run resumed from another working directory with a
+relative ``--data`` asks nothing (zero requests at the fake server, ``0 new
+rows``). One Ray cluster, one fake server, one tiny checkpoint and one frame
+cache serve the module; the tiny set is built once.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from mmrobust.cli import app
+from tests.crossings import (
+    BACKENDS,
+    FRAMES,
+    ITEM_3,
+    MMR_LIMIT,
+    build_tiny_set,
+    cells,
+    metrics,
+    responder,
+    rows,
+    run_info,
+)
+from tests.fake_openai_server import FakeOpenAIServer
+
+pytestmark = pytest.mark.slow
+
+SAMPLES = {"detect": 6, "type": 6, "when": 6, "leading": 12, "mmr": 4}
+"""Rows each task stores: one per clip, two per clip for ``leading`` (its pair), 4 MMR records."""
+
+EXECUTOR_ARGS = {"serial": ["--workers", "1"], "threads": ["--workers", "3"]}
+
+
+@pytest.fixture(scope="module")
+def tiny_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny built set (``tests/crossings.py``), built once."""
+    return build_tiny_set(tmp_path_factory.mktemp("crossings") / "set")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAIServer]:
+    """The fake OpenAI server every ``openai`` cell asks (answers from what was sent)."""
+    with FakeOpenAIServer(responder=responder) as s:
+        yield s
+
+
+class Matrix:
+    """Runs cells on first use and keeps their run folders (one eval per cell per module)."""
+
+    def __init__(self, request: pytest.FixtureRequest, root: Path, tiny_set: Path) -> None:
+        self.request = request
+        self.root = root
+        self.tiny_set = tiny_set
+        self.cache = root / "frame-cache"
+        self.done: dict[tuple[str, str, str], Path] = {}
+
+    def fixture(self, name: str) -> Any:
+        return self.request.getfixturevalue(name)
+
+    def argv(self, backend: str, task: str, executor: str, out: Path, data: str) -> list[str]:
+        b = BACKENDS[backend]
+        ckpt = self.fixture("checkpoint") if backend == "hf" else None
+        url = self.fixture("server").base_url if backend == "openai" else None
+        args = ["eval", "--data", data, *b.argv(ckpt=ckpt, base_url=url), "--out", str(out)]
+        args += [*FRAMES, "--bootstrap", "0", "--cache-dir", str(self.cache), "-q"]
+        args += [*MMR_LIMIT] if task == "mmr" else ["--task", task]
+        if executor == "ray":
+            args += ["--executor", "ray", "--ray-address", self.fixture("cluster").address]
+        else:
+            args += EXECUTOR_ARGS[executor]
+        return args
+
+    def data(self, task: str) -> str:
+        return "mmr-demo" if task == "mmr" else str(self.tiny_set)
+
+    def run(self, backend: str, task: str, executor: str) -> Path:
+        """The run folder of a cell (evaluated on first use; asserts its exit code)."""
+        cell = (backend, task, executor)
+        if cell not in self.done:
+            out = self.root / "-".join(cell)
+            args = self.argv(backend, task, executor, out, self.data(task))
+            invoke(args, BACKENDS[backend].exit_code)
+            self.done[cell] = out
+        return self.done[cell]
+
+
+def invoke(args: list[str], code: int = 0) -> Any:
+    """``mmrobust ARGS`` in this process; asserts the exit code."""
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == code, f"{result.output}\n{result.exception!r}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny random Idefics3 checkpoint (``tests/hf_tiny.py``), built once."""
+    pytest.importorskip("transformers")
+    from tests.hf_tiny import build_tiny_idefics3
+
+    return build_tiny_idefics3(tmp_path_factory.mktemp("crossings-hf") / "tiny", seed=1)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """Two Ray nodes on 127.0.0.1, started on first use by a Ray cell; every process stopped."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+    from tests.ray_cluster import LoopbackCluster
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_HUB_OFFLINE", "1")  # inherited by the nodes' workers
+    try:
+        with LoopbackCluster(nodes=2) as c:
+            yield c
+    finally:
+        mp.undo()
+
+
+@pytest.fixture(scope="module")
+def matrix(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tiny_set: Path
+) -> Matrix:
+    return Matrix(request, tmp_path_factory.mktemp("crossings-runs"), tiny_set)
+
+
+@pytest.fixture(autouse=True)
+def _key_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MMROBUST_CROSSINGS_KEY", "sk-crossings")
+
+
+@pytest.mark.parametrize(("backend", "task", "executor"), list(cells()))
+def test_a_cell_equals_the_serial_run(
+    matrix: Matrix, backend: str, task: str, executor: str
+) -> None:
+    """Same rows and ``metrics.json`` (less timestamps, executor) on every executor."""
+    run = matrix.run(backend, task, executor)
+    info = run_info(run)
+    n = SAMPLES[task]
+    assert (info["n_rows"], info["n_new"]) == (n, n)  # one row per sample, each written once
+    assert len(rows(run)) == n
+    assert info["executor"]["name"] == {"serial": "serial", "threads": "threads"}.get(
+        executor, executor
+    )
+    if executor == "serial":
+        return
+    serial = matrix.run(backend, task, "serial")
+    assert rows(run) == rows(serial)
+    assert metrics(run) == metrics(serial)
+
+
+@pytest.mark.parametrize("backend", [pytest.param(b, marks=ITEM_3) for b in BACKENDS])
+def test_resume_from_another_directory_with_a_relative_data_asks_nothing(
+    matrix: Matrix,
+    backend: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    done = matrix.run(backend, "detect", "serial")
+    out = tmp_path / "run"
+    shutil.copytree(done, out)
+    elsewhere = tmp_path / "elsewhere" / "deeper"
+    elsewhere.mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)
+    data = os.path.relpath(matrix.tiny_set, elsewhere)
+    assert not Path(data).is_absolute() and Path(data).is_dir()
+    asked = len(request.getfixturevalue("server").chat_requests) if backend == "openai" else 0
+    result = invoke(
+        matrix.argv(backend, "detect", "serial", out, data), BACKENDS[backend].exit_code
+    )
+    info = run_info(out)
+    assert (info["n_new"], info["n_rows"]) == (0, SAMPLES["detect"]), result.output
+    if backend == "openai":
+        assert len(request.getfixturevalue("server").chat_requests) == asked
+    assert rows(out) == rows(done)
+    assert metrics(out) == metrics(done)

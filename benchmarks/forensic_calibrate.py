@@ -48,10 +48,10 @@ from typing import Any
 
 import numpy as np
 
+from mmrobust.forensic.detector import analysis_frames, decide
+from mmrobust.forensic.signals import SignalTrace, extract_signals
+from mmrobust.forensic.thresholds import DEFAULT, Thresholds
 from mmrobust.media import sample_clips
-from mmrobust.models.forensic.detector import analysis_frames, decide
-from mmrobust.models.forensic.signals import SignalTrace, extract_signals
-from mmrobust.models.forensic.thresholds import DEFAULT, Thresholds
 from mmrobust.tamper.builder import BuildConfig, build
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

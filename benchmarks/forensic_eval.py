@@ -41,7 +41,7 @@ import numpy as np
 
 from mmrobust.media import VideoWriter, sample_clips
 from mmrobust.metrics.tamper import scores_from_counts
-from mmrobust.models.forensic.detector import ForensicDetector
+from mmrobust.models.forensic import ForensicDetector
 from mmrobust.tamper.builder import BuildConfig, build
 from mmrobust.tamper.sources import VIDEO_SUFFIXES
 
@@ -50,7 +50,7 @@ TYPES = ("dropping", "masking", "repetition", "rotation", "substitution")
 
 def synth_sources(out: Path, n: int) -> list[Path]:
     """Write ``n`` synthetic programmes (seeds 10000..) as mp4 sources."""
-    from mmrobust.models.forensic.footage import random_programme, render
+    from mmrobust.forensic.footage import random_programme, render
 
     out.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -25,9 +25,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import cv2
 import numpy as np
 
+from mmrobust.forensic.footage import Shot, render
 from mmrobust.media import VideoWriter
-from mmrobust.models.forensic.detector import ForensicDetector
-from mmrobust.models.forensic.footage import Shot, render
+from mmrobust.models.forensic import ForensicDetector
 
 
 def make_clip(path: Path, n: int) -> Path:

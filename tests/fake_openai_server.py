@@ -1,4 +1,4 @@
-"""A small scriptable OpenAI chat-completions server on 127.0.0.1, for tests.
+"""A small scriptable OpenAI chat-completions (and Anthropic Messages) server on 127.0.0.1.
 
 Start it inside a test (it needs no network beyond the loopback):
 
@@ -16,6 +16,14 @@ Replies come from, in this order:
 Every request is recorded (``requests``), including ones that got errors.
 ``GET /v1/models`` lists one model. Thread-safe; handlers run in threads, so
 a hanging reply does not block others, and ``stop()`` releases hung ones.
+
+The same server speaks Anthropic's Messages API on ``POST /v1/messages``: a
+reply made by ``Reply.ok`` / ``Reply.error`` (and ``trickle`` / ``hang``) is
+sent in that wire format there (``{"type": "message", "content": [{"type":
+"text", ...}], "stop_reason", "usage": {"input_tokens", "output_tokens"}}``,
+errors as ``{"type": "error", "error": {"type", "message"}}``), and the key is
+checked in ``x-api-key``; any other reply's body is sent as it is. So one
+scripted fault runs against both backends (``make_client``).
 """
 
 from __future__ import annotations
@@ -55,6 +63,29 @@ class Reply:
     delay_s: float = 0.0
     trickle_s: float = 0.0
     trickle_headers: bool = False
+    meaning: tuple[Any, ...] | None = None
+    """What the reply says, for other wire formats: ``("ok", text, prompt_tokens,
+    completion_tokens, finish_reason)`` or ``("error", message)``; ``None``: send ``body``."""
+
+    def anthropic_body(self) -> Any:
+        """``body`` in Anthropic Messages form (as is when the reply has no ``meaning``)."""
+        if self.meaning is None:
+            return self.body
+        if self.meaning[0] == "error":
+            kind = _ANTHROPIC_ERRORS.get(self.status, "api_error")
+            return {"type": "error", "error": {"type": kind, "message": self.meaning[1]}}
+        _, text, prompt_tokens, completion_tokens, finish = self.meaning
+        stop = {"stop": "end_turn", "length": "max_tokens"}.get(finish, finish)
+        content = [] if text is None else [{"type": "text", "text": text}]
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": "test",
+            "content": content,
+            "stop_reason": stop,
+            "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens},
+        }
 
     @classmethod
     def ok(
@@ -85,7 +116,8 @@ class Reply:
                     "completion_tokens": completion_tokens,
                     "total_tokens": prompt_tokens + completion_tokens,
                 },
-            }
+            },
+            meaning=("ok", text, prompt_tokens, completion_tokens, finish_reason),
         )
 
     @classmethod
@@ -97,8 +129,9 @@ class Reply:
     def error(cls, status: int, *, retry_after: str | None = None, message: str = "") -> Reply:
         """An OpenAI-style error body with ``status`` (and ``Retry-After`` if given)."""
         headers = {"Retry-After": retry_after} if retry_after is not None else {}
-        body = {"error": {"message": message or f"fake error {status}", "code": status}}
-        return cls(status=status, body=body, headers=headers)
+        text = message or f"fake error {status}"
+        body = {"error": {"message": text, "code": status}}
+        return cls(status=status, body=body, headers=headers, meaning=("error", text))
 
     @classmethod
     def malformed(cls) -> Reply:
@@ -110,12 +143,25 @@ class Reply:
     @classmethod
     def trickle(cls, text: str = "A", *, every_s: float = 0.1, headers: bool = False) -> Reply:
         """A normal answer sent one byte every ``every_s`` seconds (a "slow loris" reply)."""
-        return cls(body=cls.ok(text).body, trickle_s=every_s, trickle_headers=headers)
+        ok = cls.ok(text)
+        return cls(body=ok.body, trickle_s=every_s, trickle_headers=headers, meaning=ok.meaning)
 
     @classmethod
     def hang(cls, seconds: float = 30.0) -> Reply:
         """Answer "A" only after ``seconds`` (past any sensible test timeout)."""
-        return cls(body=cls.ok("A").body, delay_s=seconds)
+        ok = cls.ok("A")
+        return cls(body=ok.body, delay_s=seconds, meaning=ok.meaning)
+
+
+_ANTHROPIC_ERRORS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
 
 
 @dataclass(frozen=True)
@@ -160,8 +206,15 @@ class RecordedRequest:
 
     @property
     def image_urls(self) -> list[str]:
-        """URLs of the ``image_url`` parts, in order."""
-        return [p["image_url"]["url"] for p in self.user_content if p.get("type") == "image_url"]
+        """URLs of the ``image_url`` parts (Anthropic ``image`` blocks as data URLs), in order."""
+        urls = []
+        for p in self.user_content:
+            if p.get("type") == "image_url":
+                urls.append(p["image_url"]["url"])
+            elif p.get("type") == "image" and p.get("source", {}).get("type") == "base64":
+                src = p["source"]
+                urls.append(f"data:{src['media_type']};base64,{src['data']}")
+        return urls
 
     @property
     def video_urls(self) -> list[str]:
@@ -217,6 +270,9 @@ def keyed_by_text(replies: Mapping[str, Reply], default: Reply | None = None) ->
     return respond
 
 
+_MODEL_PATHS = ("/chat/completions", "/messages")
+
+
 class FakeOpenAIServer:
     """Chat-completions endpoint on ``127.0.0.1:<free port>`` run in a thread.
 
@@ -263,9 +319,9 @@ class FakeOpenAIServer:
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
-        """Recorded ``POST .../chat/completions`` requests, in arrival order."""
+        """Recorded model requests (``POST .../chat/completions`` or ``.../messages``), in order."""
         with self._lock:
-            return [r for r in self.requests if r.path.endswith("/chat/completions")]
+            return [r for r in self.requests if r.path.endswith(_MODEL_PATHS)]
 
     def start(self) -> FakeOpenAIServer:
         """Serve in a daemon thread; returns self."""
@@ -317,15 +373,16 @@ class FakeOpenAIServer:
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 return RecordedRequest(method, self.path, headers, body, raw)
 
-            def _send(self, reply: Reply) -> None:
+            def _send(self, reply: Reply, *, anthropic: bool = False) -> None:
                 if reply.delay_s > 0 and server._stopping.wait(reply.delay_s):
                     return
-                if isinstance(reply.body, (dict, list)):
-                    payload = json.dumps(reply.body).encode()
-                elif isinstance(reply.body, str):
-                    payload = reply.body.encode()
+                body = reply.anthropic_body() if anthropic else reply.body
+                if isinstance(body, (dict, list)):
+                    payload = json.dumps(body).encode()
+                elif isinstance(body, str):
+                    payload = body.encode()
                 else:
-                    payload = reply.body or b""
+                    payload = body or b""
                 if reply.trickle_s > 0:
                     self._trickle(reply, payload)
                     return
@@ -371,28 +428,56 @@ class FakeOpenAIServer:
 
             def do_POST(self) -> None:
                 request = self._record("POST")
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                path = self.path.rstrip("/")
+                anthropic = path.endswith("/messages")
+                if not path.endswith(_MODEL_PATHS):
                     with server._lock:
                         server.requests.append(request)
                     self._send(Reply.error(404))
                     return
-                if server.expected_key is not None and request.headers.get("authorization") != (
-                    f"Bearer {server.expected_key}"
-                ):
+                sent_key = (
+                    request.headers.get("x-api-key")
+                    if anthropic
+                    else request.headers.get("authorization")
+                )
+                want = server.expected_key
+                if want is not None and sent_key != (want if anthropic else f"Bearer {want}"):
                     with server._lock:
                         server.requests.append(request)
-                    self._send(Reply.error(401, message="bad key"))
+                    self._send(Reply.error(401, message="bad key"), anthropic=anthropic)
                     return
-                self._send(server._next_reply(request))
+                self._send(server._next_reply(request), anthropic=anthropic)
 
         return Handler
 
 
+BACKENDS = ("openai", "anthropic")
+"""The API backends this server speaks for (``make_client``)."""
+
+
+def make_client(backend: str, server: FakeOpenAIServer, **args: str) -> Any:
+    """``<backend>:test`` pointed at ``server`` (no key unless ``api_key_env`` is given)."""
+    from mmrobust.models import load_model
+
+    options = {"base_url": server.base_url, "api_key_env": "", **args}
+    if backend == "openai" and not options["api_key_env"]:
+        del options["api_key_env"]
+    return load_model(f"{backend}:test", options)
+
+
+def auth_header(backend: str) -> str:
+    """The request header that carries the key for ``backend``."""
+    return "x-api-key" if backend == "anthropic" else "authorization"
+
+
 __all__ = [
+    "BACKENDS",
     "FakeOpenAIServer",
     "RecordedRequest",
     "Reply",
     "Responder",
+    "auth_header",
     "decode_data_url_image",
     "keyed_by_text",
+    "make_client",
 ]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 import typer
@@ -72,3 +74,19 @@ def test_version_prints_the_version() -> None:
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0
     assert result.output.strip() == f"mmrobust {__version__}"
+
+
+def test_a_missing_image_hint_is_given_once_and_names_media(tmp_path: Path) -> None:
+    """Issue 33.7: "(pass --images DIR, or --text-only) (pass --images DIR, ...)" was printed."""
+    from tests.test_datasets import MMR_RECORD
+
+    data = tmp_path / "MMR-benchmark.json"
+    data.write_text(json.dumps([MMR_RECORD, {**MMR_RECORD, "question_type": "POS"}]))
+    result = CliRunner().invoke(
+        app, ["eval", "--data", str(data), "--model", "constant:A", "--out", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 2, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("error: none of the 2 samples can be evaluated: image not found: ")
+    assert line.count("pass --media DIR, or --text-only") == 1
+    assert "--images" not in line

@@ -539,3 +539,96 @@ def test_multi_gpu_configs_parse() -> None:
     zero3 = json.loads((folder / "zero3.json").read_text())
     assert zero3["zero_optimization"]["stage"] == 3
     assert zero3["gradient_accumulation_steps"] == "auto"  # filled from --global-batch
+
+
+# --- issue 27 items 9 and 10: hostile inputs end in one line, never a stall -----------------
+
+
+class _WordRenderer:
+    """Renders a conversation as its turns joined by spaces; the answer is the last span."""
+
+    def render(self, conversation: Conversation) -> Any:
+        from mmrobust.finetune.collate import Rendered
+
+        text = " ".join(t.text for t in conversation.turns)
+        answer = conversation.turns[-1].text
+        return Rendered(text, ((len(text) - len(answer), len(text)),))
+
+
+class _WordEncoder:
+    """One token per word; ``encode`` records which conversations reached the processor."""
+
+    def __init__(self) -> None:
+        self.encoded: list[str] = []
+
+    def plain(self, rendered: Any) -> tuple[list[int], list[bool]]:
+        words = rendered.text.split(" ")
+        return [len(w) for w in words], [False] * (len(words) - 1) + [True]
+
+    def encode(self, rendered: Any, images: Any) -> dict[str, Any]:
+        import torch
+
+        self.encoded.append(rendered[0].text[:10])
+        ids, marks = self.plain(rendered[0])
+        labels = [t if m else -100 for t, m in zip(ids, marks, strict=True)]
+        return {"input_ids": torch.tensor([ids]), "labels": torch.tensor([labels])}
+
+
+def test_a_long_sample_is_measured_and_skipped_before_the_processor() -> None:
+    from mmrobust.finetune.data import Problem
+    from mmrobust.finetune.train import prepare_rows
+
+    huge = "w " * 1_000_000  # a 2 MB human turn: 1,000,002 words with the answer
+    convs = [
+        _conv("short", None, ("first question", "Yes")),
+        _conv("huge", None, (huge, "No")),
+        _conv("after", None, ("second question", "No")),
+    ]
+    encoder = _WordEncoder()
+    problems: list[Problem] = []
+    rows = prepare_rows(convs, _WordRenderer(), encoder, 512, problems)  # type: ignore[arg-type]
+    assert encoder.encoded == ["first ques", "second que"]  # the long one never reached it
+    assert [r["id"] for r in rows] == ["short", "after"]
+    assert [(p.kind, p.id) for p in problems] == [("too_long", "huge")]
+    assert problems[0].detail == "1000002 tokens before image expansion > max_length 512"
+
+
+def test_align_labels_follows_image_expansion_in_linear_passes() -> None:
+    from mmrobust.finetune.collate import IGNORE_INDEX, align_labels
+
+    # plain: <bos>=1 <image>=5 "\n"=2 answer 7 8 <eot>=3; the model expands <image> to
+    # 9 5 5 5 9 and its expansion holds the answer's first id (7) as well
+    plain = [1, 5, 2, 7, 8, 3]
+    trainable = [False, False, False, True, True, True]
+    model = [1, 9, 7, 5, 5, 5, 9, 2, 7, 8, 3]
+    labels, missing = align_labels(plain, trainable, model)
+    x = IGNORE_INDEX
+    assert (labels, missing) == ([x, x, x, x, x, x, x, x, 7, 8, 3], 0)
+    # a trainable token the model input lacks is counted, never placed elsewhere
+    labels, missing = align_labels([1, 4, 6], [False, True, True], [1, 6])
+    assert (labels, missing) == ([x, 6], 1)
+    # 200k tokens of two ids: difflib's quadratic matcher never finished this
+    n = 100_000
+    plain = [1, 2] * n
+    labels, missing = align_labels(plain, [True] * (2 * n), [9, *plain])
+    assert missing == 0 and labels == [x, *plain]
+
+
+def test_deeply_nested_training_file_is_one_line(tmp_path: Path) -> None:
+    deep = tmp_path / "llava.json"
+    deep.write_text('[{"conversations": ' + "[" * 100_000 + "]" * 100_000 + "}]")
+    with pytest.raises(ValueError, match=r"llava.json: not JSON \(nested too deeply\)$"):
+        read_file(deep, "generated")
+    res = CliRunner().invoke(
+        app,
+        ["finetune", "--model", f"hf:{tmp_path / 'none'}", "--data", str(deep), "--out",
+         str(tmp_path / "o"), "--device", "cpu", "-q"],
+    )  # fmt: skip
+    assert res.exit_code == 2 and "nested too deeply" in res.output
+    assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+    kwargs = CliRunner().invoke(
+        app,
+        ["finetune", "--model", "hf:x", "--data", str(deep), "--out", str(tmp_path / "o"),
+         "--processor-kwargs", "[" * 100_000 + "]" * 100_000],
+    )  # fmt: skip
+    assert kwargs.exit_code == 2 and "--processor-kwargs is not JSON" in kwargs.output

@@ -7,12 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmrobust.models.base import Request
-from mmrobust.models.forensic import ForensicDetector, decide, make
-from mmrobust.models.forensic.detector import scan
-from mmrobust.models.forensic.footage import Shot, apply_effect, render
-from mmrobust.models.forensic.signals import SignalExtractor, extract_signals, lag_profile_fit
-from mmrobust.models.forensic.structure import (
+from mmrobust.forensic.detector import scan
+from mmrobust.forensic.footage import Shot, apply_effect, render
+from mmrobust.forensic.signals import SignalExtractor, extract_signals, lag_profile_fit
+from mmrobust.forensic.structure import (
     blackness,
     displacement_jumps,
     dropping_candidates,
@@ -24,6 +22,8 @@ from mmrobust.models.forensic.structure import (
     seam_repetition_candidates,
     spike_strength,
 )
+from mmrobust.models.base import Request
+from mmrobust.models.forensic import ForensicDetector, decide, make
 from mmrobust.status import Status
 
 SIZE = (192, 108)

@@ -8,6 +8,7 @@ from mmrobust.metrics import compute_metrics
 from mmrobust.metrics.stats import cluster_bootstrap, mcnemar_exact
 from mmrobust.metrics.tamper import window_iou
 from mmrobust.records import ScoredRecord
+from mmrobust.schema import Window
 from mmrobust.status import Status
 
 YN = {"A": "Yes", "B": "No"}
@@ -42,6 +43,7 @@ def rec(
         tamper_type=ttype,
         window_covered=covered,
         rule=rule,
+        window=Window(**extra.pop("true_window")) if extra and "true_window" in extra else None,
         extra=extra or {},
     )
 

@@ -1,8 +1,13 @@
-"""The openai backend against a real HTTP server on 127.0.0.1, with real video frames."""
+"""The openai backend against a real HTTP server on 127.0.0.1, with real video frames.
+
+The retry and failure tests run against every API backend (``openai`` and
+``anthropic``, ``BACKENDS``): the same scripted faults, sent in each wire format.
+"""
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import socket
 from datetime import datetime, timezone
 from pathlib import Path
@@ -13,6 +18,7 @@ import pytest
 from mmrobust.media import read_frames, sample_clips
 from mmrobust.models import Request, load_model
 from mmrobust.models._encode import cap_size, encode_jpeg
+from mmrobust.models._http import HttpModel
 from mmrobust.models.openai_compat import (
     OpenAICompatModel,
     OpenAICompatVideoModel,
@@ -21,7 +27,15 @@ from mmrobust.models.openai_compat import (
     parse_retry_after,
 )
 from mmrobust.status import Status
-from tests.fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply, keyed_by_text
+from tests.fake_openai_server import (
+    BACKENDS,
+    FakeOpenAIServer,
+    RecordedRequest,
+    Reply,
+    auth_header,
+    keyed_by_text,
+    make_client,
+)
 
 INDICES = (0, 35, 70, 105, 140, 175, 210, 245)  # 8 frames of the 250-frame bikes clip
 
@@ -65,6 +79,21 @@ def _model(
     if sleeps is not None:
         model._sleep = sleeps.append
     return model
+
+
+def _client(
+    backend: str, server: FakeOpenAIServer, sleeps: list[float] | None = None, **args: str
+) -> HttpModel:
+    """``<backend>:test`` on ``server`` with fast backoff (waits recorded in ``sleeps``)."""
+    options = {"backoff_initial": "0.01", "backoff_max": "0.05", **args}
+    model = make_client(backend, server, **options)
+    assert isinstance(model, HttpModel) and model.name == f"{backend}:test"
+    if sleeps is not None:
+        model._sleep = sleeps.append
+    return model
+
+
+per_backend = pytest.mark.parametrize("backend", BACKENDS)
 
 
 # -- request body ----------------------------------------------------------------------------
@@ -158,10 +187,11 @@ def test_bad_frame_is_media_error_without_a_request(server: FakeOpenAIServer) ->
 # -- retries and typed failures -------------------------------------------------------------
 
 
-def test_retry_after_is_honoured_then_answer(server: FakeOpenAIServer) -> None:
+@per_backend
+def test_retry_after_is_honoured_then_answer(server: FakeOpenAIServer, backend: str) -> None:
     server.push(Reply.error(429, retry_after="2"), Reply.error(503), Reply.ok("B"))
     sleeps: list[float] = []
-    [resp] = _model(server, sleeps).generate([_request()])
+    [resp] = _client(backend, server, sleeps).generate([_request()])
     assert (resp.status, resp.text) == (Status.OK, "B")
     assert resp.extra["history"] == ["rate_limited", "api_error", "ok"]
     assert len(server.chat_requests) == 3
@@ -169,10 +199,11 @@ def test_retry_after_is_honoured_then_answer(server: FakeOpenAIServer) -> None:
     assert 0.0 <= sleeps[1] <= 0.02  # jittered backoff: uniform in [0, 0.01 * 2**1]
 
 
-def test_retry_after_is_capped(server: FakeOpenAIServer) -> None:
+@per_backend
+def test_retry_after_is_capped(server: FakeOpenAIServer, backend: str) -> None:
     server.push(Reply.error(429, retry_after="3600"), Reply.ok("A"))
     sleeps: list[float] = []
-    _model(server, sleeps, retry_after_max="5").generate([_request()])
+    _client(backend, server, sleeps, retry_after_max="5").generate([_request()])
     assert sleeps == [5.0]
 
 
@@ -214,13 +245,16 @@ def test_parse_retry_after_seconds_and_http_date() -> None:
         "json-list",
     ],
 )
+@per_backend
 def test_persistent_failure_gives_typed_status_after_all_retries(
-    server: FakeOpenAIServer, reply: Reply, status: Status, history: str
+    server: FakeOpenAIServer, reply: Reply, status: Status, history: str, backend: str
 ) -> None:
     server.responder = lambda _req: reply
     sleeps: list[float] = []
     # temperature > 0: an empty reply is retried (at 0 it is final at once, tested below)
-    [resp] = _model(server, sleeps, max_retries="2", temperature="0.7").generate([_request()])
+    [resp] = _client(backend, server, sleeps, max_retries="2", temperature="0.7").generate(
+        [_request()]
+    )
     assert resp.status == status
     assert resp.text == ""
     assert "attempts: 3" in (resp.error or "")
@@ -233,44 +267,52 @@ def test_persistent_failure_gives_typed_status_after_all_retries(
     ("first", "label"),
     [(Reply.malformed(), "malformed"), (Reply.empty(), "empty"), (Reply.error(502), "502")],
 )
-def test_transient_failure_then_answer(server: FakeOpenAIServer, first: Reply, label: str) -> None:
+@per_backend
+def test_transient_failure_then_answer(
+    server: FakeOpenAIServer, first: Reply, label: str, backend: str
+) -> None:
     server.push(first, Reply.ok("B"))
-    [resp] = _model(server, [], temperature="0.7").generate([_request()])
+    [resp] = _client(backend, server, [], temperature="0.7").generate([_request()])
     assert (resp.status, resp.text, resp.extra["attempts"]) == (Status.OK, "B", 2), label
 
 
-def test_client_error_is_not_retried(server: FakeOpenAIServer) -> None:
+@per_backend
+def test_client_error_is_not_retried(server: FakeOpenAIServer, backend: str) -> None:
     server.push(Reply.error(400, message="too many images"))
     sleeps: list[float] = []
-    [resp] = _model(server, sleeps).generate([_request()])
+    [resp] = _client(backend, server, sleeps).generate([_request()])
     assert resp.status == Status.REJECTED  # final: a permanent refusal of this request
     assert "HTTP 400" in (resp.error or "") and "too many images" in (resp.error or "")
     assert len(server.chat_requests) == 1 and sleeps == []
 
 
-def test_hang_past_timeout_is_timeout(server: FakeOpenAIServer) -> None:
+@per_backend
+def test_hang_past_timeout_is_timeout(server: FakeOpenAIServer, backend: str) -> None:
     server.responder = lambda _req: Reply.hang(30)
-    [resp] = _model(server, [], timeout="0.3", max_retries="1").generate([_request()])
+    [resp] = _client(backend, server, [], timeout="0.3", max_retries="1").generate([_request()])
     assert resp.status == Status.TIMEOUT
     assert resp.extra["history"] == ["timeout", "timeout"]
     assert len(server.chat_requests) == 2
     assert resp.latency_s >= 0.6  # two full timeouts, retries included
 
 
-def test_hang_then_answer(server: FakeOpenAIServer) -> None:
+@per_backend
+def test_hang_then_answer(server: FakeOpenAIServer, backend: str) -> None:
     server.push(Reply.hang(30), Reply.ok("A"))
-    [resp] = _model(server, [], timeout="0.3").generate([_request()])
+    [resp] = _client(backend, server, [], timeout="0.3").generate([_request()])
     assert (resp.status, resp.text, resp.extra["history"]) == (Status.OK, "A", ["timeout", "ok"])
 
 
-def test_connection_refused_is_api_error() -> None:
+@per_backend
+def test_connection_refused_is_api_error(backend: str) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    model = make(
-        "test", {"base_url": f"http://127.0.0.1:{port}/v1", "max_retries": "1"}
+    model = load_model(
+        f"{backend}:test",
+        {"base_url": f"http://127.0.0.1:{port}/v1", "max_retries": "1", "api_key_env": ""},
     )  # nothing listens on that port now
-    assert isinstance(model, OpenAICompatModel)
+    assert isinstance(model, HttpModel)
     model._sleep = lambda _s: None
     [resp] = model.generate([_request()])
     assert resp.status == Status.API_ERROR
@@ -278,28 +320,88 @@ def test_connection_refused_is_api_error() -> None:
     assert f"connection error to http://127.0.0.1:{port}/v1: ConnectError" in (resp.error or "")
 
 
-def test_one_bad_request_does_not_end_the_batch(server: FakeOpenAIServer) -> None:
+def _dead_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])  # nothing listens on it once closed
+
+
+@per_backend
+def test_a_dead_server_fails_fast_with_one_attempt(backend: str) -> None:
+    # issue 30: connection refused used to take every retry (70-75 s with the defaults)
+    port = _dead_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    model = load_model(f"{backend}:test", {"base_url": url, "api_key_env": ""})
+    assert isinstance(model, HttpModel) and model.options.max_retries == 5
+    sleeps: list[float] = []
+    model._sleep = sleeps.append
+    [resp] = model.generate([_request()])
+    assert resp.status is Status.API_ERROR
+    assert resp.extra["history"] == ["api_error"] and sleeps == []
+    assert f"connection error to {url}: ConnectError" in (resp.error or "")
+    assert "is it running, and is base_url right?" in (resp.error or "")
+
+
+@per_backend
+def test_a_refused_connection_after_answers_is_retried(backend: str) -> None:
+    # a server that answered and then went away (a restart) may come back: retried
+    closing = dataclasses.replace(Reply.ok("A"), headers={"Connection": "close"})
+    with FakeOpenAIServer(responder=lambda _r: closing) as srv:
+        model = _client(backend, srv, [], max_retries="2")
+        [first] = model.generate([_request()])
+    assert first.status is Status.OK
+    [resp] = model.generate([_request()])
+    assert resp.status is Status.API_ERROR
+    assert resp.extra["history"] == ["api_error"] * 3
+    assert "is it running" not in (resp.error or "")
+
+
+@per_backend
+@pytest.mark.parametrize(
+    ("url", "hint"),
+    [
+        ("localhost:8000/v1", "did you mean 'http://localhost:8000/v1'?"),
+        ("127.0.0.1:8000/v1", "did you mean 'http://127.0.0.1:8000/v1'?"),
+        ("ftp://gpu-box/v1", "did you mean 'http://gpu-box/v1'?"),
+        ("http:///v1", "names no host"),
+    ],
+)
+def test_a_base_url_without_http_is_refused_before_any_request(
+    backend: str, url: str, hint: str
+) -> None:
+    with pytest.raises(ValueError, match="base_url") as info:
+        load_model(f"{backend}:test", {"base_url": url, "api_key_env": ""})
+    assert hint in str(info.value) and "\n" not in str(info.value)
+
+
+@per_backend
+def test_one_bad_request_does_not_end_the_batch(server: FakeOpenAIServer, backend: str) -> None:
     server.responder = keyed_by_text({"poison": Reply.error(500)}, default=Reply.ok("A"))
     reqs = [_request(), _request(prompt="poison"), _request()]
-    resps = _model(server, [], max_retries="0").generate(reqs)
+    resps = _client(backend, server, [], max_retries="0").generate(reqs)
     assert [r.status for r in resps] == [Status.OK, Status.API_ERROR, Status.OK]
 
 
 # -- API key --------------------------------------------------------------------------------
 
 
-def test_api_key_goes_in_the_header_and_nowhere_else(monkeypatch: pytest.MonkeyPatch) -> None:
+@per_backend
+def test_api_key_goes_in_the_header_and_nowhere_else(
+    monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
     key = "sk-test-SECRET-5f2c9a"
     monkeypatch.setenv("MMROBUST_TEST_KEY", key)
+    header = auth_header(backend)
 
     def echo_auth(req: RecordedRequest) -> Reply:  # a server that echoes the header back
-        return Reply.error(500, message=f"bad auth {req.headers.get('authorization')}")
+        return Reply.error(500, message=f"bad auth {req.headers.get(header)}")
 
     with FakeOpenAIServer(expected_key=key, responder=echo_auth) as srv:
         srv.push(Reply.ok("A"))
-        model = _model(srv, [], api_key_env="MMROBUST_TEST_KEY", max_retries="0")
+        model = _client(backend, srv, [], api_key_env="MMROBUST_TEST_KEY", max_retries="0")
         ok, failed = model.generate([_request(), _request()])
-        assert srv.chat_requests[0].headers["authorization"] == f"Bearer {key}"
+        sent = srv.chat_requests[0].headers[header]
+        assert sent == (key if backend == "anthropic" else f"Bearer {key}")
     assert ok.status == Status.OK
     assert failed.status == Status.API_ERROR
     assert key not in (failed.error or "") and "***" in (failed.error or "")

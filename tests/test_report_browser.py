@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mmrobust.datasets.base import TAMPER_QUESTION, YES_NO
 from mmrobust.datasets.schema import Sample, Window
+from mmrobust.prompts import PromptConfig, build_prompt, prompt_record
 from mmrobust.report.browser import BrowserRun, _thumb_order, build_payload, script_json, shorten
 from mmrobust.report.tables import summary_text
 from mmrobust.report.units import pct, pct_interval, percent
@@ -29,11 +30,20 @@ def clip(i: int, ttype: str) -> Sample:
     )  # fmt: skip
 
 
-def row(sample: Sample, letter: str, raw: str = "", frames: list[int] | None = None) -> StoredRow:
+def row(
+    sample: Sample,
+    letter: str,
+    raw: str = "",
+    frames: list[int] | None = None,
+    official: bool = False,
+) -> StoredRow:
+    """A stored row with the prompt text eval stores with it (``official``: --official's)."""
+    config = PromptConfig(option_style="vlmevalkit" if official else "paper", official=official)
     return StoredRow(
         sample=sample, key=KEY, status=Status.OK, raw_text=raw or letter, letter=letter,
         answer=sample.answer, options=dict(sample.options), frame_indices=frames,
         window_covered=None if frames is None or sample.window is None else False,
+        prompt=prompt_record(build_prompt(sample, config)),
     )  # fmt: skip
 
 
@@ -48,7 +58,7 @@ def test_payload_one_sample_per_id_with_every_answer(tmp_path: Path) -> None:
             "set",
             "tamper",
             {"config": {"official": True}},
-            [row(s, "A", raw=long, frames=frames) for s in samples],
+            [row(s, "A", raw=long, frames=frames, official=True) for s in samples],
         ),
         BrowserRun(
             "vlm2", "set", "tamper", {"config": {}}, [row(s, "B", frames=frames) for s in samples]

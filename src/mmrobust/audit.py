@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from mmrobust.datasets import TAMPER_ORIGINAL, Dataset, Sample
+from mmrobust.families import get_family
 from mmrobust.media.sampling import FramePolicy, frame_indices, window_coverage
 
 CATEGORICAL = ("codec", "container", "fps")
@@ -185,7 +186,7 @@ def coverage_under(
     samples: Sequence[Sample], facts: Sequence[ClipFacts], policy: FramePolicy
 ) -> dict[str, Any]:
     """Window coverage of tampered clips under ``policy`` (known or derived windows)."""
-    from mmrobust.tamper.released import WindowDeriver
+    from mmrobust.datasets.windows import WindowDeriver
 
     derive = WindowDeriver()
     per_type: dict[str, list[bool]] = defaultdict(list)
@@ -247,7 +248,7 @@ def audit_dataset(
     """
     from mmrobust.media import MediaError
 
-    if dataset.benchmark != "tamper":
+    if not get_family(dataset.benchmark).tamper_clips:
         raise ValueError(f"audit needs a tamper dataset, not {dataset.benchmark!r}")
     policy = policy or FramePolicy()
     todo = [s for s in dataset.samples if s.video is not None and s.tamper_type]

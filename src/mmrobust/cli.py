@@ -523,8 +523,11 @@ def audit_cmd(
     typer.echo(audit_text(result))
     if out:
         path = Path(out) / "audit.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:  # a read-only or full --out: the audit was printed above
+            raise _fail(f"cannot write {path}: {exc.strerror or type(exc).__name__}") from None
         typer.echo(f"wrote {path}")
 
 
@@ -592,6 +595,33 @@ def mmr_data(
         if summary.dropped and not first_error:
             why += f", dropped {summary.dropped}"
         raise _fail(f"generated no training sample from {summary.images} images ({why})", 1)
+
+
+# --- list (issue 30): what exists, from the registries (mmrobust.catalog) ---------------
+
+
+@app.command("list", short_help="List datasets, models, effects, tasks, templates, references.")
+def list_cmd(
+    kind: str | None = typer.Argument(
+        None,
+        metavar="KIND",
+        help="datasets | models | effects | tasks | templates | references (default: all).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+) -> None:
+    """List what exists: datasets (built-in, hub, formats), models (backends and their
+    --model-arg settings with types and defaults), tamper effects with their parameters,
+    tasks, prompt templates and reference versions; the same registries the errors name."""
+    import json
+
+    from mmrobust.catalog import as_text, catalog
+    from mmrobust.registry import UnknownNameError
+
+    try:
+        entries = catalog(kind)
+    except UnknownNameError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(json.dumps(entries, indent=2) if as_json else as_text(entries))
 
 
 # --- finetune (issue 21): options and body live in mmrobust.finetune.command -------------

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrobust.datasets.mmr import DEMO_NAME
+from mmrobust.families import get_family
 from mmrobust.media import sample_clips
 from mmrobust.runner import EvalConfig, RunResult, run_eval
 from mmrobust.tamper import BuildConfig, BuildReport, build
@@ -258,25 +259,20 @@ def _input(metrics: dict[str, Any]) -> str:
         return "question only"
     if frames.startswith("whole video"):
         return "video file"
-    if metrics.get("benchmark") == "mmr":
-        return "images"
+    word = get_family(metrics.get("benchmark")).media_word
+    if word:
+        return word
     return frames.replace(" segment-centre", "")
 
 
 def _summary_row(name: str, result: RunResult) -> dict[str, Any]:
-    from mmrobust.report.units import pct, percent
-
     m = result.metrics
     bench = m.get("benchmark")
-    pairs = bench in ("mmr", "tamper-leading")
-    n = f"{m.get('pairs')} pairs" if pairs else m.get("n_samples")
+    family = get_family(bench)
+    n = f"{m.get('pairs')} pairs" if family.paired else m.get("n_samples")
     row: dict[str, Any] = {"run": name, "benchmark": bench, "n": n, "input": _input(m)}
-    if bench == "tamper":
-        row["score"] = f"F1 {pct(m['f1'].get('overall'))}%"
-    elif pairs:
-        row["score"] = f"RA {percent(m['RA'])}%  MR {percent(m['MR'])}%"
-    elif bench in ("tamper-type", "tamper-when"):
-        row["score"] = f"acc {pct(m.get('accuracy'))}%  macro-F1 {pct(m.get('macro_f1'))}%"
+    if score := family.headline(m):
+        row["score"] = score
     row["parse_fail_rate"] = m.get("parse_fail_rate")
     row["error_rate"] = m.get("error_rate")
     return row

@@ -31,8 +31,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
+from mmrobust.families import get_family
 from mmrobust.official import tamper_decision, tamper_reference
 from mmrobust.status import Status
 
@@ -271,8 +272,8 @@ def extract(
         text: the raw reply (any length; may be empty).
         options: option letter -> option text, as shown to the model.
         mode: ``"strict"``, ``"lenient"`` (default) or ``"official"`` (see module docstring).
-        benchmark: selects the official scorer: ``"mmr"`` uses MMR's extractor,
-            anything else VLMEvalKit's MVTamperBench matcher.
+        benchmark: selects the official scorer: the family's ``official_extract``
+            (MMR's extractor for ``"mmr"``), else VLMEvalKit's MVTamperBench matcher.
         answer: the ground-truth letter; only ``official`` tamper mode uses it (the
             reference tests a reply against the truth, see :func:`extract_official_tamper`).
         reference: VLMEvalKit version for ``official`` tamper mode (default: the
@@ -286,8 +287,9 @@ def extract(
         UnknownNameError: unknown ``reference``.
     """
     if mode == "official":
-        if benchmark == "mmr":
-            return extract_official_mmr(text, options)
+        own = get_family(benchmark).official_extract
+        if own is not None:
+            return cast(Extraction, own(text, options, answer=answer, reference=reference))
         return extract_official_tamper(text, options, answer=answer, reference=reference)
     if mode not in ("strict", "lenient"):
         raise ValueError(f"unknown extraction mode {mode!r}; expected one of {EXTRACT_MODES}")

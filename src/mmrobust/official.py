@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from mmrobust.families import find_family
 from mmrobust.registry import Registry
 
 VLMEVALKIT_REPO = "open-compass/VLMEvalKit"
@@ -151,17 +152,17 @@ def tamper_reference(name: str | None = None) -> TamperReference:
 def reference_block(benchmark: str, reference: str | None = None) -> dict[str, Any] | None:
     """What ``run.json`` / ``metrics.json`` record as the reference an official run reproduces.
 
-    ``tamper``: the VLMEvalKit version; ``mmr``: the MMR authors' scripts;
-    ``None`` for other benchmarks (they have no reference scorer).
+    The family's ``reference`` (:mod:`mmrobust.families`): ``tamper``: the VLMEvalKit
+    version; ``mmr``: the MMR authors' scripts; ``None`` for other benchmarks (they have
+    no reference scorer).
 
     Raises:
         UnknownNameError: unknown ``reference``.
     """
-    if benchmark == "tamper":
-        return tamper_reference(reference).describe()
-    if benchmark == "mmr":
-        return dict(MMR_REFERENCE)
-    return None
+    family = find_family(benchmark)
+    if family is None or family.reference is None:
+        return None
+    return family.reference(reference)
 
 
 # --------------------------------------------------------------------------- tamper decision

@@ -1,4 +1,4 @@
-"""Where mmrobust keeps its caches (one rule for every cache)."""
+"""Where mmrobust keeps its caches (one rule for every cache, one helper per cache folder)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from pathlib import Path
 def cache_root() -> Path:
     """``$MMROBUST_CACHE``, else ``$XDG_CACHE_HOME/mmrobust``, else ``~/.cache/mmrobust``.
 
-    Holds ``frames/`` (the frame cache), ``unzipped/`` (the videos of ``hf:``
-    datasets, unzipped; their downloads stay in the hub's own cache), ``hub/``
-    (MMR datasets named by a bare hub id) and ``mmr_demo/``; each can be deleted
-    at any time (it is rebuilt on demand).
+    Holds ``frames/`` (the frame cache, :func:`frame_cache_dir`), ``unzipped/``
+    (zips unzipped once, :func:`unzip_dir`: the videos of ``hf:`` datasets, whose
+    downloads stay in the hub's own cache, and MMR image zips), ``hub/`` (MMR
+    datasets named by a bare hub id, :func:`hub_dir`) and ``mmr_demo/``
+    (:func:`mmr_demo_dir`); each can be deleted at any time (it is rebuilt on demand).
     """
     env = os.environ.get("MMROBUST_CACHE")
     if env:
@@ -21,4 +22,25 @@ def cache_root() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "mmrobust"
 
 
-__all__ = ["cache_root"]
+def frame_cache_dir(root: Path | None = None) -> Path:
+    """``<cache>/frames``: the default frame cache (``--cache-dir``)."""
+    return (root or cache_root()) / "frames"
+
+
+def unzip_dir(name: str, root: Path | None = None) -> Path:
+    """``<cache>/unzipped/<name>``: where one dataset's zips are unzipped (``name`` is one
+    path component, e.g. ``Srikant86--MVTamperBench``)."""
+    return (root or cache_root()) / "unzipped" / name
+
+
+def hub_dir(root: Path | None = None) -> Path:
+    """``<cache>/hub``: the hub cache of MMR datasets named by a bare hub id."""
+    return (root or cache_root()) / "hub"
+
+
+def mmr_demo_dir(root: Path | None = None) -> Path:
+    """``<cache>/mmr_demo``: the built-in MMR demo set, written on first use."""
+    return (root or cache_root()) / "mmr_demo"
+
+
+__all__ = ["cache_root", "frame_cache_dir", "hub_dir", "mmr_demo_dir", "unzip_dir"]

@@ -20,11 +20,11 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Literal, cast
 
-from mmrobust.datasets.base import TAMPER_QUESTION
-from mmrobust.datasets.schema import Sample
+from mmrobust.families import get_family
 from mmrobust.official import tamper_reference
+from mmrobust.schema import TAMPER_QUESTION, Sample
 
 TemplateName = Literal["structured", "generic", "cot", "mmr", "plain"]
 OptionStyle = Literal["paper", "vlmevalkit"]
@@ -171,12 +171,16 @@ def format_options(options: Mapping[str, str], style: OptionStyle = "paper") -> 
 
 
 def default_template(sample: Sample) -> TemplateName:
-    """``mmr`` for MMR samples, ``structured`` for tamper samples, ``plain`` otherwise."""
-    if sample.benchmark == "mmr":
-        return "mmr"
-    if sample.benchmark == "tamper":
-        return "structured"
-    return "plain"
+    """The template of the sample's family (``BenchmarkFamily.default_template``): ``mmr`` for
+    MMR samples, ``structured`` for tamper samples, ``plain`` otherwise.
+
+    Raises:
+        ValueError: no family is registered as ``sample.benchmark``.
+    """
+    template = get_family(sample.benchmark).default_template
+    if template not in TEMPLATES:
+        raise ValueError(f"family {sample.benchmark!r}: unknown default template {template!r}")
+    return cast(TemplateName, template)
 
 
 def build_prompt(sample: Sample, config: PromptConfig | None = None) -> Prompt:
@@ -223,7 +227,7 @@ def build_prompt(sample: Sample, config: PromptConfig | None = None) -> Prompt:
 
     options, answer = permute_options(sample.options, sample.answer, cfg.permute)
     question = TAMPER_QUESTIONS.get(template, sample.question)
-    if cfg.official and sample.benchmark == "tamper":
+    if cfg.official and get_family(sample.benchmark).official_prompt:
         # qa_template: "Question: q\n", "Options:\n", "(X) text\n" per option, then rstrip()
         block = f"Question: {question}\nOptions:\n"
         block += "".join(f"({k}) {v}\n" for k, v in options.items())

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mmrobust.schema import Window
 from mmrobust.status import Status
 
 
@@ -28,7 +29,9 @@ class ScoredRecord:
         task, tamper_type, category, polarity: copied from the sample.
         window_covered: whether a sampled frame fell inside the tamper window
             (``None`` when not applicable: originals, images, dense decoding).
-        extra: backend extras (detector score, predicted type and window).
+        window: the tamper window in the clip's own timeline: the sample's, or the one
+            derived by the released rule (``StoredRow.window``); ``None`` when none is known.
+        extra: backend extras (detector score, predicted type and window ``pred_window``).
         rule: the extraction rule that decided (``Extraction.rule``), or ``None``.
         meta: the sample's ``meta`` (MMR: ``record_index`` and ``question_type``,
             which the reference's positional pairing reads).
@@ -46,6 +49,7 @@ class ScoredRecord:
     category: str | None = None
     polarity: str | None = None
     window_covered: bool | None = None
+    window: Window | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     rule: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)

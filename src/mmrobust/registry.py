@@ -78,6 +78,10 @@ class Registry(Generic[T]):
             return loaded
         return entry
 
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (nothing happens when it is not registered)."""
+        self._entries.pop(name, None)
+
     def names(self) -> list[str]:
         """All registered names, sorted."""
         return sorted(self._entries)

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrobust.datasets.schema import Sample, Window
 from mmrobust.records import ScoredRecord
+from mmrobust.schema import Sample, Window
 from mmrobust.status import Status
 
 STORE_FILE = "results.sqlite"
@@ -152,14 +152,11 @@ class StoredRow:
         return None
 
     def to_record(self) -> ScoredRecord:
-        """The metrics view of this row (``extra`` gains ``true_window`` when the row has a
-        window: the sample's, or one derived by the released rule; and ``task_question`` for a
-        ``--task`` question: its option keys and truth)."""
+        """The metrics view of this row (``window``: the sample's, or one derived by the
+        released rule; ``extra`` gains ``task_question`` for a ``--task`` question: its option
+        keys and truth)."""
         s = self.sample
         extra = dict(self.extra)
-        window = self.window
-        if window is not None:
-            extra["true_window"] = window.model_dump()
         if "task_question" in s.meta:
             extra["task_question"] = s.meta["task_question"]
         return ScoredRecord(
@@ -175,6 +172,7 @@ class StoredRow:
             category=s.category,
             polarity=s.polarity,
             window_covered=self.window_covered,
+            window=self.window,
             extra=extra,
             rule=self.rule,
             meta=dict(s.meta),

@@ -13,7 +13,7 @@ from mmrobust.datasets.base import (
     detect_format,
     load_dataset,
 )
-from mmrobust.datasets.schema import TAMPER_ORIGINAL, Sample, Window
+from mmrobust.schema import TAMPER_ORIGINAL, Sample, Window
 
 __all__ = [
     "FORMATS",

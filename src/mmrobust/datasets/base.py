@@ -18,17 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrobust.datasets.schema import Benchmark, Sample
 from mmrobust.registry import Registry
+from mmrobust.schema import TAMPER_QUESTION, YES_NO, Benchmark, Sample
 
-TAMPER_QUESTION = (
-    "Does this video exhibit any signs of tampering, such as corruption, blackouts, "
-    "rotated frames, repeated frames, or swapped frames?"
-)
-"""MVTamperBench section 4.1: the benchmark question (the stem of every tamper sample)."""
-
-YES_NO: dict[str, str] = {"A": "Yes", "B": "No"}
-"""Tamper options in the paper's order: A = Yes (tampered), B = No."""
+RELEASED_ROW_KEYS = frozenset({"video", "candidates", "answer"})
+"""Keys every released annotation row has (``json/<task>.json``); used to recognise the files."""
 
 
 HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
@@ -183,6 +177,11 @@ def _first_json_value(path: Path) -> Any:
         return None
 
 
+def is_released_rows(first: Any) -> bool:
+    """Whether a JSON value's first record looks like a released MVTamperBench annotation row."""
+    return isinstance(first, dict) and set(first) >= RELEASED_ROW_KEYS and "options" not in first
+
+
 def detect_format(path: str | Path) -> str:
     """Pick a loader from the path (override with ``--format``).
 
@@ -201,8 +200,6 @@ def detect_format(path: str | Path) -> str:
         FileNotFoundError: the path does not exist.
         DatasetError: no rule matched.
     """
-    from mmrobust.datasets.mvtamperbench import is_released_rows
-
     if str(path) == "mmr-demo":
         return "mmr"
     if str(path).startswith(HUB_PREFIX):
@@ -278,6 +275,7 @@ __all__ = [
     "FORMATS",
     "HUB_PREFIX",
     "MAX_JSON_DEPTH",
+    "RELEASED_ROW_KEYS",
     "TAMPER_QUESTION",
     "YES_NO",
     "Dataset",
@@ -286,6 +284,7 @@ __all__ = [
     "check_depth",
     "detect_format",
     "finalize_samples",
+    "is_released_rows",
     "load_dataset",
     "loads_json",
     "sha256_files",

@@ -9,26 +9,30 @@ A snapshot holding ``json/<task>.json`` and zips under ``video/`` is the
 released MVTamperBench (``Srikant86/MVTamperBench``, ``...Start``, ``...End``
 and the small ``...Sample`` sets): each zip is unzipped once, beside where
 the reference toolkit unzips it (``video/``), but into mmrobust's cache
-(``<cache>/unzipped/<owner>--<name>/``) rather than into the hub's snapshot. A
-zip counts as unzipped only when its completion marker exists, and the
-marker names the zip's blob, so an interrupted unzip (or a new revision of
-the zip) is redone, not trusted. Any other snapshot is loaded with the
+(``<cache>/unzipped/<owner>--<name>/``) rather than into the hub's snapshot.
+``video/<source>.zip`` may only fill ``video/<source>/``; the unzip rules
+(staging, markers naming the blob and every member, re-checks on reuse) are
+:mod:`mmrobust.datasets.unzip`'s. Any other snapshot is loaded with the
 format detected in it (an MMR snapshot, a manifest folder, ...).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import re
 import shutil
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mmrobust.datasets.base import HUB_PREFIX, Dataset, DatasetError, detect_format, load_dataset
+from mmrobust.datasets.unzip import (
+    MARKER_DIR,
+    is_unzipped,
+    unzip_lock,
+    unzip_once,
+    unzipped_size,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +50,6 @@ RELEASES: dict[str, str] = {
 """Short names of the released variants (middle, start, end; the small sample sets)."""
 
 _REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
-MARKER_DIR = ".mmrobust-unzipped"
 
 
 @dataclass(frozen=True)
@@ -166,68 +169,6 @@ def snapshot(ref: HubRef, *, cache_dir: str | Path | None = None) -> Path:
     return Path(folder)
 
 
-def _marker(dest: Path, zip_rel: str) -> Path:
-    return dest / MARKER_DIR / (zip_rel.replace("/", "__") + ".json")
-
-
-def _blob_id(path: Path) -> dict[str, Any]:
-    st = path.stat()
-    return {"blob": Path(os.path.realpath(path)).name, "size": st.st_size}
-
-
-def is_unzipped(zip_path: Path, zip_rel: str, dest: Path) -> bool:
-    """Whether ``dest`` holds a completed unzip of this very zip (its marker names the blob)."""
-    try:
-        marker = json.loads(_marker(dest, zip_rel).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(marker, dict) and marker.get("blob") == _blob_id(zip_path)["blob"]
-
-
-def unzip_once(zip_path: Path, zip_rel: str, dest: Path) -> bool:
-    """Unzip ``zip_path`` into ``dest/<folder of zip_rel>/`` unless its marker says it is done.
-
-    The marker (written last, atomically) records the zip's blob name and
-    size; a missing or different marker means the unzip is (re)done, over
-    whatever an interrupted unzip left.
-
-    Returns:
-        Whether the zip was unzipped now.
-
-    Raises:
-        DatasetError: a corrupt zip, or a member that would land outside ``dest``.
-    """
-    if is_unzipped(zip_path, zip_rel, dest):
-        return False
-    target = dest / Path(zip_rel).parent
-    target.mkdir(parents=True, exist_ok=True)
-    root = target.resolve()
-    try:
-        with zipfile.ZipFile(zip_path) as archive:
-            members = archive.infolist()
-            for m in members:
-                if not (root / m.filename).resolve().is_relative_to(root):
-                    raise DatasetError(f"{zip_rel}: unsafe member path {m.filename!r}")
-            log.info("unzipping %s (%d files) into %s", zip_rel, len(members), target)
-            archive.extractall(target)
-    except zipfile.BadZipFile as exc:
-        raise DatasetError(f"{zip_rel}: not a readable zip ({exc})") from None
-    marker = _marker(dest, zip_rel)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    tmp = marker.with_name(f".{marker.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({**_blob_id(zip_path), "members": len(members)}), encoding="utf-8")
-    os.replace(tmp, marker)
-    return True
-
-
-def _unzipped_size(zip_path: Path) -> int:
-    try:
-        with zipfile.ZipFile(zip_path) as archive:
-            return sum(m.file_size for m in archive.infolist())
-    except (OSError, zipfile.BadZipFile):
-        return 0
-
-
 def is_released_snapshot(folder: Path) -> bool:
     """A snapshot with ``json/*.json`` (the released MVTamperBench layout)."""
     return (folder / "json").is_dir() and any((folder / "json").glob("*.json"))
@@ -241,6 +182,14 @@ def free_bytes(path: Path) -> int:
     return shutil.disk_usage(p).free
 
 
+def _release_zip(folder: Path, zip_path: Path) -> tuple[str, str, str]:
+    """``(name, into, own)`` of a released zip: ``video/perception.zip`` unzips into ``video/``
+    and may only fill ``video/perception/``."""
+    rel = zip_path.relative_to(folder).as_posix()
+    parent = Path(rel).parent.as_posix()
+    return rel, "" if parent == "." else parent, Path(rel).stem
+
+
 def prepare_released(folder: Path, dest: Path) -> dict[str, Any]:
     """Unzip every ``*.zip`` of the snapshot into ``dest`` once (under a file lock).
 
@@ -248,15 +197,13 @@ def prepare_released(folder: Path, dest: Path) -> dict[str, Any]:
         ``{"zips": n, "unzipped_now": k, "zip_bytes": ..., "unzipped_bytes": ...}``.
 
     Raises:
-        DatasetError: not enough free disk space for the zips still to unzip.
+        DatasetError: not enough free disk space for the zips still to unzip, or a zip the
+            unzip rules refuse (damaged, duplicate members, members outside its own folder).
     """
-    from filelock import FileLock
-
     zips = sorted(p for p in folder.rglob("*.zip") if p.is_file())
-    dest.mkdir(parents=True, exist_ok=True)
-    sizes = {z: _unzipped_size(z) for z in zips}
-    with FileLock(str(dest / ".lock")):
-        pending = [z for z in zips if not is_unzipped(z, z.relative_to(folder).as_posix(), dest)]
+    sizes = {z: unzipped_size(z) for z in zips}
+    with unzip_lock(dest):
+        pending = [z for z in zips if not is_unzipped(z, _release_zip(folder, z)[0], dest)]
         need = sum(sizes[z] for z in pending)
         free = free_bytes(dest)
         if need > free:
@@ -264,7 +211,10 @@ def prepare_released(folder: Path, dest: Path) -> dict[str, Any]:
                 f"unzipping {len(pending)} zip(s) needs {need / 1e9:.1f} GB in {dest}, "
                 f"only {free / 1e9:.1f} GB free (set MMROBUST_CACHE to a larger disk)"
             )
-        done = sum(unzip_once(z, z.relative_to(folder).as_posix(), dest) for z in pending)
+        done = 0
+        for z in pending:
+            name, into, own = _release_zip(folder, z)
+            done += unzip_once(z, name, dest, into=into, own=own)
     return {
         "zips": len(zips),
         "unzipped_now": done,
@@ -275,9 +225,9 @@ def prepare_released(folder: Path, dest: Path) -> dict[str, Any]:
 
 def unzip_root(ref: HubRef) -> Path:
     """Where a released snapshot's zips are unzipped: ``<mmrobust cache>/unzipped/<owner>--<name>``."""
-    from mmrobust.paths import cache_root
+    from mmrobust.paths import unzip_dir
 
-    return cache_root() / "unzipped" / ref.repo_id.replace("/", "--")
+    return unzip_dir(ref.repo_id.replace("/", "--"))
 
 
 def load_hub(
@@ -358,6 +308,7 @@ def load_hub(
 
 
 __all__ = [
+    "MARKER_DIR",
     "RELEASES",
     "HubRef",
     "announce_size",

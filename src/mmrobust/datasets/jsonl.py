@@ -25,7 +25,7 @@ from mmrobust.datasets.base import (
     sha256_files,
     skip_reason,
 )
-from mmrobust.datasets.schema import Sample
+from mmrobust.schema import Sample
 
 _FIELDS = set(Sample.model_fields)
 

@@ -1,7 +1,8 @@
 """Loader for our tamper manifest (``DIR/manifest.jsonl`` written by ``mmrobust tamper``).
 
-One JSON object per output clip (originals included), fields as in
-``docs/CONTRACTS.md`` ("tamper manifest"). Each becomes a tamper
+One JSON object per output clip (originals included), each validated with
+:class:`mmrobust.schema.ManifestEntry`, the model the builder writes (fields
+as in ``docs/CONTRACTS.md``, "tamper manifest"). Each becomes a tamper
 ``Sample``: options ``A. Yes`` / ``B. No``, answer ``A`` for a tampered clip
 and ``B`` for an original, ``group`` = the source video (so bootstrap
 resampling keeps a source's clips together), ``window`` = ``window_output``
@@ -17,8 +18,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from mmrobust.datasets.base import (
-    TAMPER_QUESTION,
-    YES_NO,
     Dataset,
     DatasetError,
     check_depth,
@@ -26,50 +25,62 @@ from mmrobust.datasets.base import (
     loads_json,
     skip_reason,
 )
-from mmrobust.datasets.schema import TAMPER_ORIGINAL, Sample, Window
+from mmrobust.schema import (
+    ERRORS_NAME,
+    MANIFEST_NAME,
+    SAMPLE_META_FIELDS,
+    TAMPER_ORIGINAL,
+    TAMPER_QUESTION,
+    YES_NO,
+    ManifestEntry,
+    Sample,
+)
 
-_META_KEYS = (
-    "source", "source_sha256", "video_sha256", "params", "position", "duration_s", "fps",
-    "frames_source", "frames_output", "width", "height", "padded", "encoder", "seed", "donor",
-    "window_source", "mmrobust_version",
-)  # fmt: skip
 
-
-def manifest_record_to_sample(
-    rec: dict[str, Any], root: Path, *, text_only: bool = False
-) -> Sample:
-    """Turn one manifest record into a ``Sample``.
+def entry_to_sample(entry: ManifestEntry, root: Path, *, text_only: bool = False) -> Sample:
+    """Turn one manifest entry into a tamper ``Sample``.
 
     Args:
-        rec: the parsed JSON object.
-        root: the manifest's folder (``video`` is relative to it).
+        entry: the validated entry.
+        root: the folder ``entry.video`` is relative to (the manifest's, or ``--images``).
         text_only: leave ``video`` unset and skip the existence check.
 
-    Raises:
-        KeyError, ValueError, ValidationError: the record lacks required fields.
+    The sample's ``meta`` holds the entry's :data:`~mmrobust.schema.SAMPLE_META_FIELDS`
+    that the line gives (JSON values, as written).
     """
-    ttype = str(rec["tamper_type"])
-    video = (root / str(rec["video"])) if rec.get("video") else None
+    video = (root / entry.video) if entry.video else None
     error = None
     if video is None:
         error = "manifest record has no video"
     elif not text_only and not video.is_file():
         error = f"video file missing: {video}"
-    win = rec.get("window_output")
+    given = set(SAMPLE_META_FIELDS) & entry.model_fields_set
     return Sample(
-        id=str(rec["id"]),
+        id=entry.id,
         benchmark="tamper",
         video=None if text_only else video,
         question=TAMPER_QUESTION,
         options=dict(YES_NO),
-        answer="B" if ttype == TAMPER_ORIGINAL else "A",
-        group=str(rec.get("source_sha256") or rec.get("source") or rec["id"]),
-        task=rec.get("task"),
-        tamper_type=ttype,
-        window=Window(**win) if win else None,
+        answer="B" if entry.tamper_type == TAMPER_ORIGINAL else "A",
+        group=entry.source_sha256 or entry.source or entry.id,
+        task=entry.task,
+        tamper_type=entry.tamper_type,
+        window=entry.window_output,
         error=error,
-        meta={k: rec[k] for k in _META_KEYS if k in rec},
+        meta=entry.model_dump(mode="json", include=given),
     )
+
+
+def manifest_record_to_sample(
+    rec: dict[str, Any], root: Path, *, text_only: bool = False
+) -> Sample:
+    """Turn one parsed manifest line (a JSON object) into a ``Sample`` (see :func:`entry_to_sample`).
+
+    Raises:
+        ValidationError: the record is not a manifest entry (lacks ``id`` or ``tamper_type``,
+            or a field has the wrong type).
+    """
+    return entry_to_sample(ManifestEntry.model_validate(rec), root, text_only=text_only)
 
 
 def load_manifest(
@@ -91,7 +102,7 @@ def load_manifest(
         DatasetError: the file is not UTF-8 text.
     """
     p = Path(path).expanduser()
-    file = p / "manifest.jsonl" if p.is_dir() else p
+    file = p / MANIFEST_NAME if p.is_dir() else p
     if not file.is_file():
         raise FileNotFoundError(f"manifest not found: {file}")
     root = Path(images).expanduser() if images else file.parent
@@ -112,7 +123,7 @@ def load_manifest(
             samples.append(manifest_record_to_sample(rec, root, text_only=text_only))
         except (KeyError, ValueError, TypeError, ValidationError) as exc:
             defects.append(f"{file.name}:{n}: skipped ({skip_reason(exc)})")
-    errors = file.parent / "errors.jsonl"
+    errors = file.parent / ERRORS_NAME
     if errors.is_file():
         for line in errors.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
@@ -133,4 +144,4 @@ def load_manifest(
     )
 
 
-__all__ = ["load_manifest", "manifest_record_to_sample"]
+__all__ = ["entry_to_sample", "load_manifest", "manifest_record_to_sample"]

@@ -30,10 +30,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from mmrobust.datasets.base import (
+    RELEASED_ROW_KEYS,
     Dataset,
     DatasetError,
     check_depth,
     finalize_samples,
+    is_released_rows,
     loads_json,
     sha256_files,
     skip_reason,
@@ -45,14 +47,13 @@ from mmrobust.datasets.resolve import (
     folder_of_prefix,
     task_slug,
 )
-from mmrobust.datasets.schema import TAMPER_ORIGINAL, Sample
+from mmrobust.schema import TAMPER_ORIGINAL, TYPE_ALIASES, Sample, normalise_type
 
-TYPE_NAMES: Mapping[str, str] = {"rotate": "rotation"}
+TYPE_NAMES: Mapping[str, str] = TYPE_ALIASES
+"""Released effect names -> ours (the shared vocabulary, ``mmrobust.schema.TYPE_ALIASES``)."""
 _TAMPERED_NAME = re.compile(
     r"^(?P<stem>.+)_(?P<position>start|middle|end)_tampered_(?P<effect>[a-z]+)_(?P<dur>\d+)sec$"
 )
-RELEASED_ROW_KEYS = frozenset({"video", "candidates", "answer"})
-"""Keys every released annotation row has (``json/<task>.json``); used to recognise the files."""
 
 
 def _stem(video: str) -> str:
@@ -68,7 +69,7 @@ def parse_released_name(video: str) -> dict[str, Any]:
     return {
         "source_stem": m["stem"],
         "position": m["position"],
-        "effect": TYPE_NAMES.get(m["effect"], m["effect"]),
+        "effect": normalise_type(m["effect"]),
         "duration_s": float(m["dur"]),
     }
 
@@ -103,8 +104,7 @@ def row_to_sample(
     letters = [k for k, v in options.items() if v == answer_text]
     answer = letters[0] if letters else answer_text  # letter given directly, or invalid
     video_ref = str(row["video"])
-    ttype = str(row.get("tamper_type") or "").lower() or None
-    ttype = TYPE_NAMES.get(ttype, ttype) if ttype else None
+    ttype = normalise_type(str(row.get("tamper_type") or "")) or None
     parsed = parse_released_name(video_ref)
     meta: dict[str, Any] = {"video_ref": video_ref}
     meta.update({k: v for k, v in parsed.items() if k != "source_stem"})
@@ -195,11 +195,6 @@ def released_files(path: str | Path) -> tuple[list[Path], Path]:
     if not files:
         raise FileNotFoundError(f"no json/<task>.json files under {p}")
     return files, root
-
-
-def is_released_rows(first: Any) -> bool:
-    """Whether a JSON value's first record looks like a released annotation row."""
-    return isinstance(first, dict) and set(first) >= RELEASED_ROW_KEYS and "options" not in first
 
 
 def load_mvtamperbench(

@@ -1,109 +1,11 @@
-"""The one typed ``Sample`` every loader produces (DESIGN.md, "The flow").
+"""Compatibility re-export: ``Sample``, ``Window`` and friends live in :mod:`mmrobust.schema`.
 
-A sample is one question about one piece of media: a tampered or original
-clip (MVTamperBench), one question of an MMR pair, or a text-only question.
+Kept so that ``from mmrobust.datasets.schema import Sample`` (users' notebooks,
+older code) keeps working; new code imports :mod:`mmrobust.schema`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-Benchmark = Literal["tamper", "mmr", "generic", "tamper-type", "tamper-when", "tamper-leading"]
-"""Metric families; the ``tamper-*`` ones are the questions of ``--task type|when|leading``
-(``mmrobust.tasks``) about tamper clips."""
-Polarity = Literal["positive", "negative"]
-
-TAMPER_ORIGINAL = "original"
-"""``tamper_type`` of an untampered clip (the negative class of MVTamperBench)."""
-
-
-class Window(BaseModel):
-    """A tamper window in one timeline: frames ``[start_frame, end_frame)``, seconds ``[start_s, end_s)``.
-
-    ``end_frame == start_frame`` is an empty window (a ``dropping`` seam in
-    the output timeline: the frames before ``start_frame`` and from
-    ``start_frame`` on were not adjacent in the source).
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    start_frame: int = Field(ge=0)
-    end_frame: int = Field(ge=0)
-    start_s: float = Field(ge=0)
-    end_s: float = Field(ge=0)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Window:
-        if self.end_frame < self.start_frame or self.end_s < self.start_s:
-            raise ValueError("window end precedes its start")
-        return self
-
-    @property
-    def n_frames(self) -> int:
-        """Length in frames."""
-        return self.end_frame - self.start_frame
-
-
-class Sample(BaseModel):
-    """One question about one piece of media.
-
-    Attributes:
-        id: unique within the dataset; the results store keys on it.
-        benchmark: which metric family scores it ("tamper", "mmr", "generic", or a
-            task's "tamper-type", "tamper-when", "tamper-leading").
-        video: path of the clip, or ``None``.
-        image: path of the image, or ``None``.
-        question: the question stem, without options or instructions.
-        options: option letter -> option text, in display order (``{"A": "Yes", "B": "No"}``).
-        answer: the ground-truth option letter (a key of ``options``).
-        group: cluster id for bootstrap resampling and pairing: the source
-            video of a tampered clip, the pair id of an MMR question.
-        task: MVTamperBench task name (e.g. "action_sequence"), if any.
-        tamper_type: effect name ("dropping", ..., or "original"), if any.
-        window: the tamper window in the clip's own (output) timeline, if any.
-        category: MMR category display name (e.g. "Color/Texture"), if any.
-        polarity: MMR "positive" (correct premise) or "negative" (leading question).
-        prompt: a full prompt text that overrides the template (MMR records
-            carry their own question with options), or ``None``.
-        error: a loader-detected per-sample problem (missing or ambiguous
-            media); the runner records it as ``data_error`` without calling the model.
-        meta: anything else the loader knows (fps, source path, record index).
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    benchmark: Benchmark = "generic"
-    video: Path | None = None
-    image: Path | None = None
-    question: str
-    options: dict[str, str]
-    answer: str
-    group: str = ""
-    task: str | None = None
-    tamper_type: str | None = None
-    window: Window | None = None
-    category: str | None = None
-    polarity: Polarity | None = None
-    prompt: str | None = None
-    error: str | None = None
-    meta: dict[str, Any] = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _answer_is_an_option(self) -> Sample:
-        if self.answer not in self.options:
-            raise ValueError(
-                f"sample {self.id!r}: answer {self.answer!r} is not one of {list(self.options)}"
-            )
-        return self
-
-    @property
-    def answer_text(self) -> str:
-        """Text of the ground-truth option (e.g. "Yes")."""
-        return self.options[self.answer]
-
+from mmrobust.schema import TAMPER_ORIGINAL, Benchmark, Polarity, Sample, Window
 
 __all__ = ["TAMPER_ORIGINAL", "Benchmark", "Polarity", "Sample", "Window"]

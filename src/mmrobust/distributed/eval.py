@@ -24,7 +24,7 @@ from mmrobust.distributed import RayOptions
 from mmrobust.distributed.replicas import ReplicaLost, ReplicaPool, ReplicaSpec
 from mmrobust.distributed.session import RaySession, ray_session, worker_request
 from mmrobust.models.base import MediaInput, Model, Request, Response
-from mmrobust.models.spec import ModelSpec, parse_spec
+from mmrobust.models.spec import PLACEMENTS, ModelSpec, parse_spec
 from mmrobust.prompts import build_prompt
 from mmrobust.run.config import EvalConfig
 from mmrobust.run.eval import RunResult, run_eval
@@ -33,9 +33,10 @@ from mmrobust.run.process import RunAborted, SampleProcessor
 from mmrobust.status import Status
 from mmrobust.store import StoredRow
 
-API_BACKENDS = frozenset({"openai"})
-"""Backends whose replicas only send requests: one replica by default (raise its
-``concurrency`` instead: the server is what scales)."""
+API_BACKENDS = frozenset(n for n, p in PLACEMENTS.items() if p == "api")
+"""Built-in backends of placement ``"api"`` (kept for old imports; the code asks
+``ModelSpec.placement``): their replicas only send requests, so one replica by
+default (raise its ``concurrency`` instead: the server is what scales)."""
 
 
 class RemoteModel(Model):
@@ -167,13 +168,13 @@ class RayEvalExecutor:
 def replica_count(
     session: RaySession, options: RayOptions, request: dict[str, float], spec: ModelSpec
 ) -> int:
-    """``options.replicas``, else as many as fit (one for API backends).
+    """``options.replicas``, else as many as fit (one for ``placement == "api"``).
 
     Raises:
         ValueError: no node can host a replica, or more replicas asked than fit.
     """
     slots = session.slots(request)
-    want = options.replicas or (1 if spec.name in API_BACKENDS else slots)
+    want = options.replicas or (1 if spec.placement == "api" else slots)
     if slots < 1 or want > slots:
         have = ", ".join(
             f"{k}={v:g}"
@@ -189,16 +190,18 @@ def replica_count(
 
 
 def gpus_per_replica(session: RaySession, options: RayOptions, spec: ModelSpec) -> float:
-    """``--ray-gpus-per-worker``, else 1 for ``hf:`` models on a cluster with GPUs, else 0."""
+    """``--ray-gpus-per-worker``, else 1 for ``placement == "gpu"`` (``hf:``) on a cluster
+    with GPUs, else 0."""
     if options.gpus_per_worker is not None:
         return options.gpus_per_worker
     has_gpus = session.cluster_resources().get("GPU", 0.0) >= 1
-    return 1.0 if spec.name == "hf" and has_gpus else 0.0
+    return 1.0 if spec.placement == "gpu" and has_gpus else 0.0
 
 
 def local_checkpoint(spec: ModelSpec) -> tuple[str, ...]:
-    """A local checkpoint folder of an ``hf:`` spec (every replica must see it), else ``()``."""
-    if spec.name == "hf" and spec.arg and Path(spec.arg).exists():
+    """A local checkpoint folder of a ``gpu`` spec (``hf:<folder>``; every replica must see
+    it), else ``()``."""
+    if spec.placement == "gpu" and spec.arg and Path(spec.arg).exists():
         return (spec.arg,)
     return ()
 

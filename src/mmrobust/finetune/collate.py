@@ -14,8 +14,14 @@ Family-agnostic, through the processor's own chat template and call:
 3. The text is tokenized once without image expansion (offsets give the
    trainable tokens) and once by the processor with the images (the real
    inputs); :func:`align_labels` carries the trainable marks over with a
-   sequence alignment (``difflib``), so image-token expansion, whatever the
-   family does, never shifts a label. Every trainable token must be found.
+   linear-time subsequence alignment (the model ids are the plain ids with
+   image placeholders expanded), so image-token expansion, whatever the family
+   does, never shifts a label. Every trainable token must be found.
+4. :func:`prepare_rows` measures first: a conversation whose plain token count
+   (a lower bound of the model's, images not yet expanded) is past
+   ``--max-length`` is skipped and counted before the processor or the
+   alignment ever sees it (issue 27 item 10: one 2 MB turn used to stall the
+   run in ``difflib``).
 
 This is the "instructions are masked, only the response is used to compute
 the loss" rule of the MMR paper (section 5, Training).
@@ -23,13 +29,13 @@ the loss" rule of the MMR paper (section 5, Training).
 
 from __future__ import annotations
 
-import difflib
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mmrobust.finetune.data import IMAGE_MARK, Conversation
+from mmrobust.finetune.data import IMAGE_MARK, Conversation, Problem
 
 IGNORE_INDEX = -100
 """Label of tokens outside the loss (the value PyTorch's cross-entropy ignores)."""
@@ -150,15 +156,36 @@ def align_labels(
         aligned to a trainable plain token, else :data:`IGNORE_INDEX`;
         ``missing`` counts trainable plain tokens with no aligned model token
         (0 for a sound alignment).
+
+    Alignment: the leftmost embedding of ``plain_ids`` as a subsequence of
+    ``model_ids`` (each plain token goes to the first equal model token after
+    the previous one's), found in ``O(len(plain_ids) + len(model_ids))`` with
+    per-id position lists. Image expansion only inserts model tokens, and no
+    expansion sits inside an assistant turn, so every answer token lands on its
+    own model token.
     """
     labels = [IGNORE_INDEX] * len(model_ids)
-    matcher = difflib.SequenceMatcher(None, list(plain_ids), list(model_ids), autojunk=False)
-    found = 0
-    for block in matcher.get_matching_blocks():
-        for k in range(block.size):
-            if trainable[block.a + k]:
-                labels[block.b + k] = model_ids[block.b + k]
-                found += 1
+    positions: dict[int, list[int]] = defaultdict(list)
+    for j, token in enumerate(model_ids):
+        positions[int(token)].append(j)
+    cursor: dict[int, int] = {}  # per id: index into positions[id] (only moves forward)
+    nxt = found = 0
+    for i, token in enumerate(plain_ids):
+        where = positions.get(int(token))
+        if not where:
+            continue
+        c = cursor.get(int(token), 0)
+        while c < len(where) and where[c] < nxt:  # each position is passed once in all
+            c += 1
+        if c >= len(where):
+            cursor[int(token)] = c
+            continue
+        j = where[c]
+        cursor[int(token)] = c + 1
+        nxt = j + 1
+        if trainable[i]:
+            labels[j] = model_ids[j]
+            found += 1
     return labels, sum(trainable) - found
 
 
@@ -236,6 +263,68 @@ class Encoder:
         return out
 
 
+def prepare_rows(
+    conversations: Sequence[Conversation],
+    renderer: ChatRenderer,
+    encoder: Encoder,
+    max_length: int,
+    problems: list[Problem],
+    *,
+    progress: bool = False,
+) -> list[dict[str, Any]]:
+    """Render and encode each conversation once; keep the trainable ones as dataset rows.
+
+    A sample whose image cannot be read, that is longer than ``max_length``
+    tokens (images included), whose answer tokens cannot be aligned, or that
+    has no answer tokens is appended to ``problems`` and left out; nothing is
+    truncated. Length is measured first on the plain tokenization (no image
+    expansion, so never more than the model's count): a sample already past
+    ``max_length`` there is ``too_long`` without calling the processor.
+
+    Raises:
+        TemplateError: the chat template cannot locate assistant turns (all samples would fail).
+    """
+    from rich.progress import track
+
+    rows = []
+    for conversation in track(conversations, description="checking data", disable=not progress):
+        rendered = renderer.render(conversation)
+        n_plain = len(encoder.plain(rendered)[0])
+        if n_plain > max_length:  # measured before the processor and the alignment
+            detail = f"{n_plain} tokens before image expansion > max_length {max_length}"
+            problems.append(Problem("too_long", conversation.id, detail))
+            continue
+        try:
+            batch = encoder.encode([rendered], [conversation.images])
+        except OSError as exc:
+            problems.append(Problem("unreadable_image", conversation.id, str(exc).splitlines()[0]))
+            continue
+        except ValueError as exc:
+            problems.append(Problem("unaligned", conversation.id, str(exc).splitlines()[0]))
+            continue
+        n_tokens = int(batch["input_ids"].shape[1])
+        n_labels = int((batch["labels"] != IGNORE_INDEX).sum())
+        if n_tokens > max_length:
+            problems.append(
+                Problem("too_long", conversation.id, f"{n_tokens} tokens > max_length {max_length}")
+            )
+            continue
+        if n_labels == 0:
+            problems.append(Problem("no_answer_tokens", conversation.id, "no answer tokens"))
+            continue
+        rows.append(
+            {
+                "id": conversation.id,
+                "text": rendered.text,
+                "spans": [list(s) for s in rendered.spans],
+                "image_paths": [str(p) for p in conversation.images],
+                "n_tokens": n_tokens,
+                "n_labels": n_labels,
+            }
+        )
+    return rows
+
+
 class Collator:
     """``data_collator`` for the trainer: rows carry ``text``, ``spans`` and ``image_paths``."""
 
@@ -259,6 +348,7 @@ __all__ = [
     "TemplateError",
     "align_labels",
     "load_images",
+    "prepare_rows",
     "to_messages",
     "trainable_tokens",
 ]

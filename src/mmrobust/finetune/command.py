@@ -135,8 +135,9 @@ def finetune_command(
 
     try:
         kwargs = json.loads(processor_kwargs) if processor_kwargs else None
-    except json.JSONDecodeError as exc:
-        raise fail(f"--processor-kwargs is not JSON: {exc.msg}") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        raise fail(f"--processor-kwargs is not JSON: {why}") from None
     try:
         config = FinetuneConfig(
             model=model, data=data, extra=extra, out=out, images=images, composition=composition,

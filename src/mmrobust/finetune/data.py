@@ -131,17 +131,7 @@ class DataReport:
             if len(items) < examples:
                 items.append(f"{problem.id}: {problem.detail}")
         return {
-            "files": [
-                {
-                    "path": str(f.path),
-                    "sha256": f.sha256,
-                    "format": f.format,
-                    "source": f.source,
-                    "records": f.records,
-                    "kept": f.kept,
-                }
-                for f in self.files
-            ],
+            "files": [{**vars(f), "path": str(f.path)} for f in self.files],
             "composition": self.composition,
             "rounds": self.rounds,
             "polarity": self.polarity,
@@ -201,13 +191,19 @@ def read_file(
         ``(conversations, problems, file_info)``.
 
     Raises:
-        ValueError: the file is not JSON, or not a list of records (one line).
+        ValueError: the file is not JSON, nested too deeply to parse (never
+            ``RecursionError``), or not a list of records (one line).
     """
     raw = path.read_bytes()
     try:
         records = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        where = (
+            f"{exc.msg} at line {exc.lineno}"
+            if isinstance(exc, ValueError)
+            else "nested too deeply"
+        )
+        raise ValueError(f"{path}: not JSON ({where})") from None
     if not isinstance(records, list):
         raise ValueError(f"{path}: expected a JSON list of records, got {type(records).__name__}")
     roots = [r for r in (images, path.parent, Path.cwd()) if r is not None]

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from mmrobust import __version__
-from mmrobust.finetune.collate import IGNORE_INDEX, ChatRenderer, Collator, Encoder, TemplateError
+from mmrobust.finetune.collate import ChatRenderer, Collator, Encoder, TemplateError, prepare_rows
 from mmrobust.finetune.config import TABLE10, FinetuneConfig
-from mmrobust.finetune.data import Conversation, DataReport, Problem, load_training_data
+from mmrobust.finetune.data import DataReport, load_training_data
 from mmrobust.finetune.model import (
     find_parts,
     freeze_for_full,
@@ -143,61 +143,6 @@ def _run_fingerprint(config: FinetuneConfig, report: DataReport) -> dict[str, An
         if config.chat_template
         else None,
     }
-
-
-def prepare_rows(
-    conversations: Sequence[Conversation],
-    renderer: ChatRenderer,
-    encoder: Encoder,
-    max_length: int,
-    problems: list[Problem],
-    *,
-    progress: bool = False,
-) -> list[dict[str, Any]]:
-    """Render and encode each conversation once; keep the trainable ones as dataset rows.
-
-    A sample whose image cannot be read, that is longer than ``max_length``
-    tokens (images included), whose answer tokens cannot be aligned, or that
-    has no answer tokens is appended to ``problems`` and left out; nothing is
-    truncated.
-
-    Raises:
-        TemplateError: the chat template cannot locate assistant turns (all samples would fail).
-    """
-    from rich.progress import track
-
-    rows = []
-    for conversation in track(conversations, description="checking data", disable=not progress):
-        rendered = renderer.render(conversation)
-        try:
-            batch = encoder.encode([rendered], [conversation.images])
-        except OSError as exc:
-            problems.append(Problem("unreadable_image", conversation.id, str(exc).splitlines()[0]))
-            continue
-        except ValueError as exc:
-            problems.append(Problem("unaligned", conversation.id, str(exc).splitlines()[0]))
-            continue
-        n_tokens = int(batch["input_ids"].shape[1])
-        n_labels = int((batch["labels"] != IGNORE_INDEX).sum())
-        if n_tokens > max_length:
-            problems.append(
-                Problem("too_long", conversation.id, f"{n_tokens} tokens > max_length {max_length}")
-            )
-            continue
-        if n_labels == 0:
-            problems.append(Problem("no_answer_tokens", conversation.id, "no answer tokens"))
-            continue
-        rows.append(
-            {
-                "id": conversation.id,
-                "text": rendered.text,
-                "spans": [list(s) for s in rendered.spans],
-                "image_paths": [str(p) for p in conversation.images],
-                "n_tokens": n_tokens,
-                "n_labels": n_labels,
-            }
-        )
-    return rows
 
 
 def _trainer_class() -> Any:

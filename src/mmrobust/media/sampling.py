@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from mmrobust.datasets.schema import Window
+from mmrobust.schema import Window
 
 SamplingMode = Literal["segments", "fps", "dense"]
 ShortClips = Literal["once", "repeat"]

@@ -1,23 +1,21 @@
 """Metrics: pure functions over stored, scored rows (``ScoredRecord``).
 
-``compute_metrics(records, benchmark, **kw)`` dispatches by benchmark:
-
-* ``"tamper"`` -> :func:`mmrobust.metrics.tamper.tamper_metrics` (MVTamperBench F1),
-* ``"mmr"`` -> ``mmrobust.metrics.mmr:mmr_metrics`` (MMR RA/MR; imported lazily),
-* ``"tamper-type"``, ``"tamper-when"``, ``"tamper-leading"`` -> the tasks of
-  ``--task type|when|leading`` (``mmrobust.metrics.tasks``; imported lazily),
-* ``"generic"`` -> accuracy with parse-fail and error rates.
+``compute_metrics(records, benchmark, **kw)`` scores with the family registered as
+``benchmark`` (:mod:`mmrobust.families`, ``BenchmarkFamily.score``): MVTamperBench F1
+(:mod:`mmrobust.metrics.tamper`), MMR RA/MR (:mod:`mmrobust.metrics.mmr`), the
+``--task type|when|leading`` questions (:mod:`mmrobust.metrics.tasks`) and, for
+``generic``, :func:`generic_metrics` (accuracy with parse-fail and error rates).
 
 ``metrics`` never imports ``models`` or ``store``.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from mmrobust.families import get_family
 from mmrobust.records import ScoredRecord
 from mmrobust.status import Status
 
@@ -43,53 +41,21 @@ def generic_metrics(records: Sequence[ScoredRecord], **_: Any) -> dict[str, Any]
     }
 
 
-def _tamper(records: Sequence[ScoredRecord], **kw: Any) -> dict[str, Any]:
-    from mmrobust.metrics.tamper import tamper_metrics
-
-    return tamper_metrics(records, **kw)
-
-
-def _mmr(records: Sequence[ScoredRecord], **kw: Any) -> dict[str, Any]:
-    fn: Callable[..., dict[str, Any]] = importlib.import_module("mmrobust.metrics.mmr").mmr_metrics
-    return fn(records, **kw)
-
-
-def _task(name: str) -> Callable[..., dict[str, Any]]:
-    def score(records: Sequence[ScoredRecord], **kw: Any) -> dict[str, Any]:
-        fn: Callable[..., dict[str, Any]] = getattr(
-            importlib.import_module("mmrobust.metrics.tasks"), f"{name}_metrics"
-        )
-        return fn(records, **kw)
-
-    return score
-
-
-_DISPATCH: dict[str, Callable[..., dict[str, Any]]] = {
-    "tamper": _tamper,
-    "mmr": _mmr,
-    "generic": generic_metrics,
-    "tamper-type": _task("type"),
-    "tamper-when": _task("when"),
-    "tamper-leading": _task("leading"),
-}
-
-
 def compute_metrics(records: Sequence[ScoredRecord], benchmark: str, **kw: Any) -> dict[str, Any]:
     """Score ``records`` with the metric family of ``benchmark``.
 
     Args:
         records: one ``ScoredRecord`` per sample.
-        benchmark: ``"tamper"``, ``"mmr"``, ``"generic"`` or a task family
-            (``"tamper-type"``, ``"tamper-when"``, ``"tamper-leading"``).
-        **kw: passed to the family's function (tamper and the tasks: ``failures``,
-            ``n_resamples``, ``seed``, ``level``).
+        benchmark: a registered family (``"tamper"``, ``"mmr"``, ``"generic"``, a task
+            family ``"tamper-type"``, ``"tamper-when"``, ``"tamper-leading"``, or one a
+            user registered with :func:`mmrobust.families.register_family`).
+        **kw: passed to the family's scorer (``BenchmarkFamily.score_options`` builds
+            them; tamper and the tasks: ``failures``, ``n_resamples``, ``seed``, ``level``).
 
     Raises:
-        ValueError: unknown benchmark.
+        ValueError: unknown benchmark (``UnknownFamilyError``, with "did you mean").
     """
-    if benchmark not in _DISPATCH:
-        raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {sorted(_DISPATCH)}")
-    return _DISPATCH[benchmark](records, **kw)
+    return get_family(benchmark).score(records, **kw)
 
 
 __all__ = ["compute_metrics", "generic_metrics"]

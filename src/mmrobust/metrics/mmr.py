@@ -151,8 +151,10 @@ def pair_records(
     decides, so the ``POS``/``POS`` pair counts both mixed outcomes as ``UF``.
     Falls back to ``content`` (with a problem line) when records carry no
     ``record_index``.
+
+    ``records`` are one family's (``compute_metrics`` passes only those).
     """
-    mmr = [r for r in records if r.benchmark == "mmr"]
+    mmr = list(records)
     if pairing == "position":
         if all("record_index" in r.meta for r in mmr):
             pairs, problems = _by_position(mmr)
@@ -277,7 +279,7 @@ def mmr_metrics(
     records = list(records)
     pairs, problems = pair_records(records, pairing=pairing)
     paired = {r.sample_id for p in pairs for r in (p.positive, p.negative)}
-    unpaired = {r.group for r in records if r.benchmark == "mmr" and r.sample_id not in paired}
+    unpaired = {r.group for r in records if r.sample_id not in paired}
     by_category: dict[str, list[Pair]] = {}
     for pair in pairs:
         by_category.setdefault(pair.category, []).append(pair)

@@ -43,27 +43,16 @@ from typing import Any, Literal
 
 import numpy as np
 
-from mmrobust.datasets.schema import TAMPER_ORIGINAL
 from mmrobust.metrics.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, cluster_bootstrap
 from mmrobust.records import ScoredRecord
+from mmrobust.schema import CANONICAL_TYPES, TAMPER_ORIGINAL, TYPE_ALIASES, normalise_type
 from mmrobust.status import Status
 
 FailurePolicy = Literal["exclude", "wrong"]
 
-CANONICAL_TYPES: tuple[str, ...] = ("dropping", "masking", "repetition", "rotation", "substitution")
-"""The paper's five effects, in the order of its Table 7 (Drop, Mask, Repeat, Rotate, Substitute)."""
-
-TYPE_ALIASES: Mapping[str, str] = {"rotate": "rotation", "drop": "dropping", "mask": "masking"}
-"""Names used by the released annotations, mapped to ours."""
+# CANONICAL_TYPES, TYPE_ALIASES and normalise_type: the shared vocabulary (mmrobust.schema).
 
 DEGENERATE_THRESHOLD = 0.99
-
-
-def normalise_type(name: str | None) -> str | None:
-    """Map released-annotation effect names (``rotate``) to ours (``rotation``)."""
-    if name is None:
-        return None
-    return TYPE_ALIASES.get(name.lower(), name.lower())
 
 
 def truth_positive(rec: ScoredRecord) -> bool:
@@ -218,7 +207,7 @@ def _localisation(records: Sequence[ScoredRecord], failures: FailurePolicy) -> d
                 normalise_type(rec.extra["pred_type"]) == normalise_type(rec.tamper_type)
             )
         pred_w = _window_span(rec.extra.get("pred_window"))
-        true_w = _window_span(rec.extra.get("true_window"))
+        true_w = _window_span(rec.window)
         if pred_w is not None and true_w is not None:
             ious.append(window_iou(pred_w, true_w))
     out: dict[str, Any] = {}
@@ -452,6 +441,7 @@ def tamper_metrics(
 
 __all__ = [
     "CANONICAL_TYPES",
+    "TYPE_ALIASES",
     "FailurePolicy",
     "binary_scores",
     "guess_f1",

@@ -43,7 +43,6 @@ from typing import Any
 
 import numpy as np
 
-from mmrobust.datasets.schema import TAMPER_ORIGINAL
 from mmrobust.metrics.mmr import Pair, mmr_metrics, pair_records, summarize
 from mmrobust.metrics.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, cluster_bootstrap
 from mmrobust.metrics.tamper import (
@@ -54,6 +53,7 @@ from mmrobust.metrics.tamper import (
     tamper_metrics,
 )
 from mmrobust.records import ScoredRecord
+from mmrobust.schema import TAMPER_ORIGINAL
 from mmrobust.status import Status
 
 INFO_KEY = "task_question"
@@ -413,7 +413,7 @@ def leading_metrics(
         accepts the premise, fraction) and ``chance`` (RA and MR of a uniform
         random guess, percent).
     """
-    mmr_view = [replace(r, benchmark="mmr") for r in records if r.benchmark == "tamper-leading"]
+    mmr_view = [replace(r, benchmark="mmr") for r in records]  # MMR's pairing and counts
     base = mmr_metrics(mmr_view, defects=defects, n_boot=n_resamples, seed=seed)
     pairs, _problems = pair_records(mmr_view)
     by_clip = _by(pairs, _clip_type)

@@ -1,7 +1,7 @@
 """``mmrobust mmr-data`` as one library call: backend defaults, local or Ray, then the pipeline.
 
 :func:`generate` is what the command runs; a notebook gets the same defaults
-(an ``openai:`` model gets ``max_tokens=2048``, since stage 2 replies are long
+(an API model, ``placement == "api"``, gets ``max_tokens=2048``, since stage 2 replies are long
 and the backend's default is 256) and the same executor choice.
 """
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from mmrobust.distributed import RayOptions
 
 STAGE2_MAX_TOKENS = "2048"
-"""``max_tokens`` an ``openai:`` model gets unless ``--model-arg max_tokens=`` says otherwise."""
+"""``max_tokens`` an API model (``openai:``, ``anthropic:``) gets unless ``--model-arg max_tokens=`` says otherwise."""
 
 
 def model_args_for(model: str, model_args: Mapping[str, str]) -> dict[str, str]:
@@ -29,7 +29,7 @@ def model_args_for(model: str, model_args: Mapping[str, str]) -> dict[str, str]:
     from mmrobust.models import parse_spec
 
     args = dict(model_args)
-    if parse_spec(model, args).name == "openai" and "max_tokens" not in args:
+    if parse_spec(model, args).placement == "api" and "max_tokens" not in args:
         args["max_tokens"] = STAGE2_MAX_TOKENS
     return args
 

@@ -31,6 +31,15 @@ MediaInput = Literal["frames", "path", "none"]
 * ``"none"``: text only (blind baselines, ``--text-only`` ablations).
 """
 
+Placement = Literal["api", "gpu", "cpu"]
+"""Where a model's work runs, for executors that place replicas (``distributed/``).
+
+* ``"api"``: a client of a remote server; a replica only sends requests, so one
+  replica is enough (raise ``concurrency``: the server is what scales).
+* ``"gpu"``: a local model that wants a GPU when the cluster has one (``hf:``).
+* ``"cpu"``: local work on CPU cores (baselines, the forensic detector).
+"""
+
 FrameFormat = Literal["arrays", "jpeg"]
 """How a ``frames`` model reads video frames: ``Request.frames`` (decoded
 ``(H, W, 3) uint8 RGB`` arrays) or ``Request.frame_jpegs`` (the JPEG bytes,
@@ -120,11 +129,13 @@ class Response:
 class Model(ABC):
     """Base class of every backend.
 
-    Subclasses set ``media_input`` and implement ``generate``. Remote
-    backends raise ``max_concurrency`` (the runner sends that many batches at
-    once from threads); local ones raise ``batch_size``.
+    Subclasses set ``media_input`` (and ``placement``, default ``"cpu"``) and
+    implement ``generate``. Remote backends raise ``max_concurrency`` (the
+    runner sends that many batches at once from threads); local ones raise
+    ``batch_size``.
     """
 
+    placement: ClassVar[Placement] = "cpu"
     media_input: ClassVar[MediaInput] = "frames"
     frame_format: ClassVar[FrameFormat] = "arrays"
     name: str = "model"
@@ -192,4 +203,12 @@ def place_media(
     return [*([text(head)] if head else []), *media, *([text(tail)] if tail else [])]
 
 
-__all__ = ["FrameFormat", "MediaInput", "Model", "Request", "Response", "place_media"]
+__all__ = [
+    "FrameFormat",
+    "MediaInput",
+    "Model",
+    "Placement",
+    "Request",
+    "Response",
+    "place_media",
+]

@@ -46,7 +46,7 @@ from mmrobust.models._adapter import maybe_apply_adapter
 from mmrobust.models._encode import cap_size
 from mmrobust.models._options import parse_options
 from mmrobust.models._torchvision import torchvision_fix, torchvision_problem
-from mmrobust.models.base import MediaInput, Model, Request, Response, place_media
+from mmrobust.models.base import MediaInput, Model, Placement, Request, Response, place_media
 from mmrobust.status import Status
 
 log = logging.getLogger(__name__)
@@ -183,6 +183,7 @@ class HFModel(Model):
         ImportError: torch/transformers are not installed (``pip install -e '.[hf]'``).
     """
 
+    placement: ClassVar[Placement] = "gpu"
     media_input: ClassVar[MediaInput] = "frames"
     model: Any
     processor: Any

@@ -5,76 +5,42 @@ a ``POST {base_url}/chat/completions`` whose user message holds the media
 parts (base64 JPEG ``image_url`` parts, one per frame in time order, or one
 ``video_url`` part) and the prompt text.
 
-Retry policy (ours, not the client library's, so it is testable): HTTP 429,
-408, 5xx, timeouts, connection errors and a malformed JSON body are retried
-up to ``max_retries`` times with exponential backoff and full jitter
-(``wait_random_exponential``); a ``Retry-After`` header (seconds or HTTP
-date) replaces the backoff for that wait. Other 4xx answers are not retried.
-When retries run out the ``Response`` carries a typed status, never an
-answer: ``rate_limited`` (last answer 429), ``timeout`` (last attempt timed
-out or passed its ``deadline``) or ``api_error`` (everything else).
-
-Final answers, never retried (``docs/failures.md``):
-
-* ``rejected``: a 4xx other than 401/403/404/408/429 (the server refuses
-  this request for good; ``400`` for an image it cannot take). When the
-  message names a limit of the server that every sample will hit (too many
-  images, no video input, context too long; ``models/limits.py``),
-  ``Response.extra["server_limit"]`` says which and how to fix it, and the
-  runner stops the run at once.
-* ``empty_reply``: empty content at temperature 0 (greedy decoding gives the
-  same nothing again); at temperature > 0 an empty reply is retried and is
-  ``empty_reply`` only when every attempt was empty.
-
-Each HTTP attempt has an overall ``deadline`` (default ``3 x timeout``) on top
-of httpx's per-operation ``timeout``, so a server that trickles its reply
-cannot hang a run (``models/_deadline.py``).
-
-The API key is read from the environment variable named by ``api_key_env``
-and sent only in the ``Authorization`` header; it is not part of
-``fingerprint()``. Every string taken from the server (error bodies,
-answers) goes through ``mmrobust.redact.server_text``: the key, bearer tokens
-and URL credentials are masked *before* an error body is cut to length.
+Retries, deadlines, the HTTP -> ``Status`` mapping and redaction are those of
+every API backend (``models/_http.py``); this module is the wire format only:
+the request body, the ``Authorization: Bearer`` header and how a
+chat-completion body reads (``choices[0].message.content``, ``usage``,
+``finish_reason``).
 """
 
 from __future__ import annotations
 
-import email.utils
-import json
-import math
-import os
-import time
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-import httpx
-from pydantic import BaseModel, ConfigDict, Field, Json
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
-from tenacity.wait import wait_base, wait_random_exponential
+from pydantic import Json
 
-from mmrobust import __version__
-from mmrobust.media.jpeg import FrameEncoding
-from mmrobust.models import _deadline
 from mmrobust.models._encode import data_url, file_data_url, file_url, frame_data_url
-from mmrobust.models._options import parse_options
-from mmrobust.models.base import (
-    FrameFormat,
-    MediaInput,
-    Model,
-    Request,
-    Response,
-    place_media,
+from mmrobust.models._http import (
+    AttemptError,
+    Completion,
+    HttpModel,
+    HttpOptions,
+    WaitRetryAfter,
+    body_shape,
+    check_base_url,
+    empty_reply,
+    parse_retry_after,
+    read_api_key,
+    token_count,
 )
-from mmrobust.models.limits import recognise_limit
-from mmrobust.redact import redact, scrub_url, server_text
+from mmrobust.models._options import parse_options
+from mmrobust.models.base import MediaInput, Model, Request, place_media
+from mmrobust.redact import server_text
 from mmrobust.status import Status
 
-_ERROR_BODY_CHARS = 200
 
-
-class OpenAIOptions(BaseModel):
+class OpenAIOptions(HttpOptions):
     """``--model-arg`` settings of the ``openai`` backend (strings are converted).
 
     Attributes:
@@ -113,21 +79,7 @@ class OpenAIOptions(BaseModel):
             (``'{"top_k": 1}'``, vLLM ``mm_processor_kwargs``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     base_url: str = "https://api.openai.com/v1"
-    api_key_env: str | None = None
-    temperature: float = Field(0.0, ge=0)
-    max_tokens: int = Field(256, ge=1)
-    timeout: float = Field(60.0, gt=0)
-    deadline: float | None = Field(None, gt=0)
-    concurrency: int = Field(4, ge=1)
-    max_retries: int = Field(5, ge=0)
-    backoff_initial: float = Field(1.0, ge=0)
-    backoff_max: float = Field(60.0, ge=0)
-    retry_after_max: float = Field(300.0, ge=0)
-    image_max_side: int = Field(1024, ge=0)
-    jpeg_quality: int = Field(90, ge=1, le=100)
     image_detail: Literal["auto", "low", "high"] | None = None
     video: bool = False
     video_transport: Literal["data", "file"] = "data"
@@ -137,135 +89,21 @@ class OpenAIOptions(BaseModel):
     extra_body: Json[dict[str, Any]] | None = None
 
 
-def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (RFC 9110 section 10.2.3).
-
-    Accepts delay-seconds (``"120"``, also ``"1.5"``) or an HTTP date
-    (``"Wed, 21 Oct 2015 07:28:00 GMT"``; a date in the past gives 0).
-    Returns ``None`` for a missing or unparsable value.
-    """
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        pass
-    else:
-        return max(0.0, seconds) if math.isfinite(seconds) else None
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    current = now or datetime.now(timezone.utc)
-    return max(0.0, (when - current).total_seconds())
-
-
-class AttemptError(Exception):
-    """One failed HTTP attempt, classified.
-
-    Attributes:
-        status: the typed status this failure maps to if it is the last one.
-        message: one-line reason (no secrets).
-        retryable: whether the policy retries it.
-        retry_after: seconds the server asked us to wait, if it did.
-        extra: details stored with the row (``server_limit`` of a rejection).
-    """
-
-    def __init__(
-        self,
-        status: Status,
-        message: str,
-        *,
-        retryable: bool,
-        retry_after: float | None = None,
-        extra: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.retryable = retryable
-        self.retry_after = retry_after
-        self.extra = extra or {}
-
-
-class WaitRetryAfter(wait_base):
-    """Wait what the server's ``Retry-After`` says (capped), else ``fallback``."""
-
-    def __init__(self, fallback: wait_base, cap: float) -> None:
-        self.fallback = fallback
-        self.cap = cap
-
-    def __call__(self, retry_state: RetryCallState) -> float:
-        outcome = retry_state.outcome
-        exc = outcome.exception() if outcome is not None else None
-        if isinstance(exc, AttemptError) and exc.retry_after is not None:
-            return min(exc.retry_after, self.cap)
-        return float(self.fallback(retry_state))
-
-
-def _is_retryable(exc: BaseException) -> bool:
-    return isinstance(exc, AttemptError) and exc.retryable
-
-
-class OpenAICompatModel(Model):
+class OpenAICompatModel(HttpModel):
     """Chat-completions client for one served model; sends sampled frames as images.
 
-    Thread-safe: the runner calls ``generate`` from up to ``max_concurrency``
-    threads at once; each call answers its requests one after another.
-
-    Args:
-        model: the server's model name (``openai:<model>``).
-        options: validated settings (see ``OpenAIOptions``).
-        api_key: the key itself, or ``None``; never stored in results.
-        transport: optional httpx transport (tests).
-        sleep: function used to wait between attempts (tests record waits).
+    Thread-safe (``HttpModel``). Args as :class:`mmrobust.models._http.HttpModel`,
+    with ``options`` an :class:`OpenAIOptions`.
     """
 
     media_input: ClassVar[MediaInput] = "frames"
-    frame_format: ClassVar[FrameFormat] = "jpeg"
+    backend: ClassVar[str] = "openai"
+    endpoint: ClassVar[str] = "chat/completions"
+    options: OpenAIOptions
 
-    def __init__(
-        self,
-        model: str,
-        options: OpenAIOptions,
-        *,
-        api_key: str | None = None,
-        transport: httpx.BaseTransport | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.model = model
-        self.options = options
-        self.name = f"openai:{model}"
-        self.max_concurrency = options.concurrency
-        self.batch_size = 1
-        self._api_key = api_key or None
-        self._sleep = sleep
-        headers = {"User-Agent": f"mmrobust/{__version__}"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        self._client = httpx.Client(
-            base_url=options.base_url.rstrip("/") + "/",
-            headers=headers,
-            timeout=httpx.Timeout(options.timeout),
-            limits=httpx.Limits(max_connections=max(options.concurrency, 1) * 2),
-            transport=transport,
-        )
-        self._deadline = _deadline.Deadline()
-        _deadline.install(self._client, self._deadline)
-
-    @property
-    def deadline_s(self) -> float:
-        """Seconds one HTTP attempt may take in all (``deadline``, else ``3 * timeout``)."""
-        return self.options.deadline or 3 * self.options.timeout
-
-    # -- public API --------------------------------------------------------------------
-
-    def generate(self, requests: Sequence[Request]) -> list[Response]:
-        """Answer each request in order; never raises for a per-request failure."""
-        return [self._one(request) for request in requests]
+    def auth_headers(self) -> dict[str, str]:
+        """``Authorization: Bearer <key>`` when a key is set."""
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     def fingerprint(self) -> dict[str, Any]:
         """Served model name and the settings that change answers.
@@ -292,155 +130,13 @@ class OpenAICompatModel(Model):
             "extra_body": o.extra_body,
         }
 
-    def frame_encoding(self) -> FrameEncoding:
-        """Exactly what is sent: ``jpeg_quality``, longer side at most ``image_max_side``."""
-        o = self.options
-        return FrameEncoding(quality=o.jpeg_quality, max_side=o.image_max_side or None)
+    def parse_reply(self, body: Any) -> Completion:
+        """``choices[0].message.content`` (see :func:`_parse_completion`)."""
+        return _parse_completion(body, greedy=self.greedy, clean=self._clean)
 
-    def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._client.close()
-
-    # -- one request -------------------------------------------------------------------
-
-    def _one(self, request: Request) -> Response:
-        started = time.monotonic()
-        try:
-            payload, extra = self.build_payload(request)
-        except (OSError, ValueError) as exc:
-            return Response(
-                text="",
-                status=Status.MEDIA_ERROR,
-                error=self._clean(f"could not encode media: {exc}"),
-                latency_s=time.monotonic() - started,
-            )
-        history: list[str] = []
-        retrying = Retrying(
-            stop=stop_after_attempt(self.options.max_retries + 1),
-            wait=WaitRetryAfter(
-                wait_random_exponential(
-                    multiplier=self.options.backoff_initial, max=self.options.backoff_max
-                ),
-                cap=self.options.retry_after_max,
-            ),
-            retry=retry_if_exception(_is_retryable),
-            sleep=self._sleep,
-            reraise=True,
-        )
-        try:
-            for attempt in retrying:
-                with attempt:
-                    try:
-                        body = self._attempt(payload)
-                    except AttemptError as exc:
-                        history.append(exc.status.value)
-                        raise
-                    history.append("ok")
-        except AttemptError as exc:
-            return Response(
-                text="",
-                status=exc.status,
-                error=self._clean(f"{exc.message} (attempts: {len(history)})"),
-                latency_s=time.monotonic() - started,
-                extra={**extra, **exc.extra, "attempts": len(history), "history": history},
-            )
-        except Exception as exc:  # one bad item never ends a run; the reason is kept
-            reason = f"unexpected {type(exc).__name__}: {exc}".splitlines()[0]
-            return Response(
-                text="",
-                status=Status.API_ERROR,
-                error=self._clean(reason),
-                latency_s=time.monotonic() - started,
-                extra={**extra, "attempts": len(history), "history": history},
-            )
-        text, usage, finish = body
-        return Response(
-            text=redact(text, [self._api_key]),
-            status=Status.OK,
-            latency_s=time.monotonic() - started,
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
-            extra={**extra, "attempts": len(history), "history": history, "finish_reason": finish},
-        )
-
-    def _attempt(self, payload: dict[str, Any]) -> tuple[str, dict[str, int | None], str | None]:
-        """One HTTP attempt: ``(text, usage, finish_reason)`` or ``AttemptError``."""
-        self._deadline.start(self.deadline_s)
-        try:
-            code, headers, raw = self._post(payload)
-        except httpx.TimeoutException as exc:
-            what = (
-                f"reply not complete within the {self.deadline_s:g}s deadline"
-                if self._deadline.passed()
-                else f"no reply within {self.options.timeout:g}s"
-            )
-            raise AttemptError(
-                Status.TIMEOUT, f"{what} ({type(exc).__name__})", retryable=True
-            ) from None
-        except httpx.TransportError as exc:
-            raise AttemptError(
-                Status.API_ERROR,
-                self._clean(
-                    f"connection error to {scrub_url(self.options.base_url)}: "
-                    f"{type(exc).__name__}: {exc}"
-                ),
-                retryable=True,
-            ) from None
-        except httpx.HTTPError as exc:  # undecodable body, too many redirects, ...
-            raise AttemptError(
-                Status.API_ERROR,
-                self._clean(f"HTTP client error: {type(exc).__name__}: {exc}"),
-                retryable=True,
-            ) from None
-        finally:
-            self._deadline.clear()
-        text = raw.decode("utf-8", errors="replace")
-        if code >= 400:
-            retry_after = parse_retry_after(headers.get("retry-after"))
-            snippet = self._clean(text, _ERROR_BODY_CHARS)
-            message = f"HTTP {code}: {snippet}" if snippet else f"HTTP {code}"
-            if code == 429:
-                raise AttemptError(
-                    Status.RATE_LIMITED, message, retryable=True, retry_after=retry_after
-                )
-            if code == 408:
-                raise AttemptError(Status.TIMEOUT, message, retryable=True, retry_after=retry_after)
-            if code >= 500 or code in (401, 403, 404):  # server down, bad key, wrong URL/name
-                raise AttemptError(
-                    Status.API_ERROR, message, retryable=code >= 500, retry_after=retry_after
-                )
-            n_images, n_videos = _count_media(payload)
-            limit = recognise_limit(self._clean(text), n_images=n_images, n_videos=n_videos)
-            raise AttemptError(
-                Status.REJECTED,
-                message,
-                retryable=False,
-                extra={"server_limit": limit.as_extra()} if limit else None,
-            )
-        try:
-            body = json.loads(text)
-        except ValueError:
-            raise AttemptError(
-                Status.API_ERROR,
-                f"malformed JSON body: {self._clean(text, 60)!r}",
-                retryable=True,
-            ) from None
-        return _parse_completion(body, greedy=self.options.temperature == 0, clean=self._clean)
-
-    def _post(self, payload: dict[str, Any]) -> tuple[int, httpx.Headers, bytes]:
-        """POST ``chat/completions``; ``(status, headers, body)``, read within the deadline.
-
-        Raises:
-            httpx.TimeoutException: a socket operation timed out or the deadline passed.
-            httpx.HTTPError: any other client or transport failure.
-        """
-        with self._client.stream("POST", "chat/completions", json=payload) as reply:
-            chunks = []
-            for chunk in reply.iter_bytes():
-                chunks.append(chunk)
-                if self._deadline.passed():  # public-API guard if the socket hook is absent
-                    raise httpx.ReadTimeout("overall request deadline passed")
-            return reply.status_code, reply.headers, b"".join(chunks)
+    def count_media(self, payload: Mapping[str, Any]) -> tuple[int, int]:
+        """``(image_url parts, video_url parts)`` of the messages."""
+        return _count_media(payload)
 
     # -- request body ------------------------------------------------------------------
 
@@ -519,10 +215,6 @@ class OpenAICompatModel(Model):
             image_url["detail"] = self.options.image_detail
         return {"type": "image_url", "image_url": image_url}
 
-    def _clean(self, message: str, limit: int | None = None) -> str:
-        """A server's (or the client library's) text, key masked, then made one line and cut."""
-        return server_text(message, [self._api_key], limit)
-
 
 class OpenAICompatVideoModel(OpenAICompatModel):
     """``video=true``: sends the video file as one ``video_url`` part (``media_input = "path"``).
@@ -549,7 +241,7 @@ def _count_media(payload: Mapping[str, Any]) -> tuple[int, int]:
 
 def _parse_completion(
     body: Any, *, greedy: bool = True, clean: Callable[[str, int], str] | None = None
-) -> tuple[str, dict[str, int | None], str | None]:
+) -> Completion:
     """Text, usage and finish reason of a chat-completion body, or ``AttemptError``.
 
     Empty content is ``empty_reply``: final when ``greedy`` (temperature 0), else retried.
@@ -560,11 +252,10 @@ def _parse_completion(
         choice = body["choices"][0]
         message = choice["message"]
     except (KeyError, IndexError, TypeError):
-        shape = (
-            quote(json.dumps(body), 80) if isinstance(body, (dict, list)) else type(body).__name__
-        )
         raise AttemptError(
-            Status.API_ERROR, f"no choices[0].message in reply: {shape}", retryable=True
+            Status.API_ERROR,
+            f"no choices[0].message in reply: {body_shape(body, quote)}",
+            retryable=True,
         ) from None
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, list):  # some servers return content parts
@@ -575,35 +266,28 @@ def _parse_completion(
         )
     finish = choice.get("finish_reason") if isinstance(choice, dict) else None
     if not isinstance(content, str) or not content.strip():
-        raise AttemptError(
-            Status.EMPTY_REPLY, f"empty content (finish_reason={finish})", retryable=not greedy
-        )
+        raise empty_reply(finish, greedy=greedy)
     usage_raw = body.get("usage") if isinstance(body, dict) else None
     usage: dict[str, int | None] = {"prompt_tokens": None, "completion_tokens": None}
     if isinstance(usage_raw, dict):
         for key in usage:
-            value = usage_raw.get(key)
-            usage[key] = int(value) if isinstance(value, (int, float)) else None
-    return content, usage, finish
+            usage[key] = token_count(usage_raw.get(key))
+    return Completion(content, usage, finish)
 
 
 def make(arg: str | None, args: Mapping[str, str]) -> Model:
     """Factory for ``openai:<model>`` (registered in ``mmrobust.models.spec``).
 
     Raises:
-        ValueError: no model name, an unknown or invalid ``--model-arg``, or
-            ``api_key_env`` names a variable that is not set.
+        ValueError: no model name, an unknown or invalid ``--model-arg``, a
+            ``base_url`` without ``http://``/``https://``, or ``api_key_env``
+            names a variable that is not set.
     """
     if not arg:
         raise ValueError("openai needs the served model name: --model openai:<model>")
     options = parse_options(OpenAIOptions, args, "openai")
-    api_key: str | None = None
-    if options.api_key_env:
-        api_key = os.environ.get(options.api_key_env)
-        if not api_key:
-            raise ValueError(
-                f"api_key_env={options.api_key_env}: that environment variable is not set"
-            )
+    check_base_url(options.base_url, "openai")
+    api_key = read_api_key(options.api_key_env)
     cls = OpenAICompatVideoModel if options.video else OpenAICompatModel
     return cls(arg, options, api_key=api_key)
 

@@ -12,7 +12,10 @@ colon (so ``hf:/path/with:colon`` keeps its colon). Extra settings come as
     hf:Qwen/Qwen2-VL-2B-Instruct   a local or hub transformers checkpoint
 
 Factories are registered lazily (``"module:function"``) so that importing
-mmrobust never imports torch.
+mmrobust never imports torch. Each backend is registered with its
+``placement`` (``"api"`` / ``"gpu"`` / ``"cpu"``, ``models.base.Placement``), so
+an executor can place replicas from the spec alone, before any model is loaded
+(``distributed/``): :func:`register_backend`, :func:`placement_of`.
 """
 
 from __future__ import annotations
@@ -20,13 +23,28 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from mmrobust.models.base import Model
+from mmrobust.models.base import Model, Placement
 from mmrobust.registry import Registry
 
 ModelFactory = Callable[[str | None, Mapping[str, str]], Model]
 """``factory(arg, model_args) -> Model``; raises ``ValueError`` on bad arguments."""
 
 MODELS: Registry[ModelFactory] = Registry("model")
+
+PLACEMENTS: dict[str, Placement] = {}
+"""Backend name -> where its model runs (the ``placement`` of the models it makes)."""
+
+
+def register_backend(
+    name: str, factory: ModelFactory | str, *, placement: Placement = "cpu"
+) -> None:
+    """Register a backend: its factory (or lazy ``"module:function"``) and its placement.
+
+    Raises:
+        ValueError: ``name`` is already registered with another factory.
+    """
+    MODELS.register(name, factory)
+    PLACEMENTS[name] = placement
 
 
 @dataclass(frozen=True)
@@ -39,6 +57,16 @@ class ModelSpec:
 
     def __str__(self) -> str:
         return self.name if self.arg is None else f"{self.name}:{self.arg}"
+
+    @property
+    def placement(self) -> Placement:
+        """Where this spec's model runs (:func:`placement_of`)."""
+        return placement_of(self.name)
+
+
+def placement_of(name: str) -> Placement:
+    """The placement a backend was registered with (``"cpu"`` when registered without one)."""
+    return PLACEMENTS.get(name, "cpu")
 
 
 def parse_spec(spec: str, model_args: Mapping[str, str] | None = None) -> ModelSpec:
@@ -82,12 +110,23 @@ def load_model(spec: str | ModelSpec, model_args: Mapping[str, str] | None = Non
 
 
 # Built-in backends, imported on first use. Each module defines ``make(arg, args)``.
-MODELS.register("constant", "mmrobust.models.baselines:make_constant")
-MODELS.register("random", "mmrobust.models.baselines:make_random")
-MODELS.register("forensic", "mmrobust.models.forensic:make")
-MODELS.register("blind-overlap", "mmrobust.models.blind:make_overlap")
-MODELS.register("blind-embed", "mmrobust.models.blind:make_embed")
-MODELS.register("openai", "mmrobust.models.openai_compat:make")
-MODELS.register("hf", "mmrobust.models.hf:make")
+register_backend("constant", "mmrobust.models.baselines:make_constant")
+register_backend("random", "mmrobust.models.baselines:make_random")
+register_backend("forensic", "mmrobust.models.forensic:make")
+register_backend("blind-overlap", "mmrobust.models.blind:make_overlap")
+register_backend("blind-embed", "mmrobust.models.blind:make_embed")
+register_backend("openai", "mmrobust.models.openai_compat:make", placement="api")
+register_backend("anthropic", "mmrobust.models.anthropic:make", placement="api")
+register_backend("hf", "mmrobust.models.hf:make", placement="gpu")
 
-__all__ = ["MODELS", "ModelFactory", "ModelSpec", "load_model", "parse_model_args", "parse_spec"]
+__all__ = [
+    "MODELS",
+    "PLACEMENTS",
+    "ModelFactory",
+    "ModelSpec",
+    "load_model",
+    "parse_model_args",
+    "parse_spec",
+    "placement_of",
+    "register_backend",
+]

@@ -30,13 +30,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrobust.datasets.schema import Sample, Window
-from mmrobust.prompts import PromptConfig, build_prompt
 from mmrobust.report.thumbs import Strip, ThumbJob, write_strips
+from mmrobust.report.view import RunView
+from mmrobust.schema import Sample, Window
 from mmrobust.status import Status
 from mmrobust.store import StoredRow
 
@@ -53,53 +52,34 @@ N_FRAMES_KEYS = ("frames_output", "n_frames", "frame_count")
 """``Sample.meta`` keys that give a clip's frame count (manifest, released layout)."""
 
 
-@dataclass
-class BrowserRun:
-    """One run as the browser sees it.
+def BrowserRun(
+    label: str,
+    dataset: str,
+    benchmark: str,
+    info: Mapping[str, Any],
+    rows: Sequence[StoredRow] = (),
+    frames: str = "",
+    text_only: bool = False,
+) -> RunView:
+    """A :class:`~mmrobust.report.view.RunView` built from its parts (the browser's old run type).
 
-    Attributes:
+    Args:
         label: display label (unique within its dataset).
         dataset: dataset display name.
-        benchmark: ``tamper``, ``mmr`` or ``generic``.
-        info: ``run.json`` (the prompt configuration is read from it).
+        benchmark: its family id.
+        info: ``run.json``.
         rows: the stored rows.
         frames: how the model was shown media (``metrics.json``'s ``run.frames``).
         text_only: the run sent no media.
     """
-
-    label: str
-    dataset: str
-    benchmark: str
-    info: Mapping[str, Any]
-    rows: Sequence[StoredRow] = field(default_factory=list)
-    frames: str = ""
-    text_only: bool = False
-
-
-def _prompt_config(info: Mapping[str, Any]) -> PromptConfig:
-    cfg = info.get("config", {})
-    official = bool(cfg.get("official"))
-    return PromptConfig(
-        template=cfg.get("prompt"),
-        option_style="vlmevalkit" if official else cfg.get("option_style", "paper"),
-        permute=int(cfg.get("permute", 0) or 0),
-        official=official,
+    metrics = {"run": {"frames": frames, "text_only": text_only}}
+    return RunView(
+        Path(label), info, metrics, list(rows), label=label, bench=benchmark, dataset_label=dataset
     )
 
 
-def prompt_text(sample: Sample, config: PromptConfig) -> str:
-    """The prompt a row was sent, as one text: system message, user turn, assistant prefill."""
-    try:
-        p = build_prompt(sample, config)
-    except ValueError as exc:  # a sample the template cannot render (shown, not raised)
-        return f"(prompt could not be rebuilt: {exc})"
-    parts = []
-    if p.system:
-        parts.append(f"[system] {p.system}")
-    parts.append(p.text)
-    if p.assistant_prefill:
-        parts.append(f"[assistant prefill] {p.assistant_prefill}")
-    return "\n".join(parts)
+NO_PROMPT = "(prompt not stored: this run was made before mmrobust stored each row's prompt)"
+"""Shown for a row of an older store that has no stored prompt text."""
 
 
 def shorten(text: str, limit: int) -> str:
@@ -139,7 +119,7 @@ def _window(pairs: Sequence[tuple[int, StoredRow]]) -> Window | None:
 
 
 def build_payload(
-    runs: Sequence[BrowserRun],
+    runs: Sequence[RunView],
     out_dir: Path,
     *,
     max_thumbs: int = MAX_THUMBS,
@@ -148,15 +128,17 @@ def build_payload(
     """The browser's JSON document for ``runs``; draws the thumbnails into ``out_dir/thumbs``
     (at most ``max_thumbs``, within ``thumb_seconds``; ``None``: no time limit).
 
-    Samples are ordered tamper first, then MMR, then the rest; within a benchmark
-    by dataset and sample id (so a source's original and tampered clips sit together).
+    Samples are ordered by family (``BenchmarkFamily.browser_rank``: tamper first, then
+    MMR, then the rest); within a family by dataset and sample id (so a source's original
+    and tampered clips sit together). Each answer shows the prompt stored with its row
+    (:data:`NO_PROMPT` for rows of stores older than stored prompts).
     """
     by_key: dict[tuple[str, str], list[tuple[int, StoredRow]]] = {}
     for ri, run in enumerate(runs):
         for row in run.rows:
-            by_key.setdefault((run.dataset, row.sample.id), []).append((ri, row))
-    rank = {"tamper": 0, "mmr": 1}
-    keys = sorted(by_key, key=lambda k: (rank.get(by_key[k][0][1].sample.benchmark, 2), k[0], k[1]))
+            by_key.setdefault((run.dataset_name, row.sample.id), []).append((ri, row))
+    rank = {r.benchmark: r.family.browser_rank for r in runs}
+    keys = sorted(by_key, key=lambda k: (rank.get(runs[by_key[k][0][0]].benchmark, 2), k[0], k[1]))
     media_keys = [k for k in keys if by_key[k][0][1].sample.video or by_key[k][0][1].sample.image]
     jobs: list[ThumbJob] = []
     job_of: dict[Path, int] = {}  # one strip per clip: the --task questions about it share it
@@ -175,9 +157,7 @@ def build_payload(
     drawn = write_strips(jobs, out_dir, seconds=thumb_seconds)
     strips: dict[tuple[str, str], Strip] = {k: drawn[i] for k, i in job_keys}
 
-    configs = [_prompt_config(run.info) for run in runs]
     prompts: dict[str, int] = {}
-    prompt_ids: dict[tuple[Any, ...], int] = {}
     n_answers = sum(len(v) for v in by_key.values())
     raw_limit = max(160, min(4000, RAW_TEXT_BUDGET // max(1, n_answers)))
     samples = []
@@ -189,14 +169,7 @@ def build_payload(
         frame_lists: list[list[int]] = []
         answers = []
         for ri, row in pairs:
-            rs = row.sample
-            pkey = (ri, rs.benchmark, rs.prompt, rs.question, tuple(rs.options.items()), rs.answer)
-            pi = prompts.setdefault(row.prompt, len(prompts)) if row.prompt else None
-            pi = pi if pi is not None else prompt_ids.get(pkey)
-            if pi is None:  # rows of older stores: the prompt rebuilt, once per template
-                pi = prompt_ids[pkey] = prompts.setdefault(
-                    prompt_text(rs, configs[ri]), len(prompts)
-                )
+            pi = prompts.setdefault(row.prompt or NO_PROMPT, len(prompts))
             fi = -1
             if row.frame_indices:
                 idx = list(row.frame_indices)
@@ -244,8 +217,8 @@ def build_payload(
     return {
         "runs": [
             {
-                "label": r.label,
-                "dataset": r.dataset,
+                "label": r.label or r.model,
+                "dataset": r.dataset_name,
                 "benchmark": r.benchmark,
                 "frames": r.frames,
                 "text_only": r.text_only,
@@ -269,11 +242,11 @@ def script_json(payload: Mapping[str, Any]) -> str:
 
 __all__ = [
     "MAX_THUMBS",
+    "NO_PROMPT",
     "RAW_TEXT_BUDGET",
     "THUMB_SECONDS",
     "BrowserRun",
     "build_payload",
-    "prompt_text",
     "script_json",
     "shorten",
 ]

@@ -10,7 +10,8 @@ text and never runs.
 Extending the page: pass :class:`Section` objects (``sections=``) to add a
 panel of your own between the plots and the run metadata (its body rendered by
 :func:`render_section` with the same autoescaping environment), and add lines to
-a run's metadata with ``HtmlRun.extra_meta``.
+a run's metadata with ``RunView.extra_meta``. A run is the report's one run view,
+:class:`mmrobust.report.view.RunView`.
 """
 
 from __future__ import annotations
@@ -28,45 +29,38 @@ import markupsafe
 import pandas as pd
 
 from mmrobust import __version__
-from mmrobust.report.browser import (
-    MAX_THUMBS,
-    THUMB_SECONDS,
-    BrowserRun,
-    build_payload,
-    script_json,
-)
+from mmrobust.report.browser import MAX_THUMBS, THUMB_SECONDS, build_payload, script_json
 from mmrobust.report.units import MISSING, pct_sign
+from mmrobust.report.view import RunView
 from mmrobust.store import StoredRow
 
 INDEX_FILE = "index.html"
 
 
-@dataclass
-class HtmlRun:
-    """What the HTML report needs of one run folder.
+def HtmlRun(
+    label: str,
+    benchmark: str,
+    run: Mapping[str, Any],
+    metrics: Mapping[str, Any],
+    rows: Sequence[StoredRow] = (),
+    dataset: str = "",
+    extra_meta: Sequence[tuple[str, str]] = (),
+) -> RunView:
+    """A :class:`~mmrobust.report.view.RunView` built from its parts (the page's old run type).
 
-    Attributes:
+    Args:
         label: the name shown for the run (usually the model spec).
-        benchmark: "tamper", "mmr" or "generic".
+        benchmark: its family id.
         run: the contents of ``run.json``.
         metrics: the contents of ``metrics.json``.
         rows: the stored rows of the run.
         dataset: the dataset's display name (default: ``run.json``'s dataset name).
         extra_meta: more ``(name, value)`` lines for the run's metadata block.
     """
-
-    label: str
-    benchmark: str
-    run: Mapping[str, Any]
-    metrics: Mapping[str, Any]
-    rows: Sequence[StoredRow] = field(default_factory=list)
-    dataset: str = ""
-    extra_meta: list[tuple[str, str]] = field(default_factory=list)
-
-    @property
-    def dataset_name(self) -> str:
-        """The dataset's display name."""
-        return self.dataset or str(self.run.get("dataset", {}).get("name", "?"))
+    return RunView(
+        Path(label), run, metrics, list(rows), label=label, bench=benchmark,
+        dataset_label=dataset, extra_meta=list(extra_meta),
+    )  # fmt: skip
 
 
 @dataclass
@@ -183,16 +177,19 @@ def _media_line(block: Mapping[str, Any]) -> str:
     return frames
 
 
-def run_metadata(run: HtmlRun) -> list[tuple[str, str]]:
-    """The ``(name, value)`` lines of a run's metadata block, rates in percent."""
-    m, info = run.metrics, run.run
-    block = m.get("run", {}) or info.get("run", {})
+def run_metadata(run: RunView) -> list[tuple[str, str]]:
+    """The ``(name, value)`` lines of a run's metadata block, rates in percent; the
+    extraction line states the family's failure rule (``BenchmarkFamily.failure_rule``)."""
+    m, info, family = run.metrics, run.info, run.family
+    block = run.run_block
     data = info.get("dataset", {})
-    if run.benchmark == "mmr":
+    if family.paired:
         pairs = int(m.get("pairs") or 0)
         size = f"{pairs} pairs ({2 * pairs} questions)"
     else:
         size = str(m.get("n_samples", "–"))
+    if run.interrupted:
+        size += f" ({run.interrupted})"
     versions = " · ".join(f"{k} {v}" for k, v in info.get("versions", {}).items())
     if info.get("git_sha"):
         versions += f" · git {info['git_sha']}"
@@ -204,8 +201,8 @@ def run_metadata(run: HtmlRun) -> list[tuple[str, str]]:
         ("media sent", _media_line(block)),
         (
             "extraction",
-            f"{block.get('extraction', MISSING)} (parse failures: "
-            f"{'counted wrong' if block.get('failures') == 'wrong' else 'left out of F1'})",
+            f"{block.get('extraction', MISSING)} "
+            f"({family.failure_rule(str(block.get('failures') or 'exclude'))})",
         ),
         (
             "samples",
@@ -231,7 +228,7 @@ def run_metadata(run: HtmlRun) -> list[tuple[str, str]]:
 
 def write_html(
     out_dir: str | Path,
-    runs: Sequence[HtmlRun],
+    runs: Sequence[RunView],
     *,
     tables: Sequence[Table] = (),
     figures: Sequence[Any] = (),
@@ -258,23 +255,7 @@ def write_html(
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    payload = build_payload(
-        [
-            BrowserRun(
-                label=r.label,
-                dataset=r.dataset_name,
-                benchmark=r.benchmark,
-                info=r.run,
-                rows=r.rows,
-                frames=str((r.metrics.get("run") or {}).get("frames", "")),
-                text_only=bool((r.metrics.get("run") or {}).get("text_only")),
-            )
-            for r in runs
-        ],
-        out,
-        max_thumbs=max_thumbs,
-        thumb_seconds=thumb_seconds,
-    )
+    payload = build_payload(runs, out, max_thumbs=max_thumbs, thumb_seconds=thumb_seconds)
     figs = []
     items = figures.items() if isinstance(figures, Mapping) else figures
     for f in items:
@@ -285,13 +266,14 @@ def write_html(
             figs.append({"caption": f.caption, "src": src, "width": f.width})
     meta = [
         {
-            "label": r.label,
+            "label": r.label or r.model,
             "benchmark": r.benchmark,
             "dataset": r.dataset_name,
-            "complete": r.metrics.get("complete", True),
+            "complete": r.complete,
+            "interrupted": r.interrupted,
             "lines": run_metadata(r),
         }
-        for r in sorted(runs, key=lambda r: {"tamper": 0, "mmr": 1}.get(r.benchmark, 2))
+        for r in sorted(runs, key=lambda r: r.family.browser_rank)
     ]
     n_thumbs = sum(1 for s in payload["samples"] if s["th"])
     html = (

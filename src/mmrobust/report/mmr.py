@@ -7,6 +7,12 @@ one RA row and one MR row per model, with the twelve categories as columns
 columns; that mean is ``category_mean`` in ``metrics.json``). The plot is the
 per-category view of the paper's Figure 5 (accuracy on positive vs negative
 questions).
+
+The family seam (:mod:`mmrobust.families.mmr`) calls :func:`summary_lines`,
+:func:`headline`, :func:`markdown_section` (``mmr_table2.csv`` for the first MMR
+dataset, ``mmr_table2_<dataset>.csv`` for further ones, and each run's
+``mmr/<label>/``) and :func:`leaderboards` (with MMR Table 2's 19 published models
+as grey reference rows when asked).
 """
 
 from __future__ import annotations
@@ -17,8 +23,19 @@ from typing import Any
 
 import pandas as pd
 
+from mmrobust.report.common import safe_name
+from mmrobust.report.html import Table, frame_to_table
 from mmrobust.report.plots import Figure, plot_mmr_accuracy
-from mmrobust.report.units import MISSING, PERCENT_DIGITS, pct_sign, percent_interval
+from mmrobust.report.units import MISSING, PERCENT_DIGITS, pct_sign, percent, percent_interval
+from mmrobust.report.view import ReportPaths, RunGroup
+
+MMR_NOTE = (
+    "RA = UR / pairs (higher is better), MR = UF / (UR + UF) (lower is better), in percent "
+    "(MMR section 3, eq. 1-2). Avg is over all pairs, as published; the mean of the category "
+    "values is category_mean in metrics.json. – marks an MR with no pair whose positive "
+    "question was answered right."
+)
+"""The caption of every Table 2 shaped table."""
 
 ABBREVIATIONS: dict[str, str] = {
     "Character/Number": "Char/Num",
@@ -154,9 +171,103 @@ def write_mmr_report(
     return {"markdown": md, "csv": csv, "plot": figure.path}
 
 
+def summary_lines(metrics: Mapping[str, Any]) -> list[str]:
+    """The ``mmr`` family's line of ``summary_text``: RA and MR with 95% CIs, the pair counts."""
+    ci = metrics.get("ci") or {}
+    return [
+        f"RA {percent(metrics.get('RA'))}% (95% CI {percent_interval(ci.get('RA'))})  "
+        f"MR {percent(metrics.get('MR'))}% (95% CI {percent_interval(ci.get('MR'))})  "
+        f"pairs: UR {metrics.get('UR')}, UF {metrics.get('UF')}, NR {metrics.get('NR')}, "
+        f"NF {metrics.get('NF')}"
+    ]
+
+
+def headline(metrics: Mapping[str, Any]) -> str:
+    """``RA 50.00%  MR 25.00%``: a paired run's score (MMR, ``--task leading``)."""
+    return f"RA {percent(metrics.get('RA'))}%  MR {percent(metrics.get('MR'))}%"
+
+
+def markdown_section(groups: Sequence[RunGroup], out: Path, paths: ReportPaths) -> list[str]:
+    """Write the MMR groups' Table 2 CSVs and each run's ``mmr/<label>/``; return Markdown."""
+    md: list[str] = []
+    for i, g in enumerate(groups):
+        frame = table2(g.metrics())
+        p = out / ("mmr_table2.csv" if i == 0 else f"mmr_table2_{safe_name(g.dataset)}.csv")
+        frame.to_csv(p)
+        paths.mmr_csv.append(p)
+        md += [
+            f"## Leading questions on {g.where} (MMR Table 2 layout)",
+            "",
+            to_markdown(frame),
+            MMR_NOTE,
+            "",
+        ]
+        for lab, r in g.runs.items():
+            written = write_mmr_report(
+                r.metrics,
+                out / "mmr" / safe_name(lab),
+                label=lab,
+                dataset=g.dataset,
+                figures=paths.figures,
+            )
+            paths.mmr += list(written.values())
+            md += [f"### {lab} on {g.dataset}", "", summary_markdown(lab, r.metrics, table=False)]
+    return md
+
+
+def published_table2(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str], str]:
+    """``frame`` (our runs, Table 2 shape) with MMR Table 2's rows, by Avg RA; row classes."""
+    from mmrobust.report.published import load_published, table2_errata, table2_metrics
+
+    published = table2(table2_metrics())
+    both = pd.concat([frame.assign(_src="run"), published.assign(_src="published")])
+    ra = both.xs("RA", level="Metric")["Avg"]
+    order = ra.sort_values(ascending=False, kind="stable").index.tolist()
+    both = pd.concat([both.loc[[m]] for m in dict.fromkeys(order)])
+    classes = both.pop("_src").tolist()
+    src = load_published("mmr_table2")
+    errata = "; ".join(
+        f"{e['model']}'s {e['category']} {e['metric']} is printed {e['printed']:.2f}, "
+        f"the rest of its row implies {e['consistent']:.2f} (shown as printed)"
+        for e in table2_errata()
+    )
+    note = (
+        f" Grey rows: {src.citation}, as published, {src.source['protocol']} "
+        f"Comparable with a run here only on that data. {errata}."
+    )
+    return both, classes, note
+
+
+def leaderboards(g: RunGroup, published: bool) -> list[Table]:
+    """The Table 2 leaderboard of one MMR group (with the published rows when ``published``)."""
+    frame = table2(g.metrics())
+    classes = ["run"] * len(frame)
+    note = MMR_NOTE
+    if published:
+        frame, classes, extra = published_table2(frame)
+        note += extra
+    title = f"Leading questions on {g.where} (MMR Table 2 layout, %)"
+    return [
+        frame_to_table(frame, title, note=note, digits=2, row_classes=classes, group=g.benchmark)
+    ]
+
+
+def is_released_run(info: Mapping[str, Any]) -> bool:
+    """Whether a run (its ``run.json``) was made on the released MMR benchmark, so its
+    leaderboard shows Table 2's published rows by default."""
+    return True
+
+
 __all__ = [
     "ABBREVIATIONS",
+    "MMR_NOTE",
+    "headline",
+    "is_released_run",
+    "leaderboards",
+    "markdown_section",
     "plot_accuracy",
+    "published_table2",
+    "summary_lines",
     "summary_markdown",
     "table2",
     "to_markdown",

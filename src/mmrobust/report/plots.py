@@ -13,72 +13,23 @@ the plot, so they never cover data. Values are percentages
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mmrobust.report.tables import TABLE7_COLUMNS
-
-DISPLAY_DPI = 100
-"""CSS pixels per figure inch in the page."""
-
-RENDER_DPI = 200
-"""PNG pixels per figure inch (2x the display size)."""
-
-FONT_SIZE = 10
-"""Base font size in points (about 14 CSS px at the display size)."""
-
-PALETTE = ("#3559e0", "#e07b35", "#2a9d8f", "#c8102e", "#7b61c9", "#8a6d3b", "#d45d9b", "#5f6b7a")
-"""Series colours (colour-blind-friendly enough for up to 8 runs; then they repeat)."""
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A written plot: its file, the caption to show under it and its display width in px."""
-
-    path: Path
-    caption: str
-    width: int
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update(
-        {
-            "font.size": FONT_SIZE,
-            "axes.titlesize": FONT_SIZE + 1,
-            "axes.labelsize": FONT_SIZE,
-            "xtick.labelsize": FONT_SIZE - 1,
-            "ytick.labelsize": FONT_SIZE - 1,
-            "legend.fontsize": FONT_SIZE - 1,
-            "axes.spines.top": False,
-            "axes.spines.right": False,
-        }
-    )
-    return plt
-
-
-def _save(plt: Any, fig: Any, path: str | Path, caption: str) -> Figure:
-    """Write ``path`` as PNG at :data:`RENDER_DPI`, close the figure, return the :class:`Figure`."""
-    try:
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, format="png", dpi=RENDER_DPI)
-        width = round(fig.get_figwidth() * DISPLAY_DPI)
-    finally:
-        plt.close(fig)
-    return Figure(path=out, caption=caption, width=width)
-
-
-def _legend_below(fig: Any, ax: Any, n_items: int) -> None:
-    handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(max(1, n_items), 4))
+from mmrobust.report.common import (
+    DISPLAY_DPI,
+    FONT_SIZE,
+    PALETTE,
+    RENDER_DPI,
+    TABLE7_COLUMNS,
+    Figure,
+    _legend_below,
+    _pyplot,
+    _save,
+    safe_name,
+)
 
 
 def _mark_empty_bars(ax: Any, xs: Any, values: Any, half: float, colour: str) -> None:
@@ -247,14 +198,10 @@ def plot_mmr_accuracy(
     return _save(plt, fig, path, caption)
 
 
-def safe_name(text: str) -> str:
-    """A file-name-safe form of a label (``constant:A [x]`` -> ``constant_A__x_``)."""
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
-
-
 __all__ = [
     "DISPLAY_DPI",
     "FONT_SIZE",
+    "PALETTE",
     "RENDER_DPI",
     "Figure",
     "plot_f1_per_type",

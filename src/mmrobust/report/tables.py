@@ -22,25 +22,15 @@ from typing import Any
 
 import pandas as pd
 
+from mmrobust.families import get_family
 from mmrobust.metrics.tamper import guess_f1
+from mmrobust.report.common import TABLE7_COLUMNS, to_markdown
 from mmrobust.report.units import (
-    MISSING,
     pct,
     pct_interval,
     pct_sign,
-    percent,
-    percent_interval,
     rounded_pct,
 )
-
-TABLE7_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("dropping", "Drop"),
-    ("masking", "Mask"),
-    ("repetition", "Repeat"),
-    ("rotation", "Rotate"),
-    ("substitution", "Substitute"),
-)
-"""Our effect names -> the column headings of the paper's Table 7, in its order."""
 
 TABLE7_NOTE = (
     "F1 in % with tampered = positive class, per type on that type's clips plus all originals; "
@@ -131,25 +121,6 @@ def ablation_table(values: Mapping[str, Mapping[str, float]], factor: str) -> pd
     return pd.DataFrame(rows)
 
 
-def _cell(v: Any, digits: int) -> str:
-    if v is None or (isinstance(v, float) and pd.isna(v)):
-        return MISSING
-    if isinstance(v, float):
-        return f"{v:.{digits}f}"
-    return str(v)
-
-
-def to_markdown(frame: pd.DataFrame, *, digits: int = 1) -> str:
-    """Render a frame as a GitHub Markdown table (floats to ``digits`` decimals, – if missing)."""
-    if frame.empty:
-        return "_(no rows)_\n"
-    cols = [str(c) for c in frame.columns]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for rec in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(_cell(v, digits) for v in rec) + " |")
-    return "\n".join(lines) + "\n"
-
-
 def _f1_line(metrics: Mapping[str, Any]) -> str:
     f1 = metrics.get("f1", {})
     parts = [f"{head} {pct(f1.get(key))}" for key, head in TABLE7_COLUMNS if key in f1]
@@ -209,50 +180,52 @@ def _coverage_line(metrics: Mapping[str, Any]) -> str:
     )
 
 
+def tamper_summary_lines(metrics: Mapping[str, Any]) -> list[str]:
+    """The ``tamper`` family's lines of :func:`summary_text`: F1 per type and Overall with its
+    95% CI and the always-Yes F1, window coverage, the imbalance and degenerate warnings."""
+    lines = [_f1_line(metrics)]
+    f1 = metrics.get("f1", {})
+    if f1 and f1.get("overall") is None:
+        lines.append("warning: no tampered clip of some type was scored (F1 shown as –)")
+    lines.append(_coverage_line(metrics))
+    lines += unbalanced_warning(always_yes_f1(metrics))
+    if metrics.get("degenerate"):
+        lines.append(f"warning: degenerate predictor ({metrics['degenerate']})")
+    return lines
+
+
+def generic_summary_lines(metrics: Mapping[str, Any]) -> list[str]:
+    """The ``generic`` family's line of :func:`summary_text`: accuracy."""
+    return [f"accuracy {pct_sign(metrics.get('accuracy'))}"]
+
+
+def generic_headline(metrics: Mapping[str, Any]) -> str:
+    """``acc 66.7%``: a generic run's score in a few characters."""
+    return f"acc {pct(metrics.get('accuracy'))}%"
+
+
 def summary_text(metrics: Mapping[str, Any]) -> str:
     """The lines ``mmrobust eval`` / ``rescore`` print for a ``metrics.json``.
 
-    Tamper: F1 per type and Overall with its 95% CI, window coverage, flags.
-    MMR: RA and MR with 95% CIs and the pair counts. Tasks (``--task``):
-    :func:`mmrobust.report.tasks.summary_lines`. All values in percent
+    A head line (family, size, model), the family's own lines
+    (``BenchmarkFamily.summary``: tamper F1 per type and Overall with its 95% CI,
+    window coverage, flags; MMR RA and MR with 95% CIs and the pair counts; the
+    ``--task`` lines of :mod:`mmrobust.report.tasks`; generic accuracy), then the
+    parse-fail and error rates and the data defects. All values in percent
     (:mod:`mmrobust.report.units`).
+
+    Raises:
+        ValueError: ``metrics["benchmark"]`` names no registered family.
     """
     bench = metrics.get("benchmark")
+    family = get_family(bench)
     run = metrics.get("run", {})
-    size = (
-        f"{metrics.get('pairs')} pairs"
-        if bench in ("mmr", "tamper-leading")
-        else f"{metrics.get('n_samples')} samples"
-    )
-    head = f"{bench}: {size}"
+    head = f"{bench}: {family.size(metrics)}"
     if run.get("model"):
         head += f", model {run['model']}"
     if run.get("text_only"):
         head += " (text only: no images or frames sent)"
-    lines = [head]
-    if bench == "tamper":
-        lines.append(_f1_line(metrics))
-        f1 = metrics.get("f1", {})
-        if f1 and f1.get("overall") is None:
-            lines.append("warning: no tampered clip of some type was scored (F1 shown as –)")
-        lines.append(_coverage_line(metrics))
-        lines += unbalanced_warning(always_yes_f1(metrics))
-        if metrics.get("degenerate"):
-            lines.append(f"warning: degenerate predictor ({metrics['degenerate']})")
-    elif bench == "mmr":
-        ci = metrics.get("ci") or {}
-        lines.append(
-            f"RA {percent(metrics.get('RA'))}% (95% CI {percent_interval(ci.get('RA'))})  "
-            f"MR {percent(metrics.get('MR'))}% (95% CI {percent_interval(ci.get('MR'))})  "
-            f"pairs: UR {metrics.get('UR')}, UF {metrics.get('UF')}, NR {metrics.get('NR')}, "
-            f"NF {metrics.get('NF')}"
-        )
-    elif str(bench).startswith("tamper-"):  # --task type|when|leading
-        from mmrobust.report.tasks import summary_lines
-
-        lines += summary_lines(metrics)
-    else:
-        lines.append(f"accuracy {pct_sign(metrics.get('accuracy'))}")
+    lines = [head, *family.summary(metrics)]
     lines.append(
         f"parse-fail {pct_sign(metrics.get('parse_fail_rate', 0))}  "
         f"errors {pct_sign(metrics.get('error_rate', 0))}"
@@ -282,12 +255,18 @@ def rescore_text(run_dir: str | Path) -> str:
 
 
 __all__ = [
+    "BALANCED_YES_F1",
     "TABLE7_COLUMNS",
     "TABLE7_NOTE",
     "ablation_table",
+    "always_yes_f1",
+    "generic_headline",
+    "generic_summary_lines",
     "per_task_table",
     "rescore_text",
     "summary_text",
     "table7",
+    "tamper_summary_lines",
     "to_markdown",
+    "unbalanced_warning",
 ]

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mmrobust.report.plots import PALETTE, Figure, _pyplot, _save, safe_name
-from mmrobust.report.tables import TABLE7_COLUMNS, to_markdown, unbalanced_warning
+from mmrobust.report.common import PALETTE, TABLE7_COLUMNS, Figure, _pyplot, _save, to_markdown
+from mmrobust.report.tables import unbalanced_warning
 from mmrobust.report.units import (
     pct,
     pct_interval,
@@ -37,9 +37,6 @@ from mmrobust.report.units import (
     rounded_pct,
     rounded_percent,
 )
-
-TASK_BENCHMARKS: tuple[str, ...] = ("tamper-type", "tamper-when", "tamper-leading")
-"""The metric families of ``--task type|when|leading``, in report order."""
 
 HEADS: dict[str, str] = {
     "none": "none",
@@ -323,27 +320,29 @@ def plot_leading(
     return _save(plt, fig, path, caption)
 
 
-def summary_lines(metrics: Mapping[str, Any]) -> list[str]:
-    """The lines ``mmrobust eval`` prints for a task run (after its head line)."""
-    bench = metrics.get("benchmark")
-    if bench == "tamper-leading":
-        ci = metrics.get("ci") or {}
-        chance = metrics.get("chance") or {}
-        per = metrics.get("by_presupposed", {})
-        return [
-            f"RA {percent(metrics.get('RA'))}% (95% CI {percent_interval(ci.get('RA'))})  "
-            f"MR {percent(metrics.get('MR'))}% (95% CI {percent_interval(ci.get('MR'))})  "
-            f"pairs: UR {metrics.get('UR')}, UF {metrics.get('UF')}, NR {metrics.get('NR')}, "
-            f"NF {metrics.get('NF')}",
-            f"positive questions {percent(metrics.get('positive_accuracy'))}%, leading questions "
-            f"rejected {percent(metrics.get('negative_accuracy'))}%, premise accepted in "
-            f"{pct_sign(metrics.get('premise_accepted_rate'))} of answered leading questions; "
-            f"chance RA {percent(chance.get('RA'))}%, MR {percent(chance.get('MR'))}%",
-            "RA / MR % per presupposed effect: "
-            + "  ".join(
-                f"{_head(e)} {percent(v.get('RA'))}/{percent(v.get('MR'))}" for e, v in per.items()
-            ),
-        ]
+def leading_summary_lines(metrics: Mapping[str, Any]) -> list[str]:
+    """The lines ``mmrobust eval`` prints for a ``--task leading`` run (after its head line)."""
+    ci = metrics.get("ci") or {}
+    chance = metrics.get("chance") or {}
+    per = metrics.get("by_presupposed", {})
+    return [
+        f"RA {percent(metrics.get('RA'))}% (95% CI {percent_interval(ci.get('RA'))})  "
+        f"MR {percent(metrics.get('MR'))}% (95% CI {percent_interval(ci.get('MR'))})  "
+        f"pairs: UR {metrics.get('UR')}, UF {metrics.get('UF')}, NR {metrics.get('NR')}, "
+        f"NF {metrics.get('NF')}",
+        f"positive questions {percent(metrics.get('positive_accuracy'))}%, leading questions "
+        f"rejected {percent(metrics.get('negative_accuracy'))}%, premise accepted in "
+        f"{pct_sign(metrics.get('premise_accepted_rate'))} of answered leading questions; "
+        f"chance RA {percent(chance.get('RA'))}%, MR {percent(chance.get('MR'))}%",
+        "RA / MR % per presupposed effect: "
+        + "  ".join(
+            f"{_head(e)} {percent(v.get('RA'))}/{percent(v.get('MR'))}" for e, v in per.items()
+        ),
+    ]
+
+
+def multiclass_summary_lines(metrics: Mapping[str, Any], task: str) -> list[str]:
+    """The lines ``mmrobust eval`` prints for a ``--task type|when`` run (after its head line)."""
     ci = (metrics.get("ci95") or {}).get("accuracy")
     chance_block = metrics.get("chance") or {}
     chance = chance_block.get("accuracy")
@@ -359,7 +358,7 @@ def summary_lines(metrics: Mapping[str, Any]) -> list[str]:
     ]
     det = (metrics.get("detection") or {}).get("f1", {})
     if det:
-        negative = "nowhere" if bench == "tamper-when" else "none"
+        negative = "nowhere" if task == "when" else "none"
         lines.append(
             f"detection F1 % (any answer but {negative} = Yes): "
             + "  ".join(f"{_head(t)} {pct(v)}" for t, v in det.items() if t != "overall")
@@ -368,7 +367,7 @@ def summary_lines(metrics: Mapping[str, Any]) -> list[str]:
             f"{pct(chance_block.get('always_yes_detection_f1'))})"
         )
         lines += unbalanced_warning(chance_block.get("always_yes_detection_f1"))
-    if bench == "tamper-when":
+    if task == "when":
         per_type = metrics.get("accuracy_per_type", {})
         lines.append(
             "accuracy % per tamper type: "
@@ -380,6 +379,11 @@ def summary_lines(metrics: Mapping[str, Any]) -> list[str]:
     if metrics.get("degenerate"):
         lines.append(f"warning: degenerate predictor ({metrics['degenerate']})")
     return lines
+
+
+def multiclass_headline(metrics: Mapping[str, Any]) -> str:
+    """``acc 40.0%  macro-F1 35.2%``: a ``--task type|when`` run's score."""
+    return f"acc {pct(metrics.get('accuracy'))}%  macro-F1 {pct(metrics.get('macro_f1'))}%"
 
 
 def confusion_markdown(metrics: Mapping[str, Any]) -> str:
@@ -395,83 +399,22 @@ def confusion_markdown(metrics: Mapping[str, Any]) -> str:
     return to_markdown(frame.reset_index(drop=True))
 
 
-def write_task_section(
-    benchmark: str,
-    dataset: str,
-    where: str,
-    runs: Mapping[str, Mapping[str, Any]],
-    text_only: Mapping[str, bool],
-    out: Path,
-    *,
-    index: int = 0,
-) -> tuple[list[str], list[Path], list[Figure]]:
-    """Write one task group's CSV tables and plots; return its Markdown lines, CSVs, figures.
-
-    ``index`` > 0 (a further dataset of the same task) suffixes the file names.
-    """
-    suffix = "" if index == 0 else f"_{safe_name(dataset)}"
-    task = benchmark.removeprefix("tamper-")
-    md: list[str] = []
-    csvs: list[Path] = []
-    figs: list[Figure] = []
-    if task in ("type", "when"):
-        frame = multiclass_table(runs)
-        p = out / f"task_{task}{suffix}.csv"
-        frame.to_csv(p, index=False)
-        csvs.append(p)
-        title = "Tamper type" if task == "type" else "Tamper location (thirds)"
-        md += [f"## {title} on {where} (--task {task}, %)", "", to_markdown(frame)]
-        md += [TYPE_NOTE if task == "type" else WHEN_NOTE, ""]
-        if task == "when":
-            per_type = accuracy_per_type_table(runs)
-            p = out / f"task_when_per_type{suffix}.csv"
-            per_type.to_csv(p, index=False)
-            csvs.append(p)
-            md += [f"### Accuracy per tamper type (%) on {dataset}", "", to_markdown(per_type)]
-            for w in dict.fromkeys(w for m in runs.values() for w in m.get("warnings", [])):
-                md += [f"Warning: {w}", ""]
-        for label, m in runs.items():
-            md += [f"### Confusion matrix: {label} on {dataset}", "", confusion_markdown(m)]
-        figs.append(plot_confusions(runs, out / f"confusion_{task}{suffix}.png", dataset=dataset))
-    else:
-        table = leading_table2(runs)
-        summary = leading_summary(runs, text_only)
-        for name, frame in (("task_leading", table), ("task_leading_summary", summary)):
-            p = out / f"{name}{suffix}.csv"
-            frame.to_csv(p, index=False)
-            csvs.append(p)
-        md += [
-            f"## Leading questions on {where} (--task leading, MMR Table 2 layout, %)",
-            "",
-            to_markdown(table, digits=2),
-            LEADING_NOTE,
-            "",
-            f"### RA, MR and the text-only floor on {dataset}",
-            "",
-            to_markdown(summary, digits=2),
-            LEADING_SUMMARY_NOTE + floor_note(runs, text_only),
-            "",
-        ]
-        figs.append(plot_leading(runs, out / f"task_leading{suffix}.png", dataset=dataset))
-    return md, csvs, figs
-
-
 __all__ = [
     "CHANCE_LABEL",
     "LEADING_NOTE",
     "LEADING_SUMMARY_NOTE",
-    "TASK_BENCHMARKS",
     "TYPE_NOTE",
     "WHEN_NOTE",
     "accuracy_per_type_table",
     "confusion_markdown",
     "floor_note",
     "leading_summary",
+    "leading_summary_lines",
     "leading_table2",
+    "multiclass_headline",
+    "multiclass_summary_lines",
     "multiclass_table",
     "plot_confusions",
     "plot_leading",
-    "summary_lines",
     "text_only_floor",
-    "write_task_section",
 ]

@@ -26,10 +26,10 @@ import av.error
 import cv2
 import numpy as np
 
-from mmrobust.datasets.schema import Window
 from mmrobust.media import MediaError, probe
 from mmrobust.media._open import decode_video, describe_av_error, open_video
 from mmrobust.media.decode import _to_array
+from mmrobust.schema import Window
 
 THUMB_HEIGHT = 56
 """Height of one thumbnail in pixels."""

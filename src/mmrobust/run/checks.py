@@ -79,10 +79,13 @@ def check_usable(samples: Sequence[Sample], config: EvalConfig) -> None:
     from mmrobust.datasets import DatasetError
 
     if samples and all(s.error for s in samples):
-        hint = "" if config.images else " (pass --images DIR, or --text-only for a text-only run)"
-        raise DatasetError(
-            f"none of the {len(samples)} samples can be evaluated: {samples[0].error}{hint}"
+        first = samples[0].error or ""
+        hint = (
+            ""
+            if config.images or "--text-only" in first  # the loader's error gives the hint
+            else " (pass --media DIR, or --text-only for a text-only run)"
         )
+        raise DatasetError(f"none of the {len(samples)} samples can be evaluated: {first}{hint}")
 
 
 def check_nonempty(dataset: Dataset, samples: Sequence[Sample], config: EvalConfig) -> None:

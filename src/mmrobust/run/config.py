@@ -156,9 +156,9 @@ def check_rescore_options(extract_mode: str | None, failures: str | None) -> Non
 def default_cache_dir() -> Path:
     """``<mmrobust cache>/frames``: ``$MMROBUST_CACHE``, ``$XDG_CACHE_HOME/mmrobust`` or
     ``~/.cache/mmrobust`` (``mmrobust.paths.cache_root``)."""
-    from mmrobust.paths import cache_root
+    from mmrobust.paths import frame_cache_dir
 
-    return cache_root() / "frames"
+    return frame_cache_dir()
 
 
 def frame_cache(config: EvalConfig) -> Any:

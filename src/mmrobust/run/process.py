@@ -31,6 +31,7 @@ import numpy as np
 
 from mmrobust.datasets import Sample
 from mmrobust.extract import extract
+from mmrobust.families import ScoreOptions, get_family
 from mmrobust.judge import Judge
 from mmrobust.media.sampling import FramePolicy, window_coverage
 from mmrobust.metrics import compute_metrics
@@ -192,8 +193,8 @@ class SampleProcessor:
         judge: Judge | None = None,
         reference: str | None = None,
     ) -> None:
+        from mmrobust.datasets.windows import WindowDeriver
         from mmrobust.media.provider import FrameProvider
-        from mmrobust.tamper.released import WindowDeriver
 
         self.model = model
         self.reference = reference
@@ -395,7 +396,7 @@ def score_rows(
     defects: Sequence[str] = (),
     extract_mode: str = "lenient",
 ) -> dict[str, Any]:
-    """Metrics over stored rows (dispatching on ``benchmark``); always has ``defects``.
+    """Metrics over stored rows (the family of ``benchmark`` scores them); always has ``defects``.
 
     Rows are scored in a canonical order (by sample id), so ``metrics.json``
     (confidence intervals included) is byte-identical whatever order the rows
@@ -406,23 +407,9 @@ def score_rows(
     """
     records = [r.to_record() for r in sorted(rows, key=lambda r: r.sample.id)]
     official = extract_mode == "official"
-    kw: dict[str, Any] = {}
-    if benchmark == "tamper":
-        kw = {
-            "failures": failures,
-            "n_resamples": n_resamples,
-            "seed": seed,
-            "official": official and failures == "wrong",
-        }
-    elif benchmark == "mmr":
-        kw = {
-            "n_boot": n_resamples,
-            "seed": seed,
-            "defects": list(defects),
-            "pairing": "position" if official else "content",
-        }
-    elif benchmark.startswith("tamper-"):  # --task type|when|leading
-        kw = {"failures": failures, "n_resamples": n_resamples, "seed": seed, "defects": defects}
+    kw = get_family(benchmark).score_options(
+        ScoreOptions(failures, n_resamples, seed, tuple(defects), official)
+    )
     metrics = compute_metrics(records, benchmark, **kw)
     metrics.setdefault("defects", list(defects))
     derived = sum(1 for r in rows if "derived_window" in r.extra)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrobust.judge import load_judge
-from mmrobust.official import reference_block, tamper_reference
+from mmrobust.official import TAMPER_REFERENCES, reference_block, tamper_reference
 from mmrobust.run.config import check_rescore_options
 from mmrobust.run.folder import (
     METRICS_FILE,
@@ -102,7 +102,7 @@ def _rescore(
     previous = run.get("reference") or {}
     ref_name = (
         reference
-        or (previous.get("name") if previous.get("benchmark") == "tamper" else None)
+        or (previous.get("name") if previous.get("name") in TAMPER_REFERENCES else None)
         or cfg.get("reference")
     )
     judge_model = load_judge(judge, judge_args) if judge else None

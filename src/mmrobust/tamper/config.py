@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from mmrobust.datasets.schema import TAMPER_ORIGINAL
 from mmrobust.media.writer import DEFAULT_CRF
+from mmrobust.schema import TAMPER_ORIGINAL
 from mmrobust.tamper.effects import PAPER_EFFECTS, Effect, make_effect
 from mmrobust.tamper.layout import Layout
 from mmrobust.tamper.window import Position

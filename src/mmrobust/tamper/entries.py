@@ -9,7 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from mmrobust import __version__
-from mmrobust.datasets.schema import TAMPER_ORIGINAL, Window
+from mmrobust.schema import TAMPER_ORIGINAL, Window
 from mmrobust.tamper.config import BuildConfig
 from mmrobust.tamper.effects import Effect
 from mmrobust.tamper.manifest import ManifestEntry, sha256_file

@@ -16,18 +16,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from mmrobust.datasets.schema import TAMPER_ORIGINAL
-from mmrobust.tamper.manifest import ManifestEntry
+from mmrobust.schema import TAMPER_ORIGINAL, TAMPER_QUESTION, ManifestEntry
+from mmrobust.schema.vocab import OFFICIAL_TOKENS as _TOKEN_OF
 
 Layout = Literal["native", "mvtamperbench"]
 
-STRUCTURED_QUESTION = (
-    "Does this video exhibit any signs of tampering, such as corruption, blackouts, "
-    "rotated frames, repeated frames, or swapped frames?"
-)
-"""The benchmark's structured prompt (MVTamperBench section 4.1 / appendix A.2.2); protocol text."""
+STRUCTURED_QUESTION = TAMPER_QUESTION
+"""The benchmark's structured prompt (``mmrobust.schema.TAMPER_QUESTION``; MVTamperBench
+section 4.1 / appendix A.2.2)."""
 
-OFFICIAL_TOKENS = ("original", "dropping", "masking", "repetition", "rotate", "substitution")
+OFFICIAL_TOKENS: tuple[str, ...] = tuple(_TOKEN_OF.values())
+"""The released ``tamper_type`` tokens (``original|dropping|masking|repetition|rotate|substitution``)."""
 DEFAULT_TASK = "tamper"
 
 

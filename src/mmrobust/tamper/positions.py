@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from mmrobust.datasets.schema import TAMPER_ORIGINAL
+from mmrobust.schema import TAMPER_ORIGINAL
 from mmrobust.tamper.builder import BuildReport, ProgressCallback, SourceMap, build
 from mmrobust.tamper.config import BuildConfig
 from mmrobust.tamper.layout import position_token

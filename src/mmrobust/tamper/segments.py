@@ -49,13 +49,13 @@ import numpy as np
 from av.packet import Packet
 from av.video.frame import VideoFrame
 
-from mmrobust.datasets.schema import Window
 from mmrobust.media._open import decode_video, describe_av_error, open_video
 from mmrobust.media.concat import JoinedClips, Piece
 from mmrobust.media.decode import _to_array
 from mmrobust.media.encoder import EncoderSettings, FrameEncoder
 from mmrobust.media.errors import MediaError
 from mmrobust.media.probe import normalise_rotation
+from mmrobust.schema import Window
 
 WindowFn = Callable[[list[np.ndarray]], Mapping[str, list[np.ndarray]]]
 """Held window frames (``F`` x ``(H, W, 3) uint8 RGB``) -> ``{variant: output frames}``."""

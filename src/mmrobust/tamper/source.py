@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mmrobust.datasets.schema import TAMPER_ORIGINAL
 from mmrobust.media import MediaError, iter_frames
 from mmrobust.media.encoder import encodable_fps
+from mmrobust.schema import TAMPER_ORIGINAL
 from mmrobust.tamper.config import BuildConfig
 from mmrobust.tamper.entries import is_done, make_entry, variant_key
 from mmrobust.tamper.layout import output_relpath

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mmrobust.datasets.schema import TAMPER_ORIGINAL, Window
 from mmrobust.media import VideoInfo, iter_frames
 from mmrobust.media.encoder import EncoderSettings
 from mmrobust.media.writer import FrameWriter, OpenCVWriter, VideoWriter
+from mmrobust.schema import TAMPER_ORIGINAL, Window
 from mmrobust.tamper.config import BuildConfig
 from mmrobust.tamper.effects import Effect, EffectContext
 from mmrobust.tamper.manifest import Donor

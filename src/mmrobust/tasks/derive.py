@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from mmrobust.datasets.base import Dataset
-from mmrobust.datasets.schema import Sample
-from mmrobust.metrics.tamper import CANONICAL_TYPES
+from mmrobust.families import get_family
+from mmrobust.schema import CANONICAL_TYPES, Sample
 from mmrobust.tasks.templates import EffectWording, Templates, load_templates
 from mmrobust.tasks.truth import (
     NONE,
@@ -365,7 +365,7 @@ def derive_task(
     check_task(task)
     if task == "detect":
         return dataset
-    if dataset.benchmark != "tamper":
+    if not get_family(dataset.benchmark).tamper_clips:
         raise ValueError(
             f"--task {task} asks about tampered clips; {dataset.name!r} is a "
             f"{dataset.benchmark} dataset (use a tamper manifest, the released "

@@ -21,8 +21,7 @@ named third holds its centre in every clip longer than two windows).
 
 from __future__ import annotations
 
-from mmrobust.datasets.schema import TAMPER_ORIGINAL, Sample, Window
-from mmrobust.metrics.tamper import normalise_type
+from mmrobust.schema import TAMPER_ORIGINAL, Sample, Window, normalise_type
 
 NONE = "none"
 """``type`` key of an untampered clip."""

@@ -28,8 +28,8 @@ from typing import Any
 import cv2
 import numpy as np
 
-from mmrobust.models.forensic.signals import SignalTrace
-from mmrobust.models.forensic.thresholds import DEFAULT, Thresholds
+from mmrobust.forensic.signals import SignalTrace
+from mmrobust.forensic.thresholds import DEFAULT, Thresholds
 
 FLIPS = {"rotation": "drot", "hflip": "dhflip", "vflip": "dvflip"}
 """Candidate type -> the signal comparing a frame with its transformed predecessor."""

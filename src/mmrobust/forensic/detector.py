@@ -1,16 +1,11 @@
-"""``ForensicDetector``: the pixel-only tamper detector as a ``Model`` backend.
+"""The pixel-only tamper detector's decision: a :class:`Verdict` per clip.
 
-It reads ``Request.video`` itself (``media_input = "path"``), streams the
-decoded luma at ``ANALYSIS_WIDTH`` pixels wide, extracts per-frame signals
-(``signals.py``), explains them as tamper candidates (``structure.py``) and
-answers the benchmark question with the option whose text is "Yes" when the
-best candidate's score reaches ``Thresholds.decision``. Questions of ``--task
-type|when|leading`` carry option keys (``Request.option_keys``); the same
-verdict answers them (:func:`mmrobust.tasks.answer_from_detection`): its
-predicted type, the third of its predicted window, and a leading premise
-accepted only when the premise's effect is its own predicted type. When none of
-its candidate types is an option it replies so in words (a ``parse_fail``, as
-any reply outside the options).
+:func:`analyse_video` streams the decoded luma of a clip at ``ANALYSIS_WIDTH``
+pixels wide, extracts per-frame signals (``signals.py``), explains them as
+tamper candidates (``structure.py``) and calls the clip tampered when the best
+candidate's score reaches ``Thresholds.decision``. A library: it knows nothing
+of models, prompts or tasks; ``mmrobust.models.forensic`` is the ``Model``
+adapter that turns a verdict into an answer (``--model forensic``).
 
 The decision never reads the file name, container, codec, bitrate, fps or
 duration metadata: only decoded pixels and the frame size. The fps is read
@@ -21,31 +16,27 @@ seconds (``start_s = start_frame / fps``).
 from __future__ import annotations
 
 import threading
-import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from mmrobust.models.base import MediaInput, Model, Request, Response
-from mmrobust.models.forensic.signals import (
+from mmrobust.forensic.signals import (
     D1_HIST_BINS,
     SignalExtractor,
     SignalTrace,
     analysis_size,
 )
-from mmrobust.models.forensic.structure import (
+from mmrobust.forensic.structure import (
     Candidate,
     analyse,
     discontinuities,
     summary,
 )
-from mmrobust.models.forensic.thresholds import DEFAULT, THRESHOLDS_VERSION, Thresholds
-from mmrobust.status import Status
-from mmrobust.tasks.answer import answer_from_detection
+from mmrobust.forensic.thresholds import DEFAULT, Thresholds
 
 PRIORS = ("none", "middle")
 
@@ -266,160 +257,59 @@ def ranked_types(v: Verdict) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _yes_no_letters(options: Mapping[str, str]) -> tuple[str, str]:
-    """Letters of the "Yes" and "No" options (case-insensitive, options may be permuted).
+def analyse_video(path: Path, thresholds: Thresholds = DEFAULT, prior: str = "none") -> Verdict:
+    """Stream the video at ``path`` and decide.
+
+    The verdict is a pure function of the file's bytes, the thresholds and
+    the prior, so it is kept in a process-wide cache (``VERDICT_CACHE_SIZE``
+    entries, keyed by the resolved path, size and modification time): the
+    questions of several ``--task`` runs, and both questions of a leading
+    pair, read each clip once.
 
     Raises:
-        ValueError: either option is missing.
+        MediaError: unreadable or undecodable video, or fewer than ``MIN_FRAMES`` frames.
+        ValueError: unknown ``prior``.
     """
-    yes = [k for k, v in options.items() if v.strip().rstrip(".").lower() == "yes"]
-    no = [k for k, v in options.items() if v.strip().rstrip(".").lower() == "no"]
-    if len(yes) != 1 or len(no) != 1:
-        raise ValueError(f"options must contain one 'Yes' and one 'No', got {dict(options)}")
-    return yes[0], no[0]
+    from mmrobust.media import MediaError
 
-
-class ForensicDetector(Model):
-    """Classical pixel-only tamper detector (see ``docs/forensic.md``).
-
-    Args:
-        thresholds: decision thresholds (default: the calibrated ``DEFAULT``).
-        prior: "none" (default) or "middle" (location prior).
-    """
-
-    media_input: ClassVar[MediaInput] = "path"
-    name = "forensic"
-
-    def __init__(self, thresholds: Thresholds = DEFAULT, prior: str = "none") -> None:
-        if prior not in PRIORS:
-            raise ValueError(f"unknown prior {prior!r}; expected one of {PRIORS}")
-        self.thresholds = thresholds
-        self.prior = prior
-
-    def fingerprint(self) -> dict[str, Any]:
-        """Name, thresholds version and hash, and the location prior."""
-        return {
-            "name": self.name,
-            "thresholds_version": THRESHOLDS_VERSION,
-            "thresholds_sha": self.thresholds.digest(),
-            "prior": self.prior,
-        }
-
-    def analyse_video(self, path: Path) -> Verdict:
-        """Stream ``path`` and decide.
-
-        The verdict is a pure function of the file's bytes, the thresholds and
-        the prior, so it is kept in a process-wide cache (``VERDICT_CACHE_SIZE``
-        entries, keyed by the resolved path, size and modification time): the
-        questions of several ``--task`` runs, and both questions of a leading
-        pair, read each clip once.
-
-        Raises:
-            MediaError: unreadable or undecodable video, or fewer than ``MIN_FRAMES`` frames.
-        """
-        from mmrobust.media import MediaError
-
-        try:
-            st = path.stat()
-            key: tuple[Any, ...] | None = (
-                str(path.resolve()), st.st_size, st.st_mtime_ns, self.thresholds.digest(),
-                self.prior,
-            )  # fmt: skip
-        except OSError:
-            key = None
-        if key is not None:
-            with _VERDICTS_LOCK:
-                hit = _VERDICTS.get(key)
-                if hit is not None:
-                    _VERDICTS.move_to_end(key)
-                    return hit
-        try:
-            cands, signals, n = scan(analysis_frames(path), self.thresholds)
-        except ValueError as exc:
-            raise MediaError(path, str(exc)) from exc
-        if n < MIN_FRAMES:
-            raise MediaError(path, f"only {n} decodable frames (need {MIN_FRAMES})")
-        verdict = _verdict(cands, n, signals, self.thresholds, self.prior)
-        if key is not None:
-            with _VERDICTS_LOCK:
-                _VERDICTS[key] = verdict
-                while len(_VERDICTS) > VERDICT_CACHE_SIZE:
-                    _VERDICTS.popitem(last=False)
-        return verdict
-
-    def _answer(self, req: Request) -> Response:
-        from mmrobust.media import MediaError, probe
-
-        t0 = time.perf_counter()
-        yes = no = ""
-        if not req.option_keys:  # the yes/no question; task questions answer by key
-            try:
-                yes, no = _yes_no_letters(req.options)
-            except ValueError as exc:
-                return Response(text="", status=Status.MODEL_ERROR, error=str(exc))
-        if req.video is None:
-            return Response(text="", status=Status.MEDIA_ERROR, error="request has no video")
-        try:
-            v = self.analyse_video(Path(req.video))
-        except MediaError as exc:
-            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            return Response(
-                text="", status=Status.MEDIA_ERROR, error=msg, latency_s=time.perf_counter() - t0
-            )
-        window = None
-        fps = 0.0
-        if v.start_frame is not None and v.end_frame is not None:
-            # seconds only for reporting (and a leading question's duration), read after deciding
-            try:
-                fps = float(probe(Path(req.video), count_frames=False).fps)
-            except MediaError:
-                fps = 0.0
-            window = {
-                "start_frame": v.start_frame,
-                "end_frame": v.end_frame,
-                "start_s": round(v.start_frame / fps, 4) if fps > 0 else None,
-                "end_s": round(v.end_frame / fps, 4) if fps > 0 else None,
-            }
-        signals = dict(v.signals)
-        signals["top"] = [
-            {"kind": c.kind, "start": c.start, "end": c.end, "score": round(c.score, 3)}
-            for c in v.candidates[:3]
-        ]
-        extra = {
-            "score": round(v.score, 4),
-            "pred_type": v.pred_type,
-            "pred_window": window,
-            "prior": self.prior,
-            "signals": signals,
-        }
-        text = yes if v.tampered else no
-        if req.option_keys:
-            letter = answer_from_detection(
-                req.option_keys,
-                tampered=v.tampered,
-                types=ranked_types(v),
-                window=(v.start_frame, v.end_frame)
-                if v.start_frame is not None and v.end_frame is not None
-                else None,
-                n_frames=v.frames,
-                fps=fps,
-            )
-            # None: its type is not an option (a set without that effect); the reply says so
-            # and, like any reply outside the options, is a parse failure
-            text = letter or f"tampered: {v.pred_type}, not among the options"
-        return Response(text=text, latency_s=time.perf_counter() - t0, extra=extra)
-
-    def generate(self, requests: Sequence[Request]) -> list[Response]:
-        """Answer each request; per-clip failures become ``media_error`` responses."""
-        return [self._answer(r) for r in requests]
+    if prior not in PRIORS:
+        raise ValueError(f"unknown prior {prior!r}; expected one of {PRIORS}")
+    try:
+        st = path.stat()
+        key: tuple[Any, ...] | None = (
+            str(path.resolve()), st.st_size, st.st_mtime_ns, thresholds.digest(), prior,
+        )  # fmt: skip
+    except OSError:
+        key = None
+    if key is not None:
+        with _VERDICTS_LOCK:
+            hit = _VERDICTS.get(key)
+            if hit is not None:
+                _VERDICTS.move_to_end(key)
+                return hit
+    try:
+        cands, signals, n = scan(analysis_frames(path), thresholds)
+    except ValueError as exc:
+        raise MediaError(path, str(exc)) from exc
+    if n < MIN_FRAMES:
+        raise MediaError(path, f"only {n} decodable frames (need {MIN_FRAMES})")
+    verdict = _verdict(cands, n, signals, thresholds, prior)
+    if key is not None:
+        with _VERDICTS_LOCK:
+            _VERDICTS[key] = verdict
+            while len(_VERDICTS) > VERDICT_CACHE_SIZE:
+                _VERDICTS.popitem(last=False)
+    return verdict
 
 
 __all__ = [
     "KIND_TO_EFFECT",
     "MIN_FRAMES",
     "PRIORS",
-    "ForensicDetector",
+    "VERDICT_CACHE_SIZE",
     "Verdict",
+    "analyse_video",
+    "analysis_frames",
     "chunk_margin",
     "decide",
     "decide_stream",

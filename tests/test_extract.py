@@ -88,7 +88,9 @@ MMR_TABLE: list[tuple[str, str | None, str | None]] = [
     ("C", "C", "C"),
     ("D. yellow", "D", "D"),
     ("Based on the image, D", "D", "D"),  # whole words only: "Based" is not "B"
-    ("C or A", "A", "A"),  # official: fixed A>B>C>D priority; lenient: last letter named
+    # official: fixed A>B>C>D priority; lenient: a hedge naming two options is no answer
+    # (issue 28; it read the last letter named, A, before)
+    ("C or A", "A", None),
     ("(A)", None, "A"),  # "(A)" is not the word "A" in the reference
     ("A man holds a blue cup, so C", "A", "C"),
     ("The colour is D. Because of the light.", "D", "D"),  # only text before the first period
@@ -108,3 +110,168 @@ def test_mmr_reply_table(reply: str, official: str | None, lenient: str | None) 
 def test_unknown_mode_raises() -> None:
     with pytest.raises(ValueError, match="unknown extraction mode"):
         extract("A", YN, mode="fuzzy")
+
+
+# --------------------------------------------------------------------------- issue 28
+# Replies as today's models write them. (reply, options, strict, lenient, lenient rule);
+# a letter is ok, None is parse_fail. The rule is asserted where the issue asks for a
+# distinct one (a reply cut inside its reasoning, a hedge, a non-answer).
+THINK_YN = "<think>\nOption A would mean tampered. The frames look fine.\n</think>\n\nB"
+THINK_MMR = "<think>\nOption A is wrong. So C.\n</think>\n\nC"
+ISSUE_TABLE: list[tuple[str, dict[str, str], str | None, str | None, str | None]] = [
+    # reasoning blocks: the answer is what follows them; before: A from "Option A" inside
+    (THINK_MMR, ABCD, "C", "C", None),
+    (THINK_YN, YN, "B", "B", None),
+    ("Option A is wrong. So C.\n</think>\n\nC", ABCD, "C", "C", None),  # template opened it
+    ("Option A would mean tampered.\n</think>\nB", YN, "B", "B", None),
+    ("<think>\nOption A is wrong. So", ABCD, None, None, "reasoning:cut"),  # before: A
+    ("<think>\nOption A would mean tampered. The frames", YN, None, None, "reasoning:cut"),
+    ("<THINKING>A looks odd</THINKING>Answer: B", YN, "B", "B", None),
+    ("◁think▷Option A is wrong◁/think▷C", ABCD, "C", "C", None),  # Kimi-VL's tags
+    ("<think>A?</think><answer>C</answer>", ABCD, "C", "C", None),  # GLM-4.1V markers
+    ("<think>A</think>x<think>B, then", ABCD, None, None, "reasoning:cut"),
+    ("<think>\nThe frames look fine.\n</think>\n\n", YN, None, None, "none"),
+    # hedges: two options named without a choice; before: the last letter named
+    ("A or B", YN, None, None, "lenient:several-options"),
+    ("B or A?", YN, None, None, "lenient:several-options"),
+    ("C or D", ABCD, None, None, "lenient:several-options"),
+    ("B, C", ABCD, None, None, "lenient:several-options"),
+    ("I think A, but it could be B.", YN, None, None, "lenient:several-options"),
+    ("I think A, but it could be B.", ABCD, None, None, "lenient:several-options"),
+    ("the answer is A or B", YN, "A", None, "lenient:hedge"),
+    ("Answer: A or Answer: B", YN, None, None, "lenient:ambiguous-answer-phrase"),
+    # non-answers: never option A; before: A by the last letter
+    ("N/A", YN, None, None, "lenient:non-answer"),
+    ("N/A", ABCD, None, None, "lenient:non-answer"),
+    ("n/a.", YN, None, None, "lenient:non-answer"),
+    ("Unknown", ABCD, None, None, "lenient:non-answer"),
+    # self-correction: the last explicit answer phrase wins; before: A
+    ("The answer is A. However, on second thought the video looks normal, so B.", YN, "A",
+     "B", "lenient:last-answer-phrase"),
+    ("The answer is B. On second thought, the answer is D.", ABCD, None, "D",
+     "lenient:last-answer-phrase"),
+    ("Option A is wrong. So C.", ABCD, "A", "C", "lenient:answer-phrase"),  # strict as before
+    ("So A.", YN, None, "A", "lenient:answer-phrase"),
+    ("Therefore, the answer is (B).", ABCD, "B", "B", None),
+    ("C is correct.", ABCD, None, "C", "lenient:answer-phrase"),
+    # look-alikes: full width, Chinese yes/no, tamper phrasing; before: no answer
+    ("Ａ", YN, "A", "A", None),
+    ("Ｂ", YN, "B", "B", None),
+    ("（B）", YN, "B", "B", None),  # before: strict had no answer, lenient B
+    ("Ｃ", ABCD, "C", "C", None),
+    ("答案：Ｄ", ABCD, None, "D", None),
+    ("是", YN, None, "A", "lenient:yes-no-word"),
+    ("否", YN, None, "B", "lenient:yes-no-word"),
+    ("不是。", YN, None, "B", "lenient:yes-no-word"),
+    ("Not tampered.", YN, None, "B", "lenient:tamper-phrase"),
+    ("It is tampered", YN, None, "A", "lenient:tamper-phrase"),
+    ("The video has not been tampered with.", YN, None, "B", "lenient:tamper-phrase"),
+    ("I can't tell whether it was tampered.", YN, None, None, "none"),
+    # unchanged on purpose
+    ("A man walks across the street, so B", YN, None, "B", None),
+    ("A or B", {"A": "cat", "B": "dog", "C": "cow"}, None, None, "lenient:several-options"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("reply", "options", "strict", "lenient", "rule"), ISSUE_TABLE)
+def test_issue_28_reply_kinds(
+    reply: str, options: dict[str, str], strict: str | None, lenient: str | None, rule: str | None
+) -> None:
+    bench = "mmr" if len(options) == 4 else "tamper"
+    for mode, expected in (("strict", strict), ("lenient", lenient)):
+        got = extract(reply, options, mode=mode, benchmark=bench)
+        assert got.letter == expected, (mode, reply, got)
+        assert got.status is (Status.OK if expected else Status.PARSE_FAIL)
+    if rule is not None:
+        assert extract(reply, options, benchmark=bench).rule == rule
+
+
+@pytest.mark.parametrize(
+    ("text", "reasoning", "expected", "rule"),
+    [
+        ("B", "Option A would mean tampered; the frames look fine.", "B", "strict:lone-letter"),
+        ("", "Option A would mean tampered; the frames", None, "reasoning:cut"),
+        ("  ", "Option A", None, "reasoning:cut"),
+        ("", None, None, "none"),
+        ("", "   ", None, "none"),  # a blank field is no reasoning
+    ],
+)
+def test_separate_reasoning_field(
+    text: str, reasoning: str | None, expected: str | None, rule: str
+) -> None:
+    """The server's ``reasoning_content`` is never read as the answer; an empty answer beside
+    it is a reply cut inside its reasoning."""
+    for options, bench in ((YN, "tamper"), (ABCD, "mmr")):
+        got = extract(text, options, benchmark=bench, reasoning=reasoning)
+        assert (got.letter, got.rule) == (expected, rule)
+
+
+# Official mode reads the text as the reference does: a reasoning block is part of it.
+# (reply, eb58e9e truth A/B, e8e78f0 truth A/B); R right, W wrong.
+OFFICIAL_REASONING: list[tuple[str, str, str]] = [
+    (THINK_YN, "WW", "WW"),  # tokens A and B: no single letter; no option text
+    ("<think>\nOption A would mean tampered. The frames", "RW", "WW"),  # one letter, A
+    ("A or B", "RW", "RW"),  # first token "a" is inside "(a)"
+    ("N/A", "WW", "WW"),  # not one of pandas' missing values: scored, wrong
+    ("Ａ", "WW", "WW"),  # no width normalisation in the reference
+    ("是", "WW", "WW"),
+    ("Not tampered.", "WR", "WW"),  # "not" contains "no"; head: over 10 characters
+    ("The answer is A. However, on second thought the video looks normal, so B.", "WR", "RW"),
+]
+
+
+@pytest.mark.parametrize(("reply", "integration", "head"), OFFICIAL_REASONING)
+def test_official_mode_unchanged_on_issue_replies(reply: str, integration: str, head: str) -> None:
+    for version, expected in (("eb58e9e", integration), ("e8e78f0", head)):
+        got = ""
+        for truth in "AB":
+            ex = extract(reply, YN, mode="official", answer=truth, reference=version,
+                         reasoning="ignored by the reference")  # fmt: skip
+            got += "R" if ex.letter == truth else "W"
+        assert got == expected, (version, reply)
+
+
+def test_official_mmr_reads_reasoning_blocks_as_text() -> None:
+    """The MMR scorer sees the whole reply: "Option A" inside a <think> block is word A."""
+    assert extract(THINK_MMR, ABCD, mode="official", benchmark="mmr").letter == "A"
+    assert extract("Ｃ", ABCD, mode="official", benchmark="mmr").letter is None
+    assert extract("C or D", ABCD, mode="official", benchmark="mmr").letter == "C"
+
+
+# Ordinary replies the new policy must keep reading (issue 28 changed the policy, not these),
+# and three it now reads right that the last-letter rule got wrong (marked "before").
+ORDINARY: list[tuple[str, dict[str, str], str]] = [
+    ("B. No, the video is not tampered. Option A would be wrong.", YN, "B"),  # before: A
+    ("C\n\nOptions A and B are incorrect", ABCD, "C"),  # before: B
+    ("B. Option A is red, but the car is green.", ABCD, "B"),  # before: A
+    ("The video is not tampered, so the answer is B (No).", YN, "B"),
+    ("I choose B because A doesn't fit", ABCD, "B"),
+    ("Between A and B, B is correct", ABCD, "B"),
+    ("Answer: C\nExplanation: Options A and B are wrong.", ABCD, "C"),
+    ("The correct answer is C. A and B are wrong because the car is blue.", ABCD, "C"),
+    ("The answer is C. The image shows a blue car, not red (A).", ABCD, "C"),
+    ("Final Answer: \\boxed{B}", ABCD, "B"),
+    ("Option C, since D is impossible", ABCD, "C"),
+    ("My choice is option B", ABCD, "B"),
+    ("Option B is the right one", ABCD, "B"),
+    ("Based on A and C, the answer is C.", ABCD, "C"),
+    ("Not A, it is B.", ABCD, "B"),
+    ("Definitely not B. D.", ABCD, "D"),
+    ("A red car is shown, so A.", ABCD, "A"),
+    ("The image shows a blue car. Therefore, C.", ABCD, "C"),
+    ("After analyzing the frames, I conclude B.", YN, "B"),
+    ("Yes, the video has been tampered (option A).", YN, "A"),
+    ("No (B): the frames are continuous.", YN, "B"),
+]
+
+
+@pytest.mark.parametrize(("reply", "options", "expected"), ORDINARY)
+def test_ordinary_replies_keep_their_reading(
+    reply: str, options: dict[str, str], expected: str
+) -> None:
+    bench = "mmr" if len(options) == 4 else "tamper"
+    assert extract(reply, options, benchmark=bench).letter == expected
+
+
+def test_a_list_of_letters_is_no_choice() -> None:
+    assert extract("A\nB", YN).rule == "lenient:several-options"

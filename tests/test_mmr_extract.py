@@ -54,3 +54,38 @@ def test_lenient_default_reads_plain_letter_forms(reply: str, expected: str) -> 
 def test_lenient_never_guesses() -> None:
     got = extract("I cannot tell from the picture", OPTIONS, benchmark="mmr")
     assert got.letter is None and got.status is Status.PARSE_FAIL
+
+
+# Issue 28: replies of reasoning models, hedges and look-alikes.
+# (reply, official MMR scorer, lenient default); the official scorer reads the whole text.
+ISSUE_CASES: list[tuple[str, str | None, str | None]] = [
+    ("<think>\nOption A is wrong. So C.\n</think>\n\nC", "A", "C"),  # "A" is a word of it
+    ("Option A is wrong. So C.\n</think>\n\nC", "A", "C"),
+    ("<think>\nOption A is wrong. So", "A", None),  # cut inside its reasoning
+    ("<think>\nThe cat is grey.\n</think>\n\nD. a hen", None, "D"),  # "\n\nD" is no word "D"
+    ("C or D", "C", None),
+    ("B, C", "B", None),
+    ("B or A?", "B", None),  # "A?" is not the word "A"
+    ("I think A, but it could be B.", "A", None),
+    ("N/A", None, None),
+    ("The answer is A. However, on second thought it is a dog, so B.", "A", "B"),
+    ("Ｃ", None, "C"),  # no width normalisation in the scorer
+    ("（B）", None, "B"),
+]
+
+
+@pytest.mark.parametrize(("reply", "official", "lenient"), ISSUE_CASES)
+def test_issue_28_mmr_replies(reply: str, official: str | None, lenient: str | None) -> None:
+    assert extract(reply, OPTIONS, mode="official", benchmark="mmr").letter == official
+    got = extract(reply, OPTIONS, benchmark="mmr")
+    assert got.letter == lenient
+    assert got.status is (Status.OK if lenient else Status.PARSE_FAIL)
+
+
+def test_mmr_separate_reasoning_field() -> None:
+    """The official scorer reads the reply text only; lenient ignores the field's letters."""
+    field = "A looks right but the animal barks, so B."
+    assert extract("B", OPTIONS, benchmark="mmr", reasoning=field).letter == "B"
+    assert extract("B", OPTIONS, mode="official", benchmark="mmr", reasoning=field).letter == "B"
+    cut = extract("", OPTIONS, benchmark="mmr", reasoning=field)
+    assert (cut.letter, cut.rule) == (None, "reasoning:cut")

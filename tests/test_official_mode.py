@@ -190,3 +190,54 @@ def test_hf_messages_follow_the_same_order() -> None:
     assert [p["type"] for p in parts] == ["text", "image", "image", "image", "text"]
     assert parts[0]["text"] + parts[-1]["text"] == prompt
     assert [p["type"] for p in build_messages(req, 0, "images")[1]["content"]] == ["text"]
+
+
+def test_rescore_names_prompt_and_decision_versions(tmp_path: Path) -> None:
+    """Issue 28, section 3: after ``rescore --reference head`` the prompt was still asked at
+    eb58e9e; metrics.json and the report say which version did what."""
+    from mmrobust.report.html import HtmlRun, run_metadata
+
+    out = tmp_path / "run"
+    config = EvalConfig(
+        data=str(_tamper_set(tmp_path, 12)), model="rec", out=str(out), official=True,
+        n_resamples=0, cache_dir=str(tmp_path / "cache"),
+    )  # fmt: skip
+    m = run_eval(config, progress=False, model=_Recorder("A")).metrics
+    assert (m["run"]["prompt_reference"], m["run"]["decision_reference"]) == ("eb58e9e", "eb58e9e")
+    head = rescore(out, reference="head")
+    assert head["run"]["prompt_reference"] == "eb58e9e"  # asked with eb58e9e's system text
+    assert head["run"]["decision_reference"] == "e8e78f0"  # decided by head's rules
+    assert head["run"]["prompt"]["reference"] == "eb58e9e"  # the older field stays
+    on_disk = json.loads((out / "metrics.json").read_text())
+    assert on_disk["run"]["decision_reference"] == "e8e78f0"
+    info = json.loads((out / "run.json").read_text())
+    line = dict(run_metadata(HtmlRun("rec", "tamper", info, head)))["reference"]
+    assert line.endswith("; decisions at e8e78f0, prompt as sent at eb58e9e")
+    lenient = rescore(out, extract_mode="lenient")
+    assert lenient["run"]["decision_reference"] is None and lenient["run"]["reference"] is None
+
+
+def test_official_api_reply_is_stripped_as_the_wrapper_does(tmp_path: Path) -> None:
+    """D3 end to end: ``"None\\n"`` from an OpenAI-compatible server is ``"None"`` for the
+    reference (a missing value, never scored); from a local model it reads "no"."""
+    from mmrobust.store import ResultStore
+
+    data = _tamper_set(tmp_path, 12)
+    with FakeOpenAIServer(responder=lambda _r: Reply.ok("None\n")) as server:
+        config = EvalConfig(
+            data=str(data), model="openai:test", out=str(tmp_path / "api"), official=True,
+            model_args={"base_url": server.base_url}, n_resamples=0,
+            cache_dir=str(tmp_path / "cache"),
+        )  # fmt: skip
+        run_eval(config, progress=False)
+    with ResultStore(tmp_path / "api") as store:
+        rules = {r.sample_id: (r.raw_text, r.rule) for r in store.rows()}
+    assert rules["v_original"] == ("None\n", "official:missing-value")
+    config = EvalConfig(
+        data=str(data), model="rec", out=str(tmp_path / "local"), official=True,
+        n_resamples=0, cache_dir=str(tmp_path / "cache"),
+    )  # fmt: skip
+    run_eval(config, progress=False, model=_Recorder("None\n"))
+    with ResultStore(tmp_path / "local") as store:
+        rows = {r.sample_id: r for r in store.rows()}
+    assert rows["v_original"].letter == "B" and rows["v_original"].rule == "official:rule-search"

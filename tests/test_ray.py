@@ -354,6 +354,55 @@ def test_an_unreachable_cluster_fails_at_once_in_one_line(tmp_path: Path) -> Non
     assert not (tmp_path / "run").exists()
 
 
+def test_a_port_that_is_not_ray_fails_within_the_deadline_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27 item 9: a port that accepts connections but never answers (ray.init retried for
+    10 minutes) is refused after ``CONNECT_TIMEOUT_S`` with one line."""
+    import socket
+
+    from mmrobust.distributed import session
+
+    monkeypatch.setattr(session, "CONNECT_TIMEOUT_S", 0.5)
+    accepted: list[socket.socket] = []
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(4)
+        address = f"127.0.0.1:{server.getsockname()[1]}"
+        worker = threading.Thread(target=lambda: accepted.append(server.accept()[0]), daemon=True)
+        worker.start()
+        src = tmp_path / "src"
+        src.mkdir()
+        args = ["tamper", str(src), "--out", str(tmp_path / "o"), "--executor", "ray"]
+        result = CliRunner().invoke(app, [*args, "--ray-address", address])
+        for conn in accepted:
+            conn.close()
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == (
+        f"error: cannot connect to Ray at {address}: the port accepts connections but no Ray "
+        "answers there within 0.5 s; give the address `ray start --head` printed"
+    )
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_node_lost_during_the_path_check_is_left_out(
+    cluster: LoopbackCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27 item 9: a node listed, then gone before its probe runs (TaskUnschedulableError)."""
+    from mmrobust.distributed import RayOptions, session
+
+    listed = session.RaySession.candidate_nodes
+    ghost = {"NodeID": "ab" * 28, "NodeManagerAddress": "10.9.9.9", "Alive": True}
+
+    def with_ghost(self: Any, request: Any) -> list[dict[str, Any]]:
+        return [*listed(self, request), ghost]
+
+    monkeypatch.setattr(session.RaySession, "candidate_nodes", with_ghost)
+    with session.ray_session(RayOptions(address=cluster.address)) as ray_session:
+        checked = session.check_paths(ray_session, {"CPU": 1.0}, [str(tmp_path)], [str(tmp_path)])
+    assert checked == 2  # the two real nodes; the lost one is left out, not a traceback
+
+
 def test_more_replicas_than_fit_fails_before_starting_any(
     cluster: LoopbackCluster, real_tamper_set: Path, tmp_path: Path
 ) -> None:

@@ -28,6 +28,7 @@ from mmrobust.models.baselines import ConstantModel, RandomModel
 from mmrobust.models.blind import OverlapModel
 from mmrobust.prompts import PromptConfig, build_prompt
 from mmrobust.runner import EvalConfig, RunConflictError, run_eval, run_key
+from mmrobust.status import Status
 from mmrobust.store import ResultStore, RunKey, StoredRow
 from mmrobust.tasks import (
     META_KEY,
@@ -676,3 +677,62 @@ def test_a_store_from_before_the_prompt_column_still_reads_and_resumes(tmp_path:
     assert again["n_samples"] == 8
     with sqlite3.connect(db_path) as db:
         assert "prompt" in {r[1] for r in db.execute("PRAGMA table_info(results)")}
+
+
+# --------------------------------------------------------------------------- issue 28 replies
+TYPE_OPTS = {
+    "A": "None: the video is not tampered",
+    "B": "Some frames are missing",
+    "C": "Some frames are black",
+    "D": "Some frames are upside down",
+    "E": "Some frames come from a different video",
+    "F": "A segment plays twice",
+}
+WHEN_OPTS = {
+    "A": "The beginning (first third)",
+    "B": "The middle (second third)",
+    "C": "The end (last third)",
+    "D": "None: the video is not tampered",
+}
+LEADING_OPTS = {"A": "About half a second", "B": "About one second", "C": "About two seconds",
+                "D": "No frame in this video is upside down"}  # fmt: skip
+
+# (options, reply, lenient, official-free strict); None is parse_fail
+TASK_REPLIES: list[tuple[dict[str, str], str, str | None, str | None]] = [
+    (TYPE_OPTS, "<think>\nOption B fits, but the black frames say C.\n</think>\n\nC", "C", "C"),
+    (TYPE_OPTS, "Option B fits, but the black frames say C.\n</think>\nC", "C", "C"),
+    (TYPE_OPTS, "<think>\nOption B fits, but the black", None, None),
+    (TYPE_OPTS, "B or C", None, None),
+    (TYPE_OPTS, "C, E", None, None),
+    (TYPE_OPTS, "N/A", None, None),
+    (TYPE_OPTS, "None", "A", None),  # the label of "None: the video is not tampered"
+    (TYPE_OPTS, "A segment plays twice", "F", None),  # option text, not the letter A
+    (TYPE_OPTS, "The answer is B. On second thought the frames are black, so C.", "C", "B"),
+    (TYPE_OPTS, "Ｅ", "E", "E"),
+    (WHEN_OPTS, "<think>\nA black frame near the start... or B?\n</think>\nAnswer: A", "A", "A"),
+    (WHEN_OPTS, "A or B", None, None),
+    (WHEN_OPTS, "I think B, but it could be C.", None, None),
+    (WHEN_OPTS, "（Ｃ）", "C", "C"),
+    (LEADING_OPTS, "<think>\nIf it were upside down it would last B... it is not.\n</think>\nD",
+     "D", "D"),
+    (LEADING_OPTS, "B or D", None, None),
+    (LEADING_OPTS, "The answer is B. However, no frame is upside down, so D.", "D", "B"),
+    (LEADING_OPTS, "<think>\nAbout one second, so B", None, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("options", "reply", "lenient", "strict"), TASK_REPLIES)
+def test_task_replies_of_reasoning_models_hedges_and_look_alikes(
+    options: dict[str, str], reply: str, lenient: str | None, strict: str | None
+) -> None:
+    for mode, expected in (("lenient", lenient), ("strict", strict)):
+        got = extract(reply, options, mode=mode, benchmark="tamper-type")
+        assert got.letter == expected, (mode, reply, got)
+        assert got.status is (Status.OK if expected else Status.PARSE_FAIL)
+
+
+def test_task_reply_with_separate_reasoning_field() -> None:
+    got = extract("D", LEADING_OPTS, benchmark="tamper-leading", reasoning="B? A? no: D")
+    assert (got.letter, got.rule) == ("D", "strict:lone-letter")
+    got = extract("", WHEN_OPTS, benchmark="tamper-when", reasoning="Frames 1-3 look")
+    assert (got.letter, got.rule) == (None, "reasoning:cut")

@@ -2,7 +2,17 @@
 
 Three documented policies (``mode``), in the style of inspect_ai's choice
 scorer: every decision returns the letter, a status and the ``rule`` that
-fired, so each score can be audited.
+fired (stored with the row), so each score can be audited.
+
+``strict`` and ``lenient`` first prepare the reply:
+
+1. **Width.** NFKC normalisation: full-width ``"Ａ"`` is ``"A"``, ``"（B）"`` is ``"(B)"``.
+2. **Reasoning.** :func:`mmrobust.reasoning.split_reasoning` separates a thinking
+   model's reasoning from its answer (``"<think>Option A is wrong. So C.</think>C"``
+   -> the answer part ``"C"``; only the closing tag, the template having opened the
+   block; a separate ``reasoning`` field). A reply cut inside its reasoning (an
+   opening tag never closed, or an empty reply beside a reasoning field) has no
+   answer: ``parse_fail``, rule ``reasoning:cut``. Only the answer part is read below.
 
 ``strict``
     Only unambiguous letter forms: a lone letter (``"B"``, ``"(B)"``,
@@ -12,15 +22,47 @@ fired, so each score can be audited.
     ``"Best option: (A)"``). Two different letters in answer phrases is
     ambiguous (``parse_fail``).
 ``lenient`` (default)
-    ``strict``, then option text (the reply starts with, or contains exactly
-    one of, the option texts as whole words: ``"Yes, it is tampered"``,
-    ``"No."``), then the last standalone option letter in the reply
-    (``"A man ... so B"`` -> B; a capital ``A`` used as an article, i.e.
-    followed by a lower-case word, is not a letter). Never a random guess.
+    On the answer part, the first step that decides:
+
+    3. *Lone letter* (``strict:lone-letter``): ``"B"``, ``"(B)"``, ``"Option B"``.
+    4. *Non-answer* (``lenient:non-answer``, ``parse_fail``): ``"N/A"``, ``"none"``,
+       ``"unknown"``, ``"I don't know"`` are no option, never option A.
+    5. *Answer phrases; the last one wins.* ``answer is X`` / ``Answer: X`` /
+       ``final answer: X``, ``best|correct option is X``, ``so|therefore|thus|hence X``,
+       ``I choose|pick|select|go with X``, ``my choice is X``, ``\boxed{X}``,
+       ``X is correct|right``. The last sentence
+       holding such a phrase decides, so a self-correction counts:
+       ``"The answer is A. However, on second thought the video looks normal, so B."``
+       -> B (``lenient:last-answer-phrase``). Two letters in that sentence's phrases
+       (``"Answer: A or Answer: B"``) or a phrase letter followed by ``or Y``
+       (``"the answer is A or B"``): ``parse_fail`` (``lenient:ambiguous-answer-phrase``,
+       ``lenient:hedge``). A capital ``A`` followed by a lower-case word is an article.
+    6. *Leading letter* (``strict:leading-letter``): ``"B. No, there is nothing unusual"``;
+       ``"Option C, since D is impossible"`` (``lenient:leading-option``); a first line that
+       is a lone letter, ``"C\n\nOptions A and B are wrong."`` (``lenient:first-line-letter``).
+    7. *Option text*: the reply starts with one (``"Yes, it is tampered"``, ``"No."``),
+       contains exactly one as whole words (``"... so yes."``), or is the label of a
+       labelled option (``"None"`` for ``"None: the video is not tampered"``).
+    8. *Yes/No words* (Yes/No questions only): ``"是"`` / ``"是的"`` -> Yes, ``"否"`` /
+       ``"不是"`` -> No (``lenient:yes-no-word``); ``"Not tampered."``,
+       ``"no signs of tampering"`` -> No, ``"It is tampered"``, ``"tampered"`` -> Yes
+       (``lenient:tamper-phrase``; not when the reply says *if*, *whether*, *cannot*...).
+    9. *Letters named*: exactly one option letter standing alone
+       (``"A man walks across the street, so B"`` -> B: the article is no letter;
+       ``"N/A"`` holds none: a letter next to ``/`` is not one; ``"Not A, it is B."`` -> B:
+       a negated letter is not named). More than one without
+       an answer phrase is a hedge, ``parse_fail`` (``lenient:several-options``):
+       ``"A or B"``, ``"B or A?"``, ``"C or D"``, ``"B, C"``,
+       ``"I think A, but it could be B."``.
+
+    Never a random guess.
 ``official``
     Reproduces the reference scorers, quirks included, so numbers can be
     compared with published ones (see :func:`extract_official_tamper` and
-    :func:`extract_official_mmr`).
+    :func:`extract_official_mmr`). It reads the reply text as the reference
+    does: no width normalisation, no reasoning split (a ``<think>`` block is
+    part of the text), after the reference's spreadsheet round trip for
+    MVTamperBench (:func:`mmrobust.official.sheet_round_trip`).
 
 A reply from which no option can be extracted gets ``Status.PARSE_FAIL``;
 it is kept with its raw text and counted, never scored as the other class.
@@ -29,12 +71,15 @@ it is kept with its raw text and counted, never scored as the other class.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, cast
 
 from mmrobust.families import get_family
-from mmrobust.official import tamper_decision, tamper_reference
+from mmrobust.official import ReplyPath, sheet_round_trip, tamper_decision, tamper_reference
+from mmrobust.reasoning import split_reasoning
+from mmrobust.reply_words import is_non_answer, option_text, yes_no_word
 from mmrobust.status import Status
 
 ExtractMode = Literal["strict", "lenient", "official"]
@@ -90,7 +135,9 @@ def _letter_class(options: Mapping[str, str]) -> str:
 # --------------------------------------------------------------------------- strict
 
 
-def _strict(text: str, options: Mapping[str, str]) -> Extraction | None:
+def _strict(text: str, options: Mapping[str, str], *, phrases: bool = True) -> Extraction | None:
+    """Strict steps 1-3 (module docstring); ``phrases=False`` skips step 2 (lenient has
+    its own answer-phrase step)."""
     letters = _letter_class(options)
     if not letters:
         return None
@@ -104,15 +151,19 @@ def _strict(text: str, options: Mapping[str, str]) -> Extraction | None:
     if lone and _key(lone.group(1), options):
         return _ok(_key(lone.group(1), options), "strict:lone-letter")
     # 2. Explicit answer phrases anywhere: "Answer: B", "the answer is (B)", "Best option: (A)".
-    found = {
-        _key(m.group(1), options)
-        for m in re.finditer(
-            rf"(?:answer|best option|correct option|option)\s*(?:is|:)?\s*[:\-]?\s*"
-            rf"[\(\[]?([{letters}])(?![A-Za-z])",
-            t,
-            flags=re.IGNORECASE,
-        )
-    }
+    found = (
+        set()
+        if not phrases
+        else {
+            _key(m.group(1), options)
+            for m in re.finditer(
+                rf"(?:answer|best option|correct option|option)\s*(?:is|:)?\s*[:\-]?\s*"
+                rf"[\(\[]?([{letters}])(?![A-Za-z])",
+                t,
+                flags=re.IGNORECASE,
+            )
+        }
+    )
     if len(found) == 1:
         return _ok(found.pop(), "strict:answer-phrase")
     if len(found) > 1:
@@ -129,44 +180,148 @@ def _strict(text: str, options: Mapping[str, str]) -> Extraction | None:
 # --------------------------------------------------------------------------- lenient
 
 
-def _word_re(phrase: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w]){re.escape(phrase.strip().lower())}(?![\w])")
-
-
 def _option_text(text: str, options: Mapping[str, str]) -> Extraction | None:
-    t = _clean(text).lower()
-    if not t:
+    """Step 7 (:func:`mmrobust.reply_words.option_text`)."""
+    found = option_text(_clean(text), options)
+    return _ok(*found) if found is not None else None
+
+
+def _yes_no_words(text: str, options: Mapping[str, str]) -> Extraction | None:
+    """是/否 and "(not) tampered" phrasing of a Yes/No question (:mod:`mmrobust.reply_words`)."""
+    found = yes_no_word(_clean(text), options)
+    return _ok(*found) if found is not None else None
+
+
+def _non_answer(text: str, options: Mapping[str, str]) -> Extraction | None:
+    """``parse_fail`` for a non-answer (:func:`mmrobust.reply_words.is_non_answer`)."""
+    return _fail("lenient:non-answer") if is_non_answer(_clean(text), options) else None
+
+
+_LETTER_FOLLOWERS = frozenset(
+    {"or", "and", "but", "nor", "is", "was", "seems", "looks", "because", "since", "vs",
+     "versus", "then", "instead", "not", "either", "too", "also"}
+)  # fmt: skip
+"""Words after ``A`` that keep it a letter ("A or B", "A is correct")."""
+
+
+def _is_article(letter: str, rest: str) -> bool:
+    """A capital ``A`` / ``I`` used as a word ("A man ...", "I think ..."), not an option:
+    followed by a lower-case word other than :data:`_LETTER_FOLLOWERS`."""
+    m = re.match(r"\s+([a-z]+)", rest)
+    return letter in ("A", "I", "a", "i") and m is not None and m.group(1) not in _LETTER_FOLLOWERS
+
+
+_PHRASE_HEADS = (
+    r"(?:final\s+|correct\s+|my\s+)?answer\s*(?:is|would\s+be|will\s+be)?\s*[:\-]?\s*"
+    r"(?:option\s*)?",
+    r"(?:best|correct|right)\s+(?:option|choice)\s*(?:is|would\s+be)?\s*[:\-]?\s*",
+    r"\b(?:so|therefore|thus|hence)\s*,?\s*(?:the\s+answer\s+is\s*)?(?:option\s*)?",
+    r"\bi\s*(?:would\s+|will\s+|'d\s+)?(?:choose|pick|select|go\s+with)\s+(?:option\s*)?",
+    r"\b(?:my\s+)?(?:final\s+)?(?:choice|selection)\s*(?:is|would\s+be)?\s*[:\-]?\s*"
+    r"(?:option\s*)?",
+    r"\\boxed\s*\{\s*(?:\\text\s*\{\s*)?",
+)
+
+
+def _phrase_letters(sentence: str, options: Mapping[str, str]) -> list[tuple[str, int]]:
+    """(option letter, end offset) of every explicit answer phrase in one sentence."""
+    letters = _letter_class(options)
+    hits: list[tuple[int, str, int]] = []
+    for head in _PHRASE_HEADS:
+        pat = rf"{head}[\(\[]?([{letters}])(?![A-Za-z])"
+        for m in re.finditer(pat, sentence, flags=re.IGNORECASE):
+            if not _is_article(m.group(1), sentence[m.end() :]):
+                hits.append((m.start(1), _key(m.group(1), options), m.end()))
+    post = rf"(?<![A-Za-z])[\(\[]?([{letters}])[\)\]]?\s+is\s+(?:the\s+)?(?:correct|right|best)\b"
+    for m in re.finditer(post, sentence, flags=re.IGNORECASE):
+        hits.append((m.start(1), _key(m.group(1), options), m.end(1)))
+    return [(k, end) for _, k, end in sorted(set(hits))]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;。！？])\s+|\n+")
+
+
+def _answer_phrases(text: str, options: Mapping[str, str]) -> Extraction | None:
+    """The last sentence holding an explicit answer phrase decides (module docstring)."""
+    letters = _letter_class(options)
+    if not letters:
         return None
-    texts = {k: v.strip().lower().rstrip(".") for k, v in options.items() if v.strip()}
-    # Starts with an option text ("Yes, it is tampered", "No.").
-    starts = [k for k, v in texts.items() if re.match(_word_re(v).pattern, t)]
-    if len(starts) == 1:
-        return _ok(starts[0], "lenient:starts-with-option-text")
-    if len(starts) > 1:  # one option text is a prefix of another: prefer the longest
-        best = max(starts, key=lambda k: len(texts[k]))
-        return _ok(best, "lenient:starts-with-option-text")
-    present = [k for k, v in texts.items() if _word_re(v).search(t)]
-    if len(present) == 1:
-        return _ok(present[0], "lenient:contains-option-text")
-    return None
+    per_sentence = [
+        (s, found)
+        for s in _SENTENCE_END.split(_clean(text))
+        if (found := _phrase_letters(s, options))
+    ]
+    if not per_sentence:
+        return None
+    sentence, deciding = per_sentence[-1]
+    earlier = {k for _, found in per_sentence[:-1] for k, _ in found}
+    chosen = {k for k, _ in deciding}
+    if len(chosen) > 1:
+        return _fail("lenient:ambiguous-answer-phrase")
+    letter = chosen.pop()
+    for _, end in deciding:  # "the answer is A or B": a hedge, not a choice
+        m = re.match(rf"\s*,?\s*(?:or|/)\s*(?:option\s*)?[\(\[]?([{letters}])(?![A-Za-z])",
+                     sentence[end:], flags=re.IGNORECASE)  # fmt: skip
+        if m and _key(m.group(1), options) != letter:
+            return _fail("lenient:hedge")
+    rule = "lenient:last-answer-phrase" if earlier - {letter} else "lenient:answer-phrase"
+    return _ok(letter, rule)
 
 
-def _last_letter(text: str, options: Mapping[str, str]) -> Extraction | None:
+_NEGATED = re.compile(r"\bnot\s+(?:option\s*)?[\(\[]?$", re.IGNORECASE)
+
+
+def _mentioned_letters(text: str, options: Mapping[str, str]) -> Extraction | None:
+    """The one option letter the reply names; several named without a choice: a hedge."""
     letters = _letter_class(options)
     if not letters:
         return None
     t = _clean(text)
     hits = []
-    for m in re.finditer(rf"(?<![A-Za-z'])([{letters}])(?![A-Za-z'])", t):
-        letter = m.group(1)
-        rest = t[m.end() :]
-        # "A man ..." / "I think ...": a capital used as a word, not an option.
-        if letter in ("A", "I") and re.match(r"\s+[a-z]", rest):
-            continue
-        hits.append(letter)
+    for m in re.finditer(rf"(?<![A-Za-z'/])([{letters}])(?![A-Za-z'/])", t):
+        if _is_article(m.group(1), t[m.end() :]) or _NEGATED.search(t[: m.start()]):
+            continue  # "A man ...", "not A": no option named
+        hits.append(m.group(1))
+    if len(set(hits)) > 1:
+        return _fail("lenient:several-options")
     if hits:
         return _ok(hits[-1], "lenient:last-letter")
     return None
+
+
+def _leading(text: str, options: Mapping[str, str]) -> Extraction | None:
+    """Step 6 beyond strict's leading letter: ``"Option C, since D is impossible"`` and a
+    first line that is a lone letter form (``"C\n\nOptions A and B are wrong."``)."""
+    letters = _letter_class(options)
+    if not letters:
+        return None
+    t = _clean(text)
+    m = re.match(rf"(?:option|choice)\s*[\(\[]?([{letters}])[\)\]]?(?![A-Za-z])", t, re.I)
+    if m:
+        return _ok(_key(m.group(1), options), "lenient:leading-option")
+    first, _, rest = t.partition("\n")
+    explained = re.search(r"[a-z]{2,}", rest) is not None  # not a list of letters ("A\nB")
+    lone = _strict(first, options, phrases=False) if explained else None
+    if lone is not None and lone.rule == "strict:lone-letter":
+        return _ok(lone.letter or "", "lenient:first-line-letter")
+    return None
+
+
+def _lenient(text: str, options: Mapping[str, str]) -> Extraction:
+    """The default policy on the answer part of a reply (module docstring, steps 3-9)."""
+    strict = _strict(text, options, phrases=False)
+    if strict is not None and strict.rule == "strict:lone-letter":
+        return strict
+    return (
+        _non_answer(text, options)
+        or _answer_phrases(text, options)
+        or (strict if strict is not None else None)
+        or _leading(text, options)
+        or _option_text(text, options)
+        or _yes_no_words(text, options)
+        or _mentioned_letters(text, options)
+        or _fail()
+    )
 
 
 # --------------------------------------------------------------------------- official
@@ -178,8 +333,13 @@ def extract_official_tamper(
     *,
     answer: str | None = None,
     reference: str | None = None,
+    reply_path: ReplyPath = "local",
 ) -> Extraction:
     """VLMEvalKit's MVTamperBench decision at a named version, quirks included.
+
+    The reply is first what the reference would have read back from its predictions
+    spreadsheet (:func:`mmrobust.official.sheet_round_trip`: the API wrapper's strip for
+    ``reply_path="api"``, the 32,767-character cut, control characters as ``_xHHHH_``).
 
     The reference does not extract an answer: it tests the reply against the
     ground truth (:func:`mmrobust.official.tamper_decision`). We store its
@@ -205,11 +365,13 @@ def extract_official_tamper(
         answer: the ground-truth letter.
         reference: VLMEvalKit version name (:func:`mmrobust.official.tamper_reference`;
             default: the integration commit).
+        reply_path: ``"api"`` (an OpenAI-compatible server) or ``"local"`` (a local model).
 
     Raises:
         UnknownNameError: unknown ``reference``.
     """
     ref = tamper_reference(reference)
+    text = sheet_round_trip(text, reply_path=reply_path)
     if answer is not None and answer in options:
         verdict = tamper_decision(text, answer, options, ref)
         if verdict.outcome == "correct":
@@ -265,6 +427,8 @@ def extract(
     benchmark: str = "tamper",
     answer: str | None = None,
     reference: str | None = None,
+    reasoning: str | None = None,
+    reply_path: ReplyPath = "local",
 ) -> Extraction:
     """Extract the chosen option letter from a raw model reply.
 
@@ -278,6 +442,12 @@ def extract(
             reference tests a reply against the truth, see :func:`extract_official_tamper`).
         reference: VLMEvalKit version for ``official`` tamper mode (default: the
             integration commit; see :mod:`mmrobust.official`).
+        reasoning: the server's separate reasoning field (``Response.reasoning``), if any:
+            with an empty ``text`` the reply was cut inside its reasoning (``strict`` and
+            ``lenient``; official mode reads ``text`` only, as the reference does).
+        reply_path: ``official`` tamper mode: ``"api"`` for a reply that came through an
+            OpenAI-compatible API (the reference's wrapper strips it, D3), ``"local"`` for
+            a local model's decoded text (:func:`mmrobust.official.sheet_round_trip`).
 
     Returns:
         ``Extraction(letter, status, rule)``; ``status`` is ``ok`` or ``parse_fail``.
@@ -290,15 +460,21 @@ def extract(
         own = get_family(benchmark).official_extract
         if own is not None:
             return cast(Extraction, own(text, options, answer=answer, reference=reference))
-        return extract_official_tamper(text, options, answer=answer, reference=reference)
+        return extract_official_tamper(
+            text, options, answer=answer, reference=reference, reply_path=reply_path
+        )
     if mode not in ("strict", "lenient"):
         raise ValueError(f"unknown extraction mode {mode!r}; expected one of {EXTRACT_MODES}")
-    strict = _strict(text, options)
-    if strict is not None:
-        return strict
+    split = split_reasoning(unicodedata.normalize("NFKC", text or ""), _nfkc(reasoning))
+    if not split.answer.strip():
+        return _fail("reasoning:cut" if split.cut else "none")
     if mode == "strict":
-        return _fail()
-    return _option_text(text, options) or _last_letter(text, options) or _fail()
+        return _strict(split.answer, options) or _fail()
+    return _lenient(split.answer, options)
+
+
+def _nfkc(text: str | None) -> str | None:
+    return None if text is None else unicodedata.normalize("NFKC", text)
 
 
 __all__ = [

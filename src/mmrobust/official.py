@@ -165,6 +165,91 @@ def reference_block(benchmark: str, reference: str | None = None) -> dict[str, A
     return family.reference(reference)
 
 
+def reference_versions(
+    prompt_reference: str | None, decision_block: Mapping[str, Any] | None
+) -> dict[str, str | None]:
+    """The two versions an official tamper run names, plainly (``metrics.json`` ``run``).
+
+    ``prompt_reference``: the VLMEvalKit version whose prompt (system text) the model was
+    asked with at ``eval`` time; ``decision_reference``: the version whose decision rules
+    scored the stored replies. They differ after ``rescore --reference head`` of a run asked
+    at ``eb58e9e``: the replies are not asked again, only re-decided.
+    """
+    decision = None
+    if decision_block is not None and decision_block.get("name") in TAMPER_REFERENCES:
+        decision = decision_block.get("name")  # a VLMEvalKit version (not the MMR scripts)
+    return {"prompt_reference": prompt_reference, "decision_reference": decision}
+
+
+# --------------------------------------------------------------------------- spreadsheet round trip
+
+ReplyPath = Literal["api", "local"]
+"""How a reply reached the reference: through its OpenAI API wrapper, or from a local model."""
+
+XLSX_CELL_LIMIT = 32767
+"""Characters an xlsx cell holds; the xlsxwriter engine cuts a longer string (D1)."""
+
+_XLSX_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f]")
+
+
+def sheet_round_trip(reply: str, *, reply_path: ReplyPath = "local") -> str:
+    """The reply as VLMEvalKit's scorer reads it back (docs/official.md, D1-D4).
+
+    VLMEvalKit collects the predictions, writes them to ``<model>_MVTamperBench.xlsx`` and
+    scores what ``pandas.read_excel`` gives back (``vlmeval/inference_video.py``
+    ``infer_data_job_video``; ``vlmeval/dataset/tamperbench.py`` ``evaluate``: ``load``
+    at line 482 at eb58e9e0, line 493 at e8e78f05). In order:
+
+    * **D3** ``reply_path="api"``: the OpenAI wrapper returns
+      ``resp_struct['choices'][0]['message']['content'].strip()``
+      (``vlmeval/api/gpt.py`` line 213 at eb58e9e0, line 319 at e8e78f05): leading and
+      trailing whitespace go (``"None\n"`` -> ``"None"``, then a missing value;
+      ``"Yes\n\n\n\n\n\n\n\n"`` -> ``"Yes"``, under head's 10-character cap). A
+      ``"local"`` reply is taken as the backend returned it: mmrobust's ``hf`` backend
+      strips its decoded text, as VLMEvalKit's LLaVA class does
+      (``vlmeval/vlm/llava/llava.py`` lines 177-179 at eb58e9e0), so the two paths differ
+      only for other local backends.
+    * **D1** the xlsxwriter engine cuts a string to 32,767 characters
+      (``vlmeval/smp/file.py`` ``dump``: ``dump_xlsx`` lines 148-149 at eb58e9e0, 165-171 at
+      e8e78f05; xlsxwriter ``Worksheet._write_string``): a 34k-character reasoning loses its
+      ``"Final answer: B"``.
+    * **D2** the writer stores a control character other than tab and line feed as the text
+      ``_xHHHH_`` (``"\r"`` -> ``"_x000D_"``) and openpyxl reads it back that way, so
+      ``"Answer: B\r\nThe video is smooth."`` has no token ``B`` any more.
+    * **D4** (not modelled) a reply starting with ``=`` is written as a formula at
+      eb58e9e0 (xlsxwriter's default ``strings_to_formulas``), read back as ``0``, and
+      ``FAIL_MSG in pred`` (``tamperbench.py`` line 500) raises ``TypeError`` for the whole
+      run; e8e78f05 writes strings as strings (``strings_to_formulas: False``). Official
+      mode scores the reply's text at both versions, as e8e78f05 does.
+
+    Verified by writing and reading replies with pandas 3.1, xlsxwriter 3.3.1 and
+    openpyxl 3.1.5 (the engines VLMEvalKit uses); ``tests/test_official_sheet.py``.
+
+    Args:
+        reply: the stored reply.
+        reply_path: ``"api"`` or ``"local"`` (:data:`ReplyPath`).
+    """
+    text = reply.strip() if reply_path == "api" else reply
+    text = text[:XLSX_CELL_LIMIT]
+    return _XLSX_CONTROL.sub(lambda m: f"_x{ord(m.group()):04X}_", text)
+
+
+API_BACKENDS: frozenset[str] = frozenset({"openai", "anthropic"})
+"""Backends whose replies come from an HTTP API. VLMEvalKit's wrappers for both strip the
+reply: ``vlmeval/api/gpt.py`` (line 213 at eb58e9e0, 319 at e8e78f05) and
+``vlmeval/api/claude.py`` (lines 132-134 at eb58e9e0, 140-142 at e8e78f05)."""
+
+
+def reply_path_for(model_spec: str | None) -> ReplyPath:
+    """``"api"`` for an HTTP API backend (``openai:...``), else ``"local"``.
+
+    The spec's backend name decides (``run.json`` ``config.model``), so ``rescore`` reads
+    a stored reply the way ``eval`` did.
+    """
+    backend = (model_spec or "").partition(":")[0].strip().lower()
+    return "api" if backend in API_BACKENDS else "local"
+
+
 # --------------------------------------------------------------------------- tamper decision
 
 Outcome = Literal["correct", "wrong", "failed"]
@@ -336,6 +421,7 @@ def mmr_pair_outcome(
 
 
 __all__ = [
+    "API_BACKENDS",
     "DEFAULT_TAMPER_REFERENCE",
     "FAILED_MESSAGE",
     "MISSING_VALUE_STRINGS",
@@ -343,13 +429,18 @@ __all__ = [
     "MMR_REPO",
     "TAMPER_REFERENCES",
     "VLMEVALKIT_REPO",
+    "XLSX_CELL_LIMIT",
     "Decision",
     "Outcome",
+    "ReplyPath",
     "TamperReference",
     "infer_option",
     "mmr_pair_outcome",
     "reference_block",
     "reference_names",
+    "reference_versions",
+    "reply_path_for",
+    "sheet_round_trip",
     "tamper_decision",
     "tamper_reference",
 ]

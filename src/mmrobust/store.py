@@ -19,8 +19,9 @@ Each row also keeps the sample itself as JSON (so reports and ``rescore``
 work without the dataset), the prompt exactly as sent (system message, user
 turn, assistant prefill; ``prompts.prompt_record``), the options and answer
 letter *as displayed* (after any permutation), the sampled frame indices and
-window coverage. Stores written before the ``prompt`` column existed gain it
-(empty for their rows) when opened for writing.
+window coverage, and a thinking model's reasoning (``reasoning``, ``reasoning_chars``,
+``reasoning_form``). Stores written before the ``prompt`` or reasoning columns existed
+gain them (empty for their rows) when opened for writing; read-only they read as ``None``.
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ CREATE TABLE IF NOT EXISTS results (
     sample TEXT NOT NULL,
     created_at REAL NOT NULL,
     prompt TEXT,
+    reasoning TEXT,
+    reasoning_chars INTEGER,
+    reasoning_form TEXT,
     PRIMARY KEY (sample_id, model_fp, prompt_fp, policy_fp)
 );
 CREATE TABLE IF NOT EXISTS selection (
@@ -80,8 +84,17 @@ CREATE TABLE IF NOT EXISTS selection (
 _COLUMNS = (
     "sample_id", "model_fp", "prompt_fp", "policy_fp", "status", "raw_text", "letter", "rule",
     "answer", "options", "latency_s", "prompt_tokens", "completion_tokens", "error", "extra",
-    "frame_indices", "window_covered", "sample", "created_at", "prompt",
+    "frame_indices", "window_covered", "sample", "created_at", "prompt", "reasoning",
+    "reasoning_chars", "reasoning_form",
 )  # fmt: skip
+
+_ADDED_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("prompt", "TEXT"),
+    ("reasoning", "TEXT"),
+    ("reasoning_chars", "INTEGER"),
+    ("reasoning_form", "TEXT"),
+)
+"""Columns added after the first schema, with their SQL types (all nullable)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +127,12 @@ class StoredRow:
         window_covered: whether a shown frame lies inside the tamper window.
         created_at: UNIX time of the write.
         prompt: the prompt as sent (``prompts.prompt_record``), or ``None`` (older stores).
+        reasoning: a thinking model's reasoning, separated from its answer
+            (:func:`mmrobust.reasoning.split_reasoning`: a ``<think>`` block of the reply or
+            the server's separate field), or ``None``.
+        reasoning_chars: its length in characters, or ``None``.
+        reasoning_form: ``none``, ``closed``, ``unopened``, ``cut`` (the reply ended
+            inside its reasoning) or ``field``; ``None`` for rows stored before it existed.
     """
 
     sample: Sample
@@ -133,6 +152,9 @@ class StoredRow:
     window_covered: bool | None = None
     created_at: float = 0.0
     prompt: str | None = None
+    reasoning: str | None = None
+    reasoning_chars: int | None = None
+    reasoning_form: str | None = None
 
     @property
     def sample_id(self) -> str:
@@ -201,6 +223,9 @@ def _to_db(row: StoredRow) -> tuple[Any, ...]:
         row.sample.model_dump_json(),
         row.created_at or time.time(),
         row.prompt,
+        row.reasoning,
+        row.reasoning_chars,
+        row.reasoning_form,
     )
 
 
@@ -212,6 +237,7 @@ def _from_db(r: sqlite3.Row, samples: dict[str, Sample] | None = None) -> Stored
         sample = Sample.model_validate_json(text)
         if samples is not None:
             samples[text] = sample
+    have = r.keys()
     return StoredRow(
         sample=sample,
         key=RunKey(r["model_fp"], r["prompt_fp"], r["policy_fp"]),
@@ -229,15 +255,20 @@ def _from_db(r: sqlite3.Row, samples: dict[str, Sample] | None = None) -> Stored
         frame_indices=json.loads(r["frame_indices"]) if r["frame_indices"] else None,
         window_covered=None if wc is None else bool(wc),
         created_at=r["created_at"],
-        prompt=r["prompt"] if "prompt" in r.keys() else None,  # noqa: SIM118 (sqlite3.Row)
+        prompt=r["prompt"] if "prompt" in have else None,
+        reasoning=r["reasoning"] if "reasoning" in have else None,
+        reasoning_chars=r["reasoning_chars"] if "reasoning_chars" in have else None,
+        reasoning_form=r["reasoning_form"] if "reasoning_form" in have else None,
     )
 
 
 def _add_missing_columns(db: sqlite3.Connection) -> None:
-    """Columns added after the first schema (``prompt``), added to an older store in place."""
+    """Columns added after the first schema (:data:`_ADDED_COLUMNS`: ``prompt``, the
+    reasoning columns), added to an older store in place, empty for its rows."""
     have = {row[1] for row in db.execute("PRAGMA table_info(results)")}
-    if "prompt" not in have:
-        db.execute("ALTER TABLE results ADD COLUMN prompt TEXT")
+    for name, sql_type in _ADDED_COLUMNS:
+        if name not in have:
+            db.execute(f"ALTER TABLE results ADD COLUMN {name} {sql_type}")
 
 
 class StoreError(ValueError):

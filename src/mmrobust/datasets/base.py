@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mmrobust.datasets.checks import missing_local_path, special_kind
 from mmrobust.registry import Registry
 from mmrobust.schema import TAMPER_QUESTION, YES_NO, Benchmark, Sample
 
@@ -162,11 +163,13 @@ def check_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> Any:
 
 
 def _first_json_value(path: Path) -> Any:
+    if special_kind(path):
+        return None  # never open a pipe or a device (it may block or never end)
     with path.open("rb") as fh:
-        head = fh.read(1 << 16).decode("utf-8", errors="replace").lstrip()
+        head = fh.read(1 << 16).decode("utf-8-sig", errors="replace").lstrip()
     if head.startswith("["):
         try:
-            data = loads_json(path.read_text(encoding="utf-8"))
+            data = loads_json(path.read_text(encoding="utf-8-sig"))
         except (OSError, ValueError):
             return None
         return data[0] if isinstance(data, list) and data else None
@@ -180,6 +183,29 @@ def _first_json_value(path: Path) -> Any:
 def is_released_rows(first: Any) -> bool:
     """Whether a JSON value's first record looks like a released MVTamperBench annotation row."""
     return isinstance(first, dict) and set(first) >= RELEASED_ROW_KEYS and "options" not in first
+
+
+def check_data_path(path: Path) -> None:
+    """Refuse a ``--data`` path that is neither a regular file nor a folder, before opening it.
+
+    Raises:
+        DatasetError: a named pipe (FIFO), a device (``/dev/zero``) or a socket: reading it
+            would block for ever or never end.
+    """
+    kind = special_kind(path)
+    if kind:
+        raise DatasetError(
+            f"{path} is {kind}, not a dataset file or folder (mmrobust reads a file or a "
+            "folder; copy the data to a file first)"
+        )
+
+
+def _tamper_set_of(folder: Path) -> Path | None:
+    """The tamper set (folder with ``manifest.jsonl``) whose ``videos/`` holds ``folder``."""
+    for up in (folder.parent, folder.parent.parent):
+        if up != folder and (up / "manifest.jsonl").is_file():
+            return up
+    return None
 
 
 def detect_format(path: str | Path) -> str:
@@ -207,9 +233,13 @@ def detect_format(path: str | Path) -> str:
     p = Path(path).expanduser()
     if not p.exists():
         annotation = p.suffix.lower() in (".json", ".jsonl", ".tsv", ".csv")
+        local = missing_local_path(str(path))
+        if local:  # a mistyped local path (its folder exists), not a hub id
+            raise FileNotFoundError(f"dataset not found: {local}")
         if HUB_ID.fullmatch(str(path)) and not annotation and not _is_video_name(p):
             return "mmr"  # the MMR loader downloads a hub dataset id (owner/name)
         raise FileNotFoundError(f"dataset not found: {p}")
+    check_data_path(p)
     if p.is_dir():
         if (p / "manifest.jsonl").is_file():
             return "manifest"
@@ -221,6 +251,17 @@ def detect_format(path: str | Path) -> str:
                 return "mmr"
             if p.name == "json" and is_released_rows(first):
                 return "mvtamperbench"
+        owner = _tamper_set_of(p)
+        if owner is not None:
+            raise DatasetError(
+                f"{p} holds the videos of a tamper set; the manifest is in {owner}: "
+                f"pass --data {owner}"
+            )
+        if _is_video_name(p):
+            raise DatasetError(
+                f"{p} is a folder named like a video file, not a video or a dataset; "
+                f"pass --format ({', '.join(FORMATS.names())}) if it holds a dataset"
+            )
         if any(_is_video_name(f) for f in p.iterdir() if f.is_file()):
             raise DatasetError(
                 f"folder {p} holds videos but no dataset file; make a dataset from them with "
@@ -266,6 +307,8 @@ def load_dataset(path: str | Path, format: str | None = None, **options: Any) ->
         UnknownNameError: unknown format (with "did you mean").
         DatasetError: the dataset cannot be read as that format.
     """
+    if not str(path).startswith(HUB_PREFIX) and str(path) != "mmr-demo":
+        check_data_path(Path(path).expanduser())
     fmt = format or detect_format(path)
     loader = FORMATS.get(fmt)
     return loader(path, **options)
@@ -281,6 +324,7 @@ __all__ = [
     "Dataset",
     "DatasetError",
     "Loader",
+    "check_data_path",
     "check_depth",
     "detect_format",
     "finalize_samples",

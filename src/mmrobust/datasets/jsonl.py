@@ -3,8 +3,10 @@
 Record fields are ``Sample``'s (``id``, ``question``, ``options``, ``answer``,
 ``video``/``image``, ``benchmark``, ``group``, ``task``, ``tamper_type``,
 ``window``, ``category``, ``polarity``, ``prompt``, ``meta``) with two
-conveniences: ``options`` may be a list (lettered A, B, ...) and
-``answer`` may be the option text instead of its letter. ``id`` defaults
+conveniences: ``options`` may be a list (lettered A, B, ... Z; more than 26
+is a record defect) and ``answer`` may be the option text instead of its
+letter (a correct option whose text another option repeats is a record
+defect: which one is meant cannot be told). A UTF-8 byte-order mark is allowed. ``id`` defaults
 to the line number. Media paths are relative to ``images`` (default: the
 file's folder); a missing file sets ``Sample.error``.
 """
@@ -25,6 +27,7 @@ from mmrobust.datasets.base import (
     sha256_files,
     skip_reason,
 )
+from mmrobust.datasets.checks import answer_letter, letter_options, media_problem
 from mmrobust.schema import Sample
 
 _FIELDS = set(Sample.model_fields)
@@ -40,16 +43,11 @@ def record_to_sample(rec: dict[str, Any], n: int, root: Path, *, text_only: bool
     extra = {k: v for k, v in rec.items() if k not in _FIELDS}
     opts = data.get("options")
     if isinstance(opts, list):
-        opts = {chr(ord("A") + i): str(v) for i, v in enumerate(opts)}
+        opts = letter_options(opts)
     if not isinstance(opts, dict) or not opts:
         raise ValueError("options must be a non-empty list or letter -> text object")
     data["options"] = {str(k): str(v) for k, v in opts.items()}
-    answer = str(data.get("answer", ""))
-    if answer not in data["options"]:
-        by_text = [k for k, v in data["options"].items() if v == answer]
-        if by_text:
-            answer = by_text[0]
-    data["answer"] = answer
+    data["answer"] = answer_letter(str(data.get("answer", "")), data["options"])
     data.setdefault("id", str(n))
     data["id"] = str(data["id"])
     error = None
@@ -60,8 +58,7 @@ def record_to_sample(rec: dict[str, Any], n: int, root: Path, *, text_only: bool
                 continue
             p = root / str(data[key])
             data[key] = p
-            if not p.is_file():
-                error = f"{key} file missing: {p}"
+            error = error or media_problem(p, key)
     if error and not data.get("error"):
         data["error"] = error
     if extra:
@@ -82,7 +79,7 @@ def load_jsonl(
     if not file.is_file():
         raise FileNotFoundError(f"dataset not found: {file}")
     try:
-        text = file.read_text(encoding="utf-8")
+        text = file.read_text(encoding="utf-8-sig")  # a byte-order mark is not part of record 1
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{file}: not UTF-8 text ({exc})") from None
     root = Path(images).expanduser() if images else file.parent

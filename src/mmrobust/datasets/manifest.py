@@ -25,6 +25,7 @@ from mmrobust.datasets.base import (
     loads_json,
     skip_reason,
 )
+from mmrobust.datasets.checks import media_problem
 from mmrobust.schema import (
     ERRORS_NAME,
     MANIFEST_NAME,
@@ -52,8 +53,8 @@ def entry_to_sample(entry: ManifestEntry, root: Path, *, text_only: bool = False
     error = None
     if video is None:
         error = "manifest record has no video"
-    elif not text_only and not video.is_file():
-        error = f"video file missing: {video}"
+    elif not text_only:
+        error = media_problem(video, "video")
     given = set(SAMPLE_META_FIELDS) & entry.model_fields_set
     return Sample(
         id=entry.id,
@@ -108,7 +109,7 @@ def load_manifest(
     root = Path(images).expanduser() if images else file.parent
     raw = file.read_bytes()
     try:
-        lines = raw.decode("utf-8").splitlines()
+        lines = raw.decode("utf-8-sig").splitlines()  # a byte-order mark is not a record
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{file}: not UTF-8 text ({exc})") from None
     samples: list[Sample] = []

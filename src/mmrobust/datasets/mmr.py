@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrobust.datasets.base import Dataset, DatasetError, check_depth, loads_json
+from mmrobust.datasets.checks import missing_local_path
 from mmrobust.datasets.mmr_demo import DEMO_IMAGES, DEMO_NAME, materialize_demo
 from mmrobust.datasets.mmr_pairs import (
     CATEGORY_NAMES,
@@ -66,7 +67,7 @@ class MMRFormatError(DatasetError):
 
 def _read_records(path: Path) -> list[dict[str, Any]]:
     try:
-        data = loads_json(path.read_text(encoding="utf-8"))
+        data = loads_json(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise MMRFormatError(f"{path}: not readable as JSON ({exc})") from None
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
@@ -129,6 +130,9 @@ def _resolve_source(path: str | Path, cache_dir: Path | None) -> tuple[Path, lis
                 f"found {len(candidates)}"
             )
         return candidates[0], _image_roots(p, cache_root)
+    local = missing_local_path(str(path))
+    if local:  # a mistyped local path, not a hub id
+        raise FileNotFoundError(f"MMR data not found: {local}")
     if re.fullmatch(r"[\w.-]+/[\w.-]+", str(path)):
         return _resolve_source(_download_hub(str(path), cache_root), cache_dir)
     raise FileNotFoundError(f"MMR data not found: {path}")

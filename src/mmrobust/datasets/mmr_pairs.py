@@ -21,6 +21,9 @@ from mmrobust.schema import Sample
 
 log = logging.getLogger("mmrobust.datasets.mmr")
 
+MEDIA_HINT = "(pass --media DIR, or --text-only)"
+"""What a sample whose image is not found tells the user (once: the run's check adds none)."""
+
 CATEGORY_NAMES: dict[str, str] = {
     "character/character": "Character/Number",
     "attribute/existence": "Presence",
@@ -232,7 +235,7 @@ def _to_sample(
         relative = str(record.get("image") or f"{pair_id}.jpg")
         image = find_image(relative, roots)
         if image is None:
-            error = f"image not found: {relative} (pass --media DIR, or --text-only)"
+            error = f"image not found: {relative} {MEDIA_HINT}"
     return Sample(
         id=f"{pair_id}#{suffix}",
         benchmark="mmr",
@@ -257,6 +260,7 @@ __all__ = [
     "CATEGORY_NAMES",
     "CATEGORY_ORDER",
     "KNOWN_POLARITY",
+    "MEDIA_HINT",
     "category_of",
     "find_image",
     "mmr_samples",

@@ -40,6 +40,7 @@ from mmrobust.datasets.base import (
     sha256_files,
     skip_reason,
 )
+from mmrobust.datasets.checks import answer_letter, letter_options
 from mmrobust.datasets.resolve import (
     HOW_NAME,
     TASK_FOLDERS,
@@ -99,10 +100,10 @@ def row_to_sample(
         cands = ast.literal_eval(cands)
     if not isinstance(cands, Sequence) or isinstance(cands, str) or not cands:
         raise ValueError("candidates is not a non-empty list")
-    options = {chr(ord("A") + i): str(c) for i, c in enumerate(cands)}
-    answer_text = str(row["answer"])
-    letters = [k for k, v in options.items() if v == answer_text]
-    answer = letters[0] if letters else answer_text  # letter given directly, or invalid
+    options = letter_options(cands)
+    answer = answer_letter(
+        str(row["answer"]), options, text_first=True
+    )  # text or letter; invalid stays invalid
     video_ref = str(row["video"])
     ttype = normalise_type(str(row.get("tamper_type") or "")) or None
     parsed = parse_released_name(video_ref)
@@ -159,11 +160,19 @@ def _report_resolution(
     if resolver is None:
         return {"media": "text only"}
     fallbacks = resolver.fallbacks
-    if fallbacks:
-        ref, path = fallbacks[0]
+    if resolver.misplaced:
+        ref, path = resolver.misplaced[0]
         defects.append(
-            f"{len(fallbacks)} video(s) found by file name outside their task folder, "
+            f"{len(resolver.misplaced)} video(s) found by file name outside their task folder, "
             f"not at <root>/video/<task folder>/ (first: {ref} -> {path})"
+        )
+    if resolver.folderless:
+        ref, path, _ = resolver.folderless[0]
+        tasks = sorted({t for _, _, t in resolver.folderless if t})
+        defects.append(
+            f"{len(resolver.folderless)} video(s) found by file name under {resolver.root} "
+            f"for task(s) with no known source folder ({', '.join(tasks) or 'no task'}); "
+            f"<root>/video/<task>/ is where they are looked for first (first: {ref} -> {path})"
         )
     errors = Counter(
         "ambiguous" if "ambiguous" in (s.error or "") else "missing" for s in samples if s.error
@@ -218,7 +227,7 @@ def load_mvtamperbench(
     for f in files:
         task = f.stem
         try:
-            rows = loads_json(f.read_text(encoding="utf-8"))
+            rows = loads_json(f.read_text(encoding="utf-8-sig"))
         except (OSError, ValueError) as exc:
             defects.append(f"{f.name}: unreadable, skipped ({exc})")
             continue
@@ -269,7 +278,7 @@ def load_vlmevalkit_tsv(
     if not file.is_file():
         raise FileNotFoundError(f"TSV not found: {file}")
     try:
-        df = pd.read_csv(file, sep="\t", dtype=str, keep_default_na=False)
+        df = pd.read_csv(file, sep="\t", dtype=str, keep_default_na=False, encoding="utf-8-sig")
     except (ValueError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{file}: not a readable TSV ({exc})") from None
     missing = {"video", "candidates", "answer"} - set(df.columns)

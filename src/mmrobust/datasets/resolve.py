@@ -22,9 +22,13 @@ Order of lookup for a row of task ``t`` whose source folder is ``S``
    another source (that would be another source's clip of the same name).
 
 Rows of a task without a known folder (your own task names) use 1, then the
-top-level ``<root>/<ref>``, then 4. Every sample resolved by step 4 is
-counted in :attr:`TaskMediaResolver.fallbacks` and reported by the loader;
-an ambiguous or missing video is the sample's typed error, never a silent pick.
+top-level ``<root>/<ref>``, then the task's own folder ``<root>/video/<task>/<ref>``
+(or ``<root>/<task>/<ref>``), then 4. Every sample resolved by step 4 is
+counted in :attr:`TaskMediaResolver.fallbacks` (and in ``misplaced``: outside
+a known task folder, or ``folderless``: a task without one) and reported by
+the loader; an ambiguous or missing video is the sample's typed error, never
+a silent pick. Symbolic links inside the data (a ``video/`` folder linked to
+another disk) are followed for reading, each real folder indexed once.
 """
 
 from __future__ import annotations
@@ -120,13 +124,25 @@ class TaskMediaResolver:
         self._by_name: dict[str, list[tuple[str, ...]]] | None = None
         self._by_stem: dict[str, list[tuple[str, ...]]] = {}
         self.fallbacks: list[tuple[str, Path]] = []
+        self.misplaced: list[tuple[str, Path]] = []
+        self.folderless: list[tuple[str, Path, str]] = []
 
     def _hits(self, name: str) -> list[tuple[str, ...]]:
         """Files called ``name`` under the root (a name without extension: video files of that stem)."""
         if self._by_name is None:
             by_name: dict[str, list[tuple[str, ...]]] = defaultdict(list)
             by_stem: dict[str, list[tuple[str, ...]]] = defaultdict(list)
-            for dirpath, _, filenames in os.walk(self.root):
+            seen: set[tuple[int, int]] = set()
+            for dirpath, dirnames, filenames in os.walk(self.root, followlinks=True):
+                try:
+                    st = os.stat(dirpath)
+                except OSError:
+                    dirnames[:] = []
+                    continue
+                if (st.st_dev, st.st_ino) in seen:  # a link loop, or a second link to a folder
+                    dirnames[:] = []
+                    continue
+                seen.add((st.st_dev, st.st_ino))
                 rel = Path(dirpath).relative_to(self.root).parts
                 for f in filenames:
                     by_name[f].append((*rel, f))
@@ -168,6 +184,11 @@ class TaskMediaResolver:
                     return Resolution(Path(candidate), how=HOW_TASK_FOLDER)
         elif os.path.isfile(direct):
             return Resolution(Path(direct), how=HOW_PATH)
+        elif task:
+            for base in (f"{VIDEO_DIR}/{task}", task):  # a task of your own: its own folder
+                candidate = os.path.join(root, base, rel)
+                if os.path.isfile(candidate):
+                    return Resolution(Path(candidate), how=HOW_TASK_FOLDER)
         hits = self._hits(name)
         if own:
             mine = [h for h in hits if _contains(h[:-1], own)]
@@ -187,6 +208,10 @@ class TaskMediaResolver:
         if len(free) == 1:
             path = self._path(free[0])
             self.fallbacks.append((ref, path))
+            if own:
+                self.misplaced.append((ref, path))
+            else:
+                self.folderless.append((ref, path, task or ""))
             return Resolution(path, how=HOW_NAME)
         if len(free) > 1:
             listed = ", ".join(self._shown(h) for h in free[:3])

@@ -8,7 +8,14 @@ node at the same mount point; relative paths are resolved against the
 driver's working directory on the worker too. ``check_paths`` runs one tiny
 zero-CPU task on every node that could host a worker and fails early, with
 the node and the path, when one of them cannot see an input or write an
-output folder.
+output folder; a node lost while it is probed (``TaskUnschedulableError``) is
+left out, not a traceback.
+
+Deadline (issue 27 item 9): before ``ray.init`` (which retries for minutes
+against a port that accepts connections but is not a Ray GCS),
+``check_reachable`` opens the port and exchanges the HTTP/2 connection
+preface with it, as any gRPC client does first; no reply within
+``CONNECT_TIMEOUT_S`` is one line and exit 2.
 """
 
 from __future__ import annotations
@@ -25,9 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import ray
+from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from mmrobust.distributed import RayOptions, WorkerPathError
+
+log = logging.getLogger(__name__)
 
 LOCAL_OBJECT_STORE_BYTES = 256 * 2**20
 """Object store of a Ray started for one run: only rows, configs and manifests pass through it
@@ -140,28 +150,52 @@ def ray_session(options: RayOptions) -> Iterator[RaySession]:
 
 
 CONNECT_TIMEOUT_S = 10.0
-"""How long the driver tries to open the cluster's port before it gives up (``ray.init``
-itself retries for minutes)."""
+"""How long the driver tries to open the cluster's port and get a gRPC answer from it before it
+gives up (``ray.init`` itself retries for minutes)."""
+
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+"""The HTTP/2 client connection preface and an empty SETTINGS frame (RFC 9113 section 3.4):
+a gRPC server (Ray's GCS, the Ray Client server) answers with its own SETTINGS frame."""
 
 
-def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
-    """Open and close a TCP connection to a ``[ray://]host:port`` address.
+def check_reachable(address: str, timeout: float | None = None) -> None:
+    """Open a TCP connection to a ``[ray://]host:port`` address and check that a gRPC server
+    answers there (the HTTP/2 preface), all within ``timeout`` seconds
+    (default ``CONNECT_TIMEOUT_S``).
 
     Raises:
-        ValueError: not ``host:port``, or nothing accepts connections there (one line).
+        ValueError: not ``host:port``, nothing accepts connections there, or what does
+            sends no gRPC reply in time (one line).
     """
     if address == "auto":
         return  # ray.init finds a cluster started on this machine with `ray start`
+    limit = CONNECT_TIMEOUT_S if timeout is None else timeout
     host, sep, port = address.split("://", 1)[-1].rpartition(":")
     if not sep or not host or not port.isdigit():
         raise ValueError(f"bad Ray address {address!r}: expected HOST:PORT (e.g. 10.0.0.2:6379)")
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+        sock = socket.create_connection((host.strip("[]"), int(port)), timeout=limit)
     except OSError as exc:
         raise ValueError(
             f"cannot connect to Ray at {address}: {exc.strerror or exc}; "
             "is `ray start --head` running there (and the port open)?"
         ) from None
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+        sock.close()  # a TLS cluster answers only after a TLS handshake: ray.init checks it
+        return
+    with sock:
+        head = b""
+        try:
+            sock.sendall(_HTTP2_PREFACE)
+            while len(head) < 9 and (chunk := sock.recv(9 - len(head))):
+                head += chunk
+        except OSError:  # timed out, or reset
+            pass
+    if len(head) < 9 or head[3] != 4:  # a frame header whose type is SETTINGS
+        raise ValueError(
+            f"cannot connect to Ray at {address}: the port accepts connections but no Ray "
+            f"answers there within {limit:g} s; give the address `ray start --head` printed"
+        )
 
 
 def worker_request(options: RayOptions, *, gpus: float = 0.0) -> dict[str, float]:
@@ -242,9 +276,13 @@ def check_paths(
     Returns:
         the number of nodes checked.
 
+    A node that leaves the cluster while it is probed is left out (it will host no
+    worker); the count returned is of the nodes that answered.
+
     Raises:
         WorkerPathError: a node cannot see a path or write a folder (names both).
-        ValueError: no alive node has the resources a worker asks for.
+        ValueError: no alive node has the resources a worker asks for, every such node
+            left during the check, or the check failed on a node still alive (one line).
     """
     nodes = session.candidate_nodes(request)
     if not nodes:
@@ -259,8 +297,22 @@ def check_paths(
         ).remote(session.cwd, [os.fspath(p) for p in paths], [os.fspath(w) for w in writable])
         for n in nodes
     ]
-    raise_path_problems(ray.get(refs))
-    return len(nodes)
+    reports = []
+    for node, ref in zip(nodes, refs, strict=True):
+        try:
+            reports.append(ray.get(ref))
+        except RayError as exc:  # e.g. TaskUnschedulableError: the node left since it was listed
+            if node["NodeID"] in {n["NodeID"] for n in session.nodes()}:
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                raise ValueError(
+                    f"the path check failed on Ray node {node.get('NodeManagerAddress', '?')}: "
+                    f"{type(exc).__name__}{': ' + reason if reason else ''}"
+                ) from None
+            log.warning("Ray node %s left during the path check", node.get("NodeManagerAddress"))
+    if not reports:
+        raise ValueError("every Ray node that could host a worker left during the path check")
+    raise_path_problems(reports)
+    return len(reports)
 
 
 def _fmt(resources: Mapping[str, float]) -> str:

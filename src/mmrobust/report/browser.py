@@ -19,7 +19,9 @@ Document layout (``payload``):
   clip), ``w`` (tamper window ``[start, end)``), ``fs`` (distinct frame-index
   lists), ``r`` (answers).
 * an answer: ``[run, raw, letter, status, correct, error, covered, pred_type,
-  pred_window, frames (index into fs or -1), prompt (index into prompts)]``.
+  pred_window, frames (index into fs or -1), prompt (index into prompts), reasoning,
+  reasoning label]``; for a thinking model's reply ``raw`` is the reply without its
+  reasoning block and ``reasoning`` the block, shown collapsed (``<details>``).
 
 Every string in it comes from a model, a file or the user; the page only ever
 puts them in the DOM as text (``textContent``), and :func:`script_json` escapes
@@ -33,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mmrobust.reasoning import split_reasoning
 from mmrobust.report.thumbs import Strip, ThumbJob, write_strips
 from mmrobust.report.view import RunView
 from mmrobust.schema import Sample, Window
@@ -89,6 +92,22 @@ def shorten(text: str, limit: int) -> str:
     head = max(1, limit * 3 // 5)
     tail = max(1, limit - head)
     return f"{text[:head]} … [{len(text) - head - tail} characters cut] … {text[-tail:]}"
+
+
+def _reply_parts(row: StoredRow) -> tuple[str, str]:
+    """(the reply without its reasoning block, the reasoning) for the answers table: a
+    thinking model's reasoning is shown collapsed (``<details>``), its answer in the cell."""
+    if not row.reasoning:
+        return row.raw_text, ""
+    if row.reasoning_form in ("closed", "unopened", "cut"):  # the block is in the reply
+        answer = split_reasoning(row.raw_text).answer.strip()
+        return answer or "(cut inside its reasoning: no answer)", row.reasoning
+    return row.raw_text, row.reasoning
+
+
+def _reasoning_label(row: StoredRow) -> str:
+    chars = row.reasoning_chars if row.reasoning_chars is not None else len(row.reasoning or "")
+    return f"reasoning ({row.reasoning_form}, {chars:,} characters)"
 
 
 def _n_frames(sample: Sample) -> int | None:
@@ -177,10 +196,11 @@ def build_payload(
                     frame_lists.append(idx)
                 fi = frame_lists.index(idx)
             pw = row.extra.get("pred_window")
+            shown_text, thought = _reply_parts(row)
             answers.append(
                 [
                     ri,
-                    shorten(row.raw_text, raw_limit),
+                    shorten(shown_text, raw_limit),
                     row.letter or "",
                     row.status.value,
                     int(row.status is Status.OK and row.letter == row.answer),
@@ -192,6 +212,8 @@ def build_payload(
                     else None,
                     fi,
                     pi,
+                    shorten(thought, raw_limit),
+                    _reasoning_label(row) if thought else "",
                 ]
             )
         truth = pairs[0][1]

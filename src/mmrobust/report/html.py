@@ -218,12 +218,20 @@ def run_metadata(run: RunView) -> list[tuple[str, str]]:
             (
                 "reference",
                 f"{ref.get('repo')} @ {ref.get('name')} ({ref.get('date')}): "
-                f"{ref.get('description')}",
+                f"{ref.get('description')}" + _versions_note(block),
             ),
         )
     if m.get("defects"):
         lines.append(("data defects", "; ".join(m["defects"])))
     return lines + list(run.extra_meta)
+
+
+def _versions_note(block: Mapping[str, Any]) -> str:
+    """``"; decisions at e8e78f0, prompt as sent at eb58e9e"`` for an official tamper run."""
+    decision, prompt = block.get("decision_reference"), block.get("prompt_reference")
+    if not decision or not prompt:
+        return ""
+    return f"; decisions at {decision}, prompt as sent at {prompt}"
 
 
 def write_html(

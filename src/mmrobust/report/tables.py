@@ -230,6 +230,8 @@ def summary_text(metrics: Mapping[str, Any]) -> str:
         f"parse-fail {pct_sign(metrics.get('parse_fail_rate', 0))}  "
         f"errors {pct_sign(metrics.get('error_rate', 0))}"
     )
+    if (metrics.get("reasoning") or {}).get("hint"):  # thinking model out of tokens
+        lines.append(f"warning: {metrics['reasoning']['hint']}")
     if metrics.get("defects"):
         lines.append(f"data defects: {len(metrics['defects'])} (see metrics.json)")
     return "\n".join(lines)

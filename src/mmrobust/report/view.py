@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrobust.schema import Sample
 from mmrobust.families import BenchmarkFamily, get_family
 from mmrobust.records import ScoredRecord
 from mmrobust.report.common import Figure
 from mmrobust.run import folder
 from mmrobust.run.folder import RunInfo
+from mmrobust.schema import Sample
 from mmrobust.store import ResultStore, StoredRow
 
 

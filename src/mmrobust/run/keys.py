@@ -20,7 +20,7 @@ from typing import Any
 from mmrobust import __version__
 from mmrobust.media.sampling import FramePolicy
 from mmrobust.models.base import Model
-from mmrobust.official import reference_block
+from mmrobust.official import reference_block, reference_versions
 from mmrobust.prompts import PromptConfig
 from mmrobust.redact import scrub_args
 from mmrobust.run.config import EvalConfig
@@ -114,11 +114,14 @@ def run_block(config: EvalConfig, model: Model, benchmark: str | None = None) ->
     """The ``run`` block of ``metrics.json``: model, prompt, frames policy, extraction mode.
 
     ``reference`` names the reference code (repository, commit) official
-    extraction reproduces for ``benchmark``, else ``None``.
+    extraction reproduces for ``benchmark``, else ``None``; an official tamper run also
+    names ``prompt_reference`` (the version whose prompt was sent) and
+    ``decision_reference`` (the version whose rules decided; ``rescore --reference`` changes
+    only this one), :func:`mmrobust.official.reference_versions`.
     """
     pc = config.prompt_config()
     official = config.extract_mode() == "official"
-    return {
+    block: dict[str, Any] = {
         "model": config.model,
         "task": config.task,
         "model_args": scrub_args(config.model_args),
@@ -143,7 +146,12 @@ def run_block(config: EvalConfig, model: Model, benchmark: str | None = None) ->
         "extraction": config.extract_mode(),
         "failures": config.failures(),
         "text_only": config.text_only,
-        "reference": reference_block(benchmark or "", config.reference) if official else None,
+    }
+    ref = reference_block(benchmark or "", config.reference) if official else None
+    return {
+        **block,
+        "reference": ref,
+        **(reference_versions(pc.reference, ref) if official and pc.reference else {}),
     }
 
 

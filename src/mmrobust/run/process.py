@@ -36,7 +36,9 @@ from mmrobust.judge import Judge
 from mmrobust.media.sampling import FramePolicy, window_coverage
 from mmrobust.metrics import compute_metrics
 from mmrobust.models.base import Model, Request, Response
+from mmrobust.official import ReplyPath, reply_path_for
 from mmrobust.prompts import PromptConfig, build_prompt, prompt_record
+from mmrobust.reasoning import reasoning_columns, reasoning_summary, split_reasoning
 from mmrobust.run.executors import WorkItem
 from mmrobust.status import Status
 from mmrobust.store import TRANSIENT, RunKey, StoredRow
@@ -87,16 +89,22 @@ def read_reply(
     mode: str,
     reference: str | None = None,
     judge: Judge | None = None,
+    reasoning: str | None = None,
+    reply_path: ReplyPath = "local",
 ) -> Reading:
     """Extract the letter of ``text`` (``mode``: strict | lenient | official); a reply that
     does not parse goes to ``judge`` when one is given. Never raises for a bad reply.
+    ``reasoning``: the server's separate reasoning field; ``reply_path``: ``"api"`` when the
+    reply came from an HTTP API (official mode models the reference's wrapper strip), see
+    :func:`mmrobust.extract.extract`.
 
     Raises:
         ValueError: unknown extraction mode.
     """
     ex = extract(
-        text, options, mode=mode, benchmark=sample.benchmark, answer=answer, reference=reference
-    )
+        text, options, mode=mode, benchmark=sample.benchmark, answer=answer, reference=reference,
+        reasoning=reasoning, reply_path=reply_path,
+    )  # fmt: skip
     if ex.status is Status.PARSE_FAIL and judge is not None:
         verdict = judge(sample.id, sample.question, options, text)
         return Reading(verdict.letter, verdict.status, verdict.rule, verdict.error, verdict.cause)
@@ -326,6 +334,11 @@ class SampleProcessor:
         if meta.get("frame_indices"):
             shown = meta["frame_indices"]
             common["extra"]["frames_repeated"] = len(shown) - len(set(shown))
+        split = split_reasoning(resp.text or "", getattr(resp, "reasoning", None))
+        common.update(reasoning_columns(split))
+        cut = split.cut and not split.answer.strip() and self.extract_mode != "official"
+        if cut and resp.status in (Status.OK, Status.EMPTY_REPLY):  # cut inside its reasoning
+            return self._row(sample, Status.PARSE_FAIL, rule="reasoning:cut", **common)
         if resp.status is not Status.OK:
             status = resp.status if resp.status.is_error else Status.MODEL_ERROR
             return self._row(sample, status, error=resp.error, rule=status.value, **common)
@@ -341,6 +354,8 @@ class SampleProcessor:
             mode=self.extract_mode,
             reference=self.reference,
             judge=self.judge,
+            reasoning=getattr(resp, "reasoning", None),
+            reply_path=reply_path_for(self.model.name),
         )
         if reading.judge_cause is not None:  # the judge's backend failed: kept for the stop rule
             common["extra"] = {**common["extra"], "judge_status": reading.judge_cause.value}
@@ -412,6 +427,11 @@ def score_rows(
     )
     metrics = compute_metrics(records, benchmark, **kw)
     metrics.setdefault("defects", list(defects))
+    reasoning = reasoning_summary(
+        (r.reasoning_form, r.reasoning_chars, r.completion_tokens) for r in rows
+    )
+    if reasoning is not None:  # thinking models: replies cut inside their reasoning
+        metrics["reasoning"] = reasoning
     derived = sum(1 for r in rows if "derived_window" in r.extra)
     if derived:
         metrics["windows_derived"] = derived  # released clips: windows by the released rule

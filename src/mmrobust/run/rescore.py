@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from mmrobust.judge import load_judge
-from mmrobust.official import TAMPER_REFERENCES, reference_block, tamper_reference
+from mmrobust.official import (
+    TAMPER_REFERENCES,
+    reference_block,
+    reference_versions,
+    reply_path_for,
+    tamper_reference,
+)
+from mmrobust.reasoning import field_reasoning
 from mmrobust.run.config import check_rescore_options
 from mmrobust.run.folder import (
     METRICS_FILE,
@@ -123,6 +130,8 @@ def _rescore(
                 mode=mode,
                 reference=ref_name,
                 judge=judge_model,
+                reasoning=field_reasoning(row.raw_text, row.reasoning, row.reasoning_form),
+                reply_path=reply_path_for(cfg.get("model")),
             )
             if reading.rule.startswith("judge"):
                 failed = reading.judge_cause is not None and reading.judge_cause in TRANSIENT
@@ -154,6 +163,9 @@ def _rescore(
     )
     run = {**run, "extraction": mode, "failures": fail}
     run["reference"] = reference_block(benchmark, ref_name) if mode == "official" else None
+    prompt_ref = (run.get("prompt") or {}).get("reference")
+    for k, v in reference_versions(prompt_ref, run["reference"]).items():
+        run[k] = v if mode == "official" and prompt_ref else None  # asked at / decided at
     run["judge"] = judge_model.describe() if judge_model is not None else None
     metrics["run"] = run
     n_selected = info.dataset.n_selected

@@ -150,6 +150,12 @@
       tr.appendChild(el("td", null, runs[a[0]].label));
       var raw = el("td", "raw", a[1]);
       if (a[5]) { raw.appendChild(el("span", "warn", " [" + a[5] + "]")); }
+      if (a[11]) {  // a thinking model's reasoning, collapsed
+        var det = el("details", "reasoning");
+        det.appendChild(el("summary", null, a[12]));
+        det.appendChild(el("div", null, a[11]));
+        raw.appendChild(det);
+      }
       tr.appendChild(raw);
       tr.appendChild(el("td", null, a[2] || "–"));
       var st = el("td", null, a[3]);

@@ -11,7 +11,7 @@ from mmrobust.media import read_frames, sample_clips
 from mmrobust.models import Request, load_model
 from mmrobust.models.hf import HFModel, build_messages, make
 from mmrobust.status import Status
-from tests.hf_tiny import build_tiny_idefics3
+from tests.hf_tiny import CHAT_TEMPLATE, build_tiny_idefics3
 
 pytest.importorskip("transformers")
 
@@ -175,3 +175,52 @@ def test_unknown_hub_id_fails_in_seconds_with_a_clear_reason(
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     with pytest.raises(ValueError, match=r"hf: .*'nonexistent-org/no-such-model'"):
         load_model("hf:nonexistent-org/no-such-model")
+
+
+# -- reasoning knobs (issue 28) ------------------------------------------------------------
+
+THINKING_TEMPLATE = CHAT_TEMPLATE + (
+    "{% if add_generation_prompt and enable_thinking is defined and enable_thinking %}"
+    "<think>\n{% endif %}"
+)
+
+
+@pytest.fixture(scope="module")
+def thinking_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("tpl") / "thinking.jinja"
+    path.write_text(THINKING_TEMPLATE, encoding="utf-8")
+    return path
+
+
+def test_a_reasoning_template_raises_the_default_budget_and_takes_template_kwargs(
+    tiny_vlm: Path, thinking_template: Path
+) -> None:
+    base = {"device": "cpu", "chat_template": str(thinking_template)}
+    on = make(str(tiny_vlm), {**base, "chat_template_kwargs": '{"enable_thinking": true}'})
+    off = make(str(tiny_vlm), {**base, "chat_template_kwargs": '{"enable_thinking": false}'})
+    told = make(str(tiny_vlm), {**base, "max_new_tokens": "6"})
+    plain = make(str(tiny_vlm), {"device": "cpu"})
+    assert isinstance(on, HFModel) and isinstance(off, HFModel) and isinstance(plain, HFModel)
+    assert [m.fingerprint()["max_new_tokens"] for m in (on, off, told, plain)] == [
+        4096,
+        128,
+        6,
+        128,
+    ]
+    assert on.fingerprint()["chat_template_kwargs"] == {"enable_thinking": True}
+    assert "chat_template_kwargs" not in plain.fingerprint()  # old run keys unchanged
+    assert on._prompt(_request(), 0).endswith("Assistant:<think>\n")  # reached the template
+    assert off._prompt(_request(), 0).endswith("Assistant:")
+
+
+def test_reasoning_drop_removes_a_closed_think_block(
+    tiny_vlm: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = make(str(tiny_vlm), {"device": "cpu", "max_new_tokens": "2", "reasoning": "drop"})
+    assert isinstance(model, HFModel) and model.fingerprint()["reasoning"] == "drop"
+    monkeypatch.setattr(
+        model.processor, "batch_decode", lambda *_a, **_k: ["<think>A is wrong.</think>\n\nB"]
+    )
+    [resp] = model.generate([_request()])
+    assert (resp.status, resp.text, resp.reasoning) == (Status.OK, "B", None)
+    assert resp.extra["reasoning_dropped_chars"] == 28

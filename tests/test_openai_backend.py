@@ -11,6 +11,7 @@ import dataclasses
 import socket
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -261,6 +262,36 @@ def test_persistent_failure_gives_typed_status_after_all_retries(
     assert resp.extra["history"] == [history] * 3
     assert len(server.chat_requests) == 3  # first try + 2 retries
     assert len(sleeps) == 2
+
+
+@per_backend
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"choices": [{"index": 0, "message": None, "finish_reason": "stop"}]},
+        {"choices": []},
+        {"choices": [{"index": 0, "message": "A", "finish_reason": "stop"}]},
+    ],
+    ids=["null-message", "no-choices", "string-message"],
+)
+def test_a_reply_without_a_message_is_retried_even_at_temperature_zero(
+    server: FakeOpenAIServer, backend: str, body: dict[str, Any]
+) -> None:
+    # issue 27 item 12: `message: null` was a final empty_reply while `choices: []` was
+    # retried; both are the server's malformed reply, not the model's (empty) answer
+    server.push(Reply(body=body), Reply.ok("B"))
+    [resp] = _client(backend, server, []).generate([_request()])
+    assert (resp.status, resp.text, resp.extra["history"]) == (Status.OK, "B", ["api_error", "ok"])
+
+
+@per_backend
+def test_an_empty_message_is_final_at_temperature_zero(
+    server: FakeOpenAIServer, backend: str
+) -> None:
+    server.push(Reply.ok(None), Reply.ok("B"))  # content null (anthropic: content [])
+    [resp] = _client(backend, server, []).generate([_request()])
+    assert (resp.status, resp.extra["history"]) == (Status.EMPTY_REPLY, ["empty_reply"])
+    assert len(server.chat_requests) == 1
 
 
 @pytest.mark.parametrize(

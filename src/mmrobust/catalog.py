@@ -101,6 +101,7 @@ PLAIN_BACKEND_OPTIONS["random"] = PLAIN_BACKEND_OPTIONS["constant"]
 
 OPTION_MODELS: dict[str, str] = {
     "openai": "mmrobust.models.openai_compat:OpenAIOptions",
+    "anthropic": "mmrobust.models.anthropic:AnthropicOptions",
     "hf": "mmrobust.models.hf:HFOptions",
 }
 """Backends whose settings are a pydantic options model (``module:class``)."""
@@ -109,6 +110,7 @@ MODEL_ARGS: dict[str, str] = {
     "constant": "the answer: a letter (A) or an option key (none, middle, reject)",
     "random": "optional seed (default 0)",
     "openai": "the served model name (required)",
+    "anthropic": "the Claude model name (required)",
     "hf": "a hub id or a local checkpoint folder (required)",
 }
 """What the ``:ARG`` after each backend's name means (none for the others)."""
@@ -200,7 +202,7 @@ def _bounds(info: FieldInfo) -> str | None:
 
 def options_of(model: type[BaseModel], skip: tuple[str, ...] = ()) -> list[Option]:
     """The fields of a pydantic settings model as :class:`Option` values, in declared order."""
-    helps = docstring_fields(model)
+    helps = {k: v for base in reversed(model.__mro__) for k, v in docstring_fields(base).items()}
     out = []
     for name, info in model.model_fields.items():
         if name in skip:
@@ -254,6 +256,7 @@ _MODEL_SUMMARIES = {
     "blind-overlap": "text-only word-overlap baseline (MMR no-image floor)",
     "blind-embed": "text-only sentence-embedding baseline (needs sentence-transformers)",
     "openai": "any OpenAI-compatible server (vLLM, SGLang, OpenAI); docs/models.md",
+    "anthropic": "Anthropic's Messages API (ANTHROPIC_API_KEY); docs/models.md",
     "hf": "a transformers checkpoint run in this process (pip install -e '.[hf]')",
 }
 

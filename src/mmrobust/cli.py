@@ -97,7 +97,10 @@ def _ray_options(
 @app.command("tamper", short_help="Build a tampered video benchmark from real videos.")
 def tamper(
     sources: list[Path] = typer.Argument(
-        ..., metavar="SOURCES", help="Source videos and/or folders (recursive)."
+        ...,
+        metavar="SOURCES",
+        readable=False,  # an unreadable source is an errors.jsonl line, not the end (27.12)
+        help="Source videos and/or folders (recursive).",
     ),
     out: Path = typer.Option(..., "--out", "-o", help="Build folder."),
     effects: str = typer.Option(
@@ -245,6 +248,13 @@ def eval_cmd(
     model_arg: list[str] = typer.Option(
         [], "--model-arg", metavar="KEY=VALUE", help="Backend setting (repeatable)."
     ),
+    model_args: list[str] = typer.Option(
+        [],
+        "--model-args",
+        "--model_args",
+        metavar="K=V,K=V",
+        help="Backend settings in lm-eval's comma form (repeatable).",
+    ),
     format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
     images: str | None = typer.Option(
         None,
@@ -341,7 +351,8 @@ def eval_cmd(
     )
     try:
         config = EvalConfig(
-            data=data, model=model, out=out, model_args=parse_model_args(model_arg), format=format,
+            data=data, model=model, out=out, model_args=parse_model_args(model_arg, model_args),
+            format=format,
             images=images, text_only=text_only, prompt=prompt, option_style=option_style,
             permute=permute, task=task, frames=frames, fps=fps, max_frames=max_frames, extract=extract,
             official=official, limit=limit, workers=workers, seed=seed, cache_dir=cache_dir,
@@ -431,11 +442,13 @@ def report_cmd(
         metavar="AUDIT_JSON",
         help="audit.json from `mmrobust audit --out` to show as a panel (repeatable).",
     ),
-    published: bool = typer.Option(
-        True,
+    published: bool | None = typer.Option(
+        None,
         "--published/--no-published",
-        help="Show the papers' published rows (MVTamperBench Table 7, MMR Table 2) as grey "
-        "reference rows in the leaderboards (a toggle in the page).",
+        help="The papers' published rows (MVTamperBench Table 7, MMR Table 2) as grey reference "
+        "rows in the leaderboards: by default shown for runs on the released benchmarks and "
+        "hidden (a toggle in the page) otherwise; --published shows them, --no-published "
+        "leaves them out.",
     ),
     thumbs: int = typer.Option(
         400, "--thumbs", min=0, help="Samples that get a thumbnail strip in the sample browser."
@@ -457,8 +470,7 @@ def report_cmd(
         )  # fmt: skip
     except (OSError, ValueError) as exc:  # OSError: missing folder, full disk under --out
         raise _fail(str(exc).splitlines()[0]) from None
-    typer.echo(site.tables.markdown.read_text(encoding="utf-8"))
-    typer.echo(f"wrote {site.tables.markdown.parent}; open {site.index_html}")
+    typer.echo(site.summary())
 
 
 @app.command("compare", short_help="Paired comparison of two runs (McNemar's test).")

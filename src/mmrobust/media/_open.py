@@ -1,4 +1,11 @@
-"""Opening a video with PyAV, turning every failure into a one-line ``MediaError``."""
+"""Opening a video with PyAV, turning every failure into a one-line ``MediaError``.
+
+Shared by every reader (probe, sampling for models, the forensic detector's
+frames, the tamper builder), so a file is refused or accepted the same way on
+every path (issue 27 item 12): a still image under a video name is refused at
+open; an mp4/mov whose frame timestamps do not advance (``stts`` sample
+deltas of 0) is refused while its packets are read.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +22,24 @@ from av.video.stream import VideoStream
 from mmrobust.media import limits
 from mmrobust.media.errors import MediaError
 
+STILL_IMAGE_DEMUXERS = frozenset({"image2", "image2pipe"})
+"""FFmpeg demuxers of still images (with every ``*_pipe`` one: ``png_pipe``, ``jpeg_pipe``, ...)."""
+
+
+def is_mp4_family(format_name: str) -> bool:
+    """Whether FFmpeg's demuxer name is the mov/mp4 one (its header lists every sample)."""
+    names = format_name.split(",")
+    return "mp4" in names or "mov" in names
+
+
+def timestamps_stalled(path: object) -> MediaError:
+    """The error for an mp4/mov whose packets' decode timestamps stop advancing."""
+    return MediaError(
+        path,
+        "frame timestamps do not advance (the container's sample durations are 0): "
+        "no frame timeline to sample from",
+    )
+
 
 def describe_av_error(exc: BaseException) -> str:
     """One-line description of a PyAV/FFmpeg exception."""
@@ -30,8 +55,8 @@ def open_video(path: str | Path) -> Iterator[tuple[InputContainer, VideoStream]]
 
     Raises:
         MediaError: missing file, directory, zero-byte file, unreadable
-            container, no video stream (e.g. audio-only), or a frame size over
-            ``limits.MAX_FRAME_PIXELS``.
+            container, a still image (PNG, JPEG, ... under any name), no video
+            stream (e.g. audio-only), or a frame size over ``limits.MAX_FRAME_PIXELS``.
     """
     p = Path(path)
     if not p.exists():
@@ -45,6 +70,9 @@ def open_video(path: str | Path) -> Iterator[tuple[InputContainer, VideoStream]]
     except (av.error.FFmpegError, OSError, ValueError) as exc:
         raise MediaError(p, f"cannot open as a video container: {describe_av_error(exc)}") from exc
     try:
+        name = container.format.name
+        if name in STILL_IMAGE_DEMUXERS or name.endswith("_pipe"):
+            raise MediaError(p, f"is a still image ({name}), not a video")
         if not container.streams.video:
             kinds = sorted({str(s.type) for s in container.streams}) or ["none"]
             raise MediaError(p, f"no video stream (streams: {', '.join(kinds)})")
@@ -70,13 +98,32 @@ def decode_video(container: InputContainer, stream: VideoStream) -> Iterator[Vid
     out as well). The final flush packet (no timestamp) still drains the
     decoder.
 
+    In an mp4/mov every decode timestamp must be later than the one before
+    (they are the running sum of the ``stts`` sample durations); one that is
+    not means durations of 0, and FFmpeg then drops or misorders frames.
+
     Raises:
         av.error.FFmpegError: a decode error (callers turn it into ``MediaError``).
+        MediaError: an mp4/mov whose frame timestamps do not advance.
     """
+    fmt = getattr(container, "format", None)  # None: a stand-in container (tests)
+    check = fmt is not None and is_mp4_family(fmt.name)
+    last: int | None = None
     for packet in container.demux(stream):
         if packet.size == 0 and packet.dts is not None:
             continue
+        if check and packet.dts is not None:
+            if last is not None and packet.dts <= last:
+                raise timestamps_stalled(getattr(container, "name", "?"))
+            last = packet.dts
         yield from packet.decode()
 
 
-__all__ = ["decode_video", "describe_av_error", "open_video"]
+__all__ = [
+    "STILL_IMAGE_DEMUXERS",
+    "decode_video",
+    "describe_av_error",
+    "is_mp4_family",
+    "open_video",
+    "timestamps_stalled",
+]

@@ -55,9 +55,11 @@ from mmrobust.media.sampling import FramePolicy
 
 log = logging.getLogger(__name__)
 
-FORMAT = "mmrobust-frames-2"
+FORMAT = "mmrobust-frames-3"
 """Entry format tag (part of the key: a new format never reads an old entry). Version 2
-records the key, the clip's sha256 and a payload checksum in the header."""
+records the key, the clip's sha256 and a payload checksum in the header; version 3 marks the
+decode rules of issue 27 item 12 (a clip those refuse, e.g. an mp4 whose timestamps do not
+advance, must not be served from an entry an earlier version wrote)."""
 _MAGIC = (FORMAT + "\n").encode()
 SUFFIX = ".frames"
 LEGACY_SUFFIX = ".npz"

@@ -20,7 +20,7 @@ from av.video.reformatter import Interpolation
 from mmrobust.media import limits
 from mmrobust.media._open import decode_video, describe_av_error, open_video
 from mmrobust.media.errors import MediaError
-from mmrobust.media.probe import normalise_rotation
+from mmrobust.media.probe import normalise_rotation, truncation
 
 EXACT_COLOUR = Interpolation.BILINEAR | Interpolation.ACCURATE_RND | Interpolation.FULL_CHR_H_INT
 """swscale flags for decoding YUV to RGB so that the trip back gives the frame
@@ -97,8 +97,9 @@ def iter_frames(
         ``(H, W, 3) uint8`` RGB frames (``(H, W) uint8`` when ``gray``).
 
     Raises:
-        MediaError: unreadable file, no video stream, or a decode error
-            (the message says after how many frames).
+        MediaError: unreadable file, no video stream, a decode error (the
+            message says after how many frames), or, once the last frame is read,
+            an mp4/mov that lists more frames than it holds (``probe.truncation``).
         ValueError: ``start < 0``, ``stop < start`` or a non-positive ``size``.
     """
     if start < 0 or (stop is not None and stop < start):
@@ -119,11 +120,16 @@ def iter_frames(
                     yield _to_array(frame, fit, gray, autorotate)
                 index += 1
                 if stop is not None and index >= stop:
-                    break
+                    return
         except av.error.FFmpegError as exc:
             raise MediaError(
                 p, f"decode failed after {index} frames: {describe_av_error(exc)}"
             ) from exc
+        # read to the end: a file whose header lists frames that never came is broken
+        # here too, as ``probe`` and ``sample_clip`` say (issue 27 item 12)
+        broken = truncation(p, container.format.name, int(stream.frames or 0), index)
+        if broken:
+            raise MediaError(p, broken)
 
 
 def _display_fit(frame: VideoFrame, autorotate: bool, max_side: int) -> tuple[int, int] | None:

@@ -28,7 +28,7 @@ from mmrobust.media._open import decode_video, describe_av_error, open_video
 from mmrobust.media.decode import _to_array, read_frames
 from mmrobust.media.errors import MediaError
 from mmrobust.media.jpeg import FrameEncoding, cap_size, decode_jpeg, encode_jpeg
-from mmrobust.media.probe import _frame_packets, normalise_rotation, stream_fps, truncation
+from mmrobust.media.probe import count_in_new_container, normalise_rotation, stream_fps, truncation
 from mmrobust.media.sampling import FramePolicy, frame_indices
 
 
@@ -93,9 +93,8 @@ def sample_clip(path: str | Path, policy: FramePolicy, encoding: FrameEncoding) 
         listed = int(stream.frames or 0)
         hint = listed
         if hint <= 0:
-            try:
-                hint = _frame_packets(container, stream)
-                container.seek(0)
+            try:  # counted in a container of its own: a raw stream (.h264) cannot seek back
+                hint = count_in_new_container(p)
             except av.error.FFmpegError:
                 hint = 0
         wanted = set(frame_indices(hint, fps, policy)) if hint > 0 else set()

@@ -13,7 +13,13 @@ from av.container import InputContainer
 from av.video.frame import VideoFrame
 from av.video.stream import VideoStream
 
-from mmrobust.media._open import decode_video, describe_av_error, open_video
+from mmrobust.media._open import (
+    decode_video,
+    describe_av_error,
+    is_mp4_family,
+    open_video,
+    timestamps_stalled,
+)
 from mmrobust.media.errors import MediaError
 
 CountMethod = Literal["decode", "demux", "metadata"]
@@ -64,16 +70,36 @@ def normalise_rotation(degrees: float) -> int:
     return round(degrees / 90.0) % 4 * 90
 
 
-def _is_mp4_family(format_name: str) -> bool:
-    # mp4/mov list every sample in the header, so a shortfall means missing data
-    # (a small slack allows for edit lists that hide leading frames).
-    return "mp4" in format_name.split(",") or "mov" in format_name.split(",")
-
-
 def _frame_packets(container: InputContainer, stream: VideoStream) -> int:
     """Packets of ``stream`` that give a frame: not empty (Theora's "previous
-    frame again"), not marked discard (samples an mp4 edit list hides)."""
-    return sum(1 for pkt in container.demux(stream) if pkt.size > 0 and not pkt.is_discard)
+    frame again"), not marked discard (samples an mp4 edit list hides).
+
+    Raises:
+        MediaError: an mp4/mov whose decode timestamps stop advancing (see
+            ``decode_video``).
+    """
+    check = is_mp4_family(container.format.name)
+    last: int | None = None
+    n = 0
+    for pkt in container.demux(stream):
+        if check and pkt.dts is not None and pkt.size > 0:
+            if last is not None and pkt.dts <= last:
+                raise timestamps_stalled(container.name)
+            last = pkt.dts
+        n += pkt.size > 0 and not pkt.is_discard
+    return n
+
+
+def count_in_new_container(path: Path) -> int:
+    """``_frame_packets`` of ``path`` read from a container of its own (no seeking back: a raw
+    elementary stream such as ``.h264`` cannot seek).
+
+    Raises:
+        av.error.FFmpegError: the file cannot be demuxed.
+        MediaError: see ``_frame_packets``.
+    """
+    with av.open(str(path)) as container:
+        return _frame_packets(container, container.streams.video[0])
 
 
 def _stored_samples(path: Path) -> int:
@@ -135,9 +161,23 @@ def count_packets(path: str | Path) -> PacketCount:
 
 def truncation(path: Path, format_name: str, listed: int, counted: int) -> str | None:
     """Why an mp4/mov file whose header lists ``listed`` frames but yields ``counted`` is
-    truncated (more than 2 short, and not samples hidden by an edit list), else ``None``."""
-    if _is_mp4_family(format_name) and counted < listed - 2 and _stored_samples(path) < listed - 2:
+    broken, else ``None``.
+
+    More than 2 frames short is a truncated file when the samples are not stored
+    either (data cut off), and a broken timeline when they are stored but more of
+    them are hidden than shown (an edit list hides a cut's leading frames, a few of a
+    clip; a video ``mdhd`` timescale of 0 leaves one frame of 90).
+    """
+    if not is_mp4_family(format_name) or counted >= listed - 2:
+        return None
+    stored = _stored_samples(path)
+    if stored < listed - 2:
         return f"truncated file: the container lists {listed} frames, only {counted} decode"
+    if stored - counted > counted:
+        return (
+            f"broken timeline: the container lists {listed} frames, only {counted} "
+            "presented (its edit list or timescale hides the rest)"
+        )
     return None
 
 
@@ -157,11 +197,11 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
         A ``VideoInfo``.
 
     Raises:
-        MediaError: the file is missing, empty, not a video, undecodable,
-            has no decodable frame, has no usable frame rate, or (mp4/mov,
-            when counting) has more than 2 frames fewer than its header lists
-            and the shortfall is not samples hidden by an edit list (a truncated
-            file).
+        MediaError: the file is missing, empty, not a video (a still image),
+            undecodable, has no decodable frame, has no usable frame rate, or
+            (mp4/mov) frame timestamps that do not advance, or (mp4/mov, when
+            counting) more than 2 frames fewer than its header lists that are
+            not a few samples hidden by an edit list (see ``truncation``).
     """
     method: CountMethod
     if count_frames is True:
@@ -189,11 +229,7 @@ def probe(path: str | Path, *, count_frames: bool | CountMethod = True) -> Video
                     break
                 else:
                     raise MediaError(p, "no decodable video frame")
-                if method == "demux":
-                    container.seek(0)
-                    n = _frame_packets(container, stream)
-                else:
-                    n = int(stream.frames or 0)
+                n = count_in_new_container(p) if method == "demux" else int(stream.frames or 0)
         except av.error.FFmpegError as exc:
             raise MediaError(
                 p, f"decode failed after {n} frames: {describe_av_error(exc)}"
@@ -229,6 +265,7 @@ __all__ = [
     "CountMethod",
     "PacketCount",
     "VideoInfo",
+    "count_in_new_container",
     "count_packets",
     "normalise_rotation",
     "probe",

@@ -101,7 +101,8 @@ class Completion:
     """A 200 reply read by a backend's :meth:`HttpModel.parse_reply`.
 
     Attributes:
-        text: the answer text (not empty: an empty one is an ``AttemptError``).
+        text: the answer text; empty only when ``reasoning`` is not (a reply cut
+            inside its reasoning: no answer, but not an empty reply).
         usage: ``prompt_tokens`` / ``completion_tokens`` (``None`` when not reported).
         finish: the server's stop reason (``finish_reason`` / ``stop_reason``).
         reasoning: a separate reasoning text the server returned, if any.

@@ -71,6 +71,7 @@ from mmrobust.models._attempt import (
     parse_retry_after,
     token_count,
 )
+from mmrobust.models._reasoning import ReasoningMode, drop_reasoning
 from mmrobust.models.base import FrameFormat, MediaInput, Model, Placement, Request, Response
 from mmrobust.models.limits import recognise_limit
 from mmrobust.redact import redact, scrub_url, server_text
@@ -103,6 +104,8 @@ class HttpOptions(BaseModel):
         image_max_side: pixels; frames are downscaled so the longer side is
             at most this (0: send full size).
         jpeg_quality: JPEG quality (1..100) of the frames sent.
+        reasoning: ``keep`` (default) stores the model's reasoning, ``drop`` does not
+            (``models/_reasoning.py``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -120,6 +123,7 @@ class HttpOptions(BaseModel):
     retry_after_max: float = Field(300.0, ge=0)
     image_max_side: int = Field(1024, ge=0)
     jpeg_quality: int = Field(90, ge=1, le=100)
+    reasoning: ReasoningMode = "keep"
 
 
 def check_base_url(url: str, backend: str) -> None:
@@ -320,14 +324,21 @@ class HttpModel(Model):
         )
 
     def _response(self, reply: Completion, started: float, extra: dict[str, Any]) -> Response:
-        """The ``ok`` response for a parsed reply (texts redacted)."""
+        """The ``ok`` response for a parsed reply (texts redacted; ``reasoning=drop`` applied)."""
+        text, reasoning = reply.text, reply.reasoning
+        extra = {**extra, "finish_reason": reply.finish}
+        if self.options.reasoning == "drop":
+            text, reasoning, removed = drop_reasoning(text, reasoning)
+            if removed:
+                extra["reasoning_dropped_chars"] = removed
         return Response(
-            text=redact(reply.text, [self._api_key]),
+            text=redact(text, [self._api_key]),
             status=Status.OK,
             latency_s=time.monotonic() - started,
             prompt_tokens=reply.usage.get("prompt_tokens"),
             completion_tokens=reply.usage.get("completion_tokens"),
-            extra={**extra, "finish_reason": reply.finish},
+            extra=extra,
+            reasoning=redact(reasoning, [self._api_key]) if reasoning else None,
         )
 
     def _attempt(self, payload: dict[str, Any]) -> Completion:

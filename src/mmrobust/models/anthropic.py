@@ -42,6 +42,7 @@ from mmrobust.models._http import (
     token_count,
 )
 from mmrobust.models._options import parse_options
+from mmrobust.models._reasoning import REASONING_MAX_TOKENS, thinking_budget
 from mmrobust.models.base import MediaInput, Model, Request, place_media
 from mmrobust.status import Status
 
@@ -62,7 +63,9 @@ class AnthropicOptions(HttpOptions):
             turn (``user``) or not sent (``drop``; recorded in ``Response.extra``).
         top_k: the API's ``top_k``, if set.
         extra_body: JSON object merged into every body (``'{"thinking":
-            {"type": "enabled", "budget_tokens": 2048}}'``).
+            {"type": "enabled", "budget_tokens": 2048}}'``). With thinking enabled,
+            ``max_tokens`` defaults to ``max(4096, budget_tokens + 1024)`` and
+            ``temperature`` is sent only when set (the API refuses it with thinking).
     """
 
     base_url: str = "https://api.anthropic.com/v1"
@@ -110,6 +113,7 @@ class AnthropicModel(HttpModel):
             "prefill": o.prefill,
             "anthropic_version": o.anthropic_version,
             "extra_body": o.extra_body,
+            **({"reasoning": o.reasoning} if o.reasoning != "keep" else {}),
         }
 
     def build_payload(self, request: Request) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -131,12 +135,10 @@ class AnthropicModel(HttpModel):
             before=o.media_position == "before",
         )
         messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
-        payload: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": o.max_tokens,
-            "temperature": o.temperature,
-            "messages": messages,
-        }
+        payload: dict[str, Any] = {"model": self.model, "max_tokens": o.max_tokens}
+        if thinking_budget(o.extra_body) is None or "temperature" in o.model_fields_set:
+            payload["temperature"] = o.temperature
+        payload["messages"] = messages
         if request.system:
             payload["system"] = request.system
         if o.top_k is not None:
@@ -158,8 +160,10 @@ class AnthropicModel(HttpModel):
     def parse_reply(self, body: Any) -> Completion:
         """``text`` blocks of ``content`` (``thinking`` blocks as reasoning), or ``AttemptError``.
 
-        An empty answer is ``empty_reply`` (final at temperature 0, else retried);
-        a body without a ``content`` list is a retried ``api_error``.
+        As for ``openai:``: a body without a ``content`` list (missing, null) is a
+        malformed reply, a retried ``api_error``; a ``content`` list without text
+        (``[]``, only ``thinking``) is the model's answer, ``empty_reply`` (final at
+        temperature 0, else retried).
         """
         blocks = body.get("content") if isinstance(body, dict) else None
         if not isinstance(blocks, list):
@@ -176,7 +180,7 @@ class AnthropicModel(HttpModel):
         thinking = "\n".join(
             str(b.get("thinking", "")) for b in parts if b.get("type") == "thinking"
         )
-        if not text.strip():
+        if not text.strip() and not thinking:
             raise empty_reply(finish, greedy=self.greedy)
         raw_usage = body.get("usage")
         usage_in = raw_usage if isinstance(raw_usage, dict) else {}
@@ -224,6 +228,10 @@ def make(arg: str | None, args: Mapping[str, str]) -> Model:
         raise ValueError("anthropic needs the model name: --model anthropic:<model>")
     options = parse_options(AnthropicOptions, args, "anthropic")
     check_base_url(options.base_url, "anthropic")
+    budget = thinking_budget(options.extra_body)
+    if budget is not None and "max_tokens" not in options.model_fields_set:
+        cap = max(REASONING_MAX_TOKENS, budget + 1024)
+        options = options.model_copy(update={"max_tokens": cap})
     try:
         api_key = read_api_key(options.api_key_env)
     except ValueError as exc:

@@ -115,6 +115,11 @@ class Response:
         completion_tokens: tokens generated, when the backend reports them.
         extra: backend-specific, JSON-serialisable details stored with the row
             (forensic detector: ``score``, ``pred_type``, ``pred_window``).
+        reasoning: the model's reasoning when the server returns it apart from the
+            answer (vLLM's ``reasoning_content`` / ``reasoning``, DeepSeek-style APIs,
+            Anthropic ``thinking`` blocks), else ``None``; reasoning written inside
+            ``text`` (``<think>...</think>``) stays there. ``None`` too under
+            ``--model-arg reasoning=drop`` (``models/_reasoning.py``).
     """
 
     text: str
@@ -124,6 +129,7 @@ class Response:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    reasoning: str | None = None
 
 
 class Model(ABC):

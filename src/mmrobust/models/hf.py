@@ -32,7 +32,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -44,9 +43,22 @@ from pydantic import BaseModel, ConfigDict, Field, Json
 
 from mmrobust.models._adapter import maybe_apply_adapter
 from mmrobust.models._encode import cap_size
+from mmrobust.models._hf_inputs import build_messages, video_metadata
+from mmrobust.models._hf_load import (
+    hub_unreachable_but_cached,
+    local_digest,
+    offline,
+    processor_digest,
+)
 from mmrobust.models._options import parse_options
+from mmrobust.models._reasoning import (
+    ReasoningMode,
+    default_max_tokens,
+    drop_reasoning,
+    is_reasoning_template,
+)
 from mmrobust.models._torchvision import torchvision_fix, torchvision_problem
-from mmrobust.models.base import MediaInput, Model, Placement, Request, Response, place_media
+from mmrobust.models.base import MediaInput, Model, Placement, Request, Response
 from mmrobust.status import Status
 
 log = logging.getLogger(__name__)
@@ -82,6 +94,13 @@ class HFOptions(BaseModel):
             (``'{"attn_implementation": "sdpa"}'``).
         adapter: a PEFT adapter folder (``mmrobust finetune`` output) merged into
             the model after loading (needs ``peft``).
+        chat_template_kwargs: JSON object of extra chat-template variables for
+            ``apply_chat_template`` (``'{"enable_thinking": false}'``).
+        reasoning: ``keep`` (default) or ``drop``: remove closed ``<think>`` blocks at
+            the start of a reply before it is stored (``models/_reasoning.py``).
+
+    ``max_new_tokens`` is 128 unless set, or 4096 when the chat template used is a
+    reasoning template and ``chat_template_kwargs`` does not turn thinking off.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -101,28 +120,8 @@ class HFOptions(BaseModel):
     processor_kwargs: Json[dict[str, Any]] | None = None
     model_kwargs: Json[dict[str, Any]] | None = None
     adapter: Path | None = None
-
-
-def build_messages(request: Request, n_frames: int, video_input: str) -> list[dict[str, Any]]:
-    """Chat messages in the HF multimodal format for one request.
-
-    One ``{"type": "image"}`` part per frame (or one ``{"type": "video"}``
-    part when ``video_input == "video"`` and there are 2 or more frames), then the
-    prompt text (with ``request.media_offset`` k: ``prompt[:k]``, the media,
-    ``prompt[k:]``); a system message first when the request has one. Pure.
-    """
-    media: list[dict[str, Any]] = []
-    if n_frames:
-        if video_input == "video" and n_frames > 1:
-            media.append({"type": "video"})
-        else:
-            media.extend({"type": "image"} for _ in range(n_frames))
-    parts = place_media(request, media, lambda t: {"type": "text", "text": t})
-    messages: list[dict[str, Any]] = []
-    if request.system:
-        messages.append({"role": "system", "content": [{"type": "text", "text": request.system}]})
-    messages.append({"role": "user", "content": parts})
-    return messages
+    chat_template_kwargs: Json[dict[str, Any]] | None = None
+    reasoning: ReasoningMode = "keep"
 
 
 def _resolve_device(device: str) -> str:
@@ -136,38 +135,6 @@ def _resolve_device(device: str) -> str:
     if mps is not None and mps.is_available():
         return "mps"
     return "cpu"
-
-
-_WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth", ".gguf", ".msgpack", ".h5"}
-
-
-def _local_digest(path: Path) -> str | None:
-    """sha256 prefix identifying a local checkpoint folder, or ``None`` for a hub id.
-
-    Weight files count by name and size (hashing gigabytes would take minutes);
-    every other top-level file (configs, tokenizer, ``chat_template.jinja``,
-    processor settings) by name and content, so an edited template or
-    preprocessor config changes the digest.
-    """
-    if not path.is_dir():
-        return None
-    digest = hashlib.sha256()
-    for item in sorted(path.iterdir()):
-        if not item.is_file() or item.name.startswith("."):
-            continue
-        if item.suffix in _WEIGHT_SUFFIXES:
-            digest.update(f"{item.name}:{item.stat().st_size}\n".encode())
-        else:
-            digest.update(f"{item.name}:".encode())
-            with item.open("rb") as fh:
-                while block := fh.read(1 << 20):
-                    digest.update(block)
-            digest.update(b"\n")
-    return digest.hexdigest()[:16]
-
-
-def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 class HFModel(Model):
@@ -219,7 +186,7 @@ class HFModel(Model):
         common: dict[str, Any] = {"trust_remote_code": options.trust_remote_code}
         if options.revision:
             common["revision"] = options.revision
-        if _offline() or _hub_unreachable_but_cached(model_id, options.revision):
+        if offline() or hub_unreachable_but_cached(model_id, options.revision):
             common["local_files_only"] = True
         model_kwargs: dict[str, Any] = {**common, "dtype": options.dtype}
         if options.device_map:
@@ -269,12 +236,21 @@ class HFModel(Model):
             eos if isinstance(eos, list) else [eos] if eos is not None else []
         )
         self._commit = getattr(self.model.config, "_commit_hash", None)
-        self._digest = _local_digest(Path(model_id))
+        self._digest = local_digest(Path(model_id))
         template = self._chat_template or self.processor.chat_template
         if isinstance(template, dict):  # several named templates: the default one is used
             template = template.get("default", json.dumps(template, sort_keys=True))
         self._template_sha256 = hashlib.sha256(str(template).encode()).hexdigest()[:16]
-        self._processor_sha256 = _processor_digest(self.processor)
+        self.max_new_tokens = (
+            options.max_new_tokens
+            if "max_new_tokens" in options.model_fields_set
+            else default_max_tokens(
+                options.max_new_tokens,
+                kwargs=options.chat_template_kwargs,
+                detected=is_reasoning_template(template),
+            )
+        )
+        self._processor_sha256 = processor_digest(self.processor)
 
     # -- public API --------------------------------------------------------------------
 
@@ -314,7 +290,7 @@ class HFModel(Model):
             "commit": self._commit,
             "local_digest": self._digest,
             "dtype": o.dtype,
-            "max_new_tokens": o.max_new_tokens,
+            "max_new_tokens": self.max_new_tokens,
             "temperature": o.temperature,
             "seed": o.seed if o.temperature > 0 else None,
             "video_input": o.video_input,
@@ -324,6 +300,8 @@ class HFModel(Model):
             "processor_config_sha256": self._processor_sha256,
             "processor_kwargs": o.processor_kwargs,
             **({"adapter": self._adapter} if self._adapter else {}),
+            **({"chat_template_kwargs": o.chat_template_kwargs} if o.chat_template_kwargs else {}),
+            **({"reasoning": o.reasoning} if o.reasoning != "keep" else {}),
             **self._versions,
         }
 
@@ -370,7 +348,11 @@ class HFModel(Model):
 
     def _prompt(self, request: Request, n_frames: int) -> str:
         messages = build_messages(request, n_frames, self.options.video_input)
-        kwargs: dict[str, Any] = {"add_generation_prompt": True, "tokenize": False}
+        kwargs: dict[str, Any] = {
+            **(self.options.chat_template_kwargs or {}),
+            "add_generation_prompt": True,
+            "tokenize": False,
+        }
         if self._chat_template is not None:
             kwargs["chat_template"] = self._chat_template
         text = self.processor.apply_chat_template(messages, **kwargs)
@@ -415,7 +397,7 @@ class HFModel(Model):
 
         started = time.monotonic()
         inputs, frames = self._inputs(chunk)
-        gen: dict[str, Any] = {"max_new_tokens": self.options.max_new_tokens}
+        gen: dict[str, Any] = {"max_new_tokens": self.max_new_tokens}
         if self.options.temperature > 0:
             gen.update(do_sample=True, temperature=self.options.temperature)
         else:
@@ -430,6 +412,11 @@ class HFModel(Model):
         mask = inputs.get("attention_mask")
         responses = []
         for i, text in enumerate(decoded):
+            extra: dict[str, Any] = {"n_images": len(frames[i])}
+            if self.options.reasoning == "drop":
+                text, _, removed = drop_reasoning(text, None)
+                if removed:
+                    extra["reasoning_dropped_chars"] = removed
             responses.append(
                 Response(
                     text=text.strip(),
@@ -437,7 +424,7 @@ class HFModel(Model):
                     latency_s=elapsed,
                     prompt_tokens=int(mask[i].sum()) if mask is not None else prompt_len,
                     completion_tokens=self._count_generated(new_tokens[i]),
-                    extra={"n_images": len(frames[i])},
+                    extra=extra,
                 )
             )
         return responses
@@ -448,79 +435,6 @@ class HFModel(Model):
             if tok in self._eos_ids:
                 return pos + 1
         return len(ids)
-
-
-def video_metadata(request: Request, frames: Sequence[np.ndarray]) -> dict[str, Any] | None:
-    """transformers ``VideoMetadata`` fields for a request's sampled frames, or ``None``.
-
-    ``fps`` is the source video's frame rate, ``frames_indices`` the sampled
-    source frame indices (so a processor's frame times are ``index / fps``
-    seconds), ``total_num_frames`` and ``duration`` (seconds) describe the whole
-    source clip, ``height``/``width`` the frames as passed. ``None`` when the
-    request carries no timing (frames not from a video decoded by the runner).
-    """
-    if not request.video_fps or not request.frame_indices:
-        return None
-    if len(request.frame_indices) != len(frames):
-        return None
-    total = request.video_frame_count or (max(request.frame_indices) + 1)
-    h, w = frames[0].shape[:2]
-    return {
-        "total_num_frames": int(total),
-        "fps": float(request.video_fps),
-        "duration": total / float(request.video_fps),
-        "frames_indices": [int(i) for i in request.frame_indices],
-        "height": int(h),
-        "width": int(w),
-    }
-
-
-def _processor_digest(processor: Any) -> str:
-    """sha256 prefix of a processor's configuration (its sub-processors' settings), as loaded."""
-    try:
-        config = processor.to_dict()
-    except Exception:  # a processor that cannot serialise itself: fall back to its repr
-        return hashlib.sha256(repr(processor).encode()).hexdigest()[:16]
-    config.pop("chat_template", None)  # hashed on its own
-    text = json.dumps(config, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _hub_unreachable_but_cached(model_id: str, revision: str | None) -> bool:
-    """Check a hub id before loading, so a typo or a missing network fails in seconds.
-
-    Returns ``True`` when the hub cannot be reached but the model is in the local
-    cache (load it from there), ``False`` when loading may go ahead normally (a
-    local folder, offline mode, or the hub answered).
-
-    Raises:
-        ValueError: no such model on the hub, or the hub is unreachable and the
-            model is not cached (instead of minutes of download retries).
-    """
-    if Path(model_id).exists() or _offline():
-        return False
-    from huggingface_hub import model_info, try_to_load_from_cache
-    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
-
-    try:
-        model_info(model_id, revision=revision, timeout=10)
-        return False
-    except GatedRepoError:
-        return False  # needs a token; from_pretrained reports that itself
-    except RepositoryNotFoundError:
-        raise ValueError(
-            f"hf: {model_id!r} is neither a local folder nor a model on the Hugging Face hub"
-        ) from None
-    except Exception as exc:  # network failure: fall back to the local cache
-        cached = try_to_load_from_cache(model_id, "config.json", revision=revision)
-        if isinstance(cached, str):
-            log.warning("hf: hub unreachable (%s); loading %s from the local cache", exc, model_id)
-            return True
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(
-            f"hf: cannot reach the Hugging Face hub for {model_id!r} ({reason}) and it is not "
-            "in the local cache; pass a local folder, or download it first"
-        ) from None
 
 
 def make(arg: str | None, args: Mapping[str, str]) -> Model:

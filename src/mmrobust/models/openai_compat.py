@@ -35,6 +35,7 @@ from mmrobust.models._http import (
     token_count,
 )
 from mmrobust.models._options import parse_options
+from mmrobust.models._reasoning import REASONING_NAME, default_max_tokens, separate_field
 from mmrobust.models.base import MediaInput, Model, Request, place_media
 from mmrobust.redact import server_text
 from mmrobust.status import Status
@@ -77,6 +78,10 @@ class OpenAIOptions(HttpOptions):
         seed: sampling seed passed to the server, if set.
         extra_body: JSON object merged into every request body
             (``'{"top_k": 1}'``, vLLM ``mm_processor_kwargs``).
+        chat_template_kwargs: JSON object sent as the body's ``chat_template_kwargs``
+            (vLLM / SGLang pass it to the chat template: ``'{"enable_thinking": false}'``).
+        max_tokens: 256, or 4096 for a thinking model when not set (the rule in
+            ``models/_reasoning.py``).
     """
 
     base_url: str = "https://api.openai.com/v1"
@@ -87,6 +92,7 @@ class OpenAIOptions(HttpOptions):
     prefill: Literal["continue", "message", "user", "drop"] = "continue"
     seed: int | None = None
     extra_body: Json[dict[str, Any]] | None = None
+    chat_template_kwargs: Json[dict[str, Any]] | None = None
 
 
 class OpenAICompatModel(HttpModel):
@@ -128,6 +134,8 @@ class OpenAICompatModel(HttpModel):
             "media_position": o.media_position,
             "prefill": o.prefill,
             "extra_body": o.extra_body,
+            **({"chat_template_kwargs": o.chat_template_kwargs} if o.chat_template_kwargs else {}),
+            **({"reasoning": o.reasoning} if o.reasoning != "keep" else {}),
         }
 
     def parse_reply(self, body: Any) -> Completion:
@@ -172,6 +180,8 @@ class OpenAICompatModel(HttpModel):
         }
         if o.seed is not None:
             payload["seed"] = o.seed
+        if o.chat_template_kwargs:
+            payload["chat_template_kwargs"] = dict(o.chat_template_kwargs)
         extra: dict[str, Any] = {"n_media": len(media)}
         if request.assistant_prefill:
             if o.prefill == "drop":
@@ -244,20 +254,31 @@ def _parse_completion(
 ) -> Completion:
     """Text, usage and finish reason of a chat-completion body, or ``AttemptError``.
 
-    Empty content is ``empty_reply``: final when ``greedy`` (temperature 0), else retried.
+    The message's separate reasoning (``reasoning_content`` / ``reasoning``) is
+    ``Completion.reasoning``; with it, empty content is an answer-less reply
+    (``text == ""``, status ``ok``: extraction calls it cut inside its reasoning),
+    not an ``empty_reply``.
+    A reply without a message (no ``choices``, ``choices: []``, ``message: null`` or a
+    message that is not an object) is a malformed reply of the server, not an answer
+    of the model: ``api_error``, retried. A message whose content is empty or null is
+    the model's answer: ``empty_reply``, final when ``greedy`` (temperature 0), else
+    retried (``docs/failures.md``; issue 27 item 12: ``message: null`` used to be a
+    final ``empty_reply`` while ``choices: []`` was retried).
     ``clean(text, limit)`` makes a piece of the body safe to quote (default: :func:`server_text`).
     """
     quote = clean or (lambda text, limit: server_text(text, (), limit))
     try:
         choice = body["choices"][0]
         message = choice["message"]
+        if not isinstance(message, dict):
+            raise TypeError("message is not an object")
     except (KeyError, IndexError, TypeError):
         raise AttemptError(
             Status.API_ERROR,
             f"no choices[0].message in reply: {body_shape(body, quote)}",
             retryable=True,
         ) from None
-    content = message.get("content") if isinstance(message, dict) else None
+    content = message.get("content")
     if isinstance(content, list):  # some servers return content parts
         content = "".join(
             str(p.get("text", ""))
@@ -265,14 +286,18 @@ def _parse_completion(
             if isinstance(p, dict) and p.get("type") == "text"
         )
     finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+    reasoning = separate_field(message)
     if not isinstance(content, str) or not content.strip():
-        raise empty_reply(finish, greedy=greedy)
+        if reasoning:  # cut inside its reasoning (or answered nothing after it): no answer
+            content = ""
+        else:
+            raise empty_reply(finish, greedy=greedy)
     usage_raw = body.get("usage") if isinstance(body, dict) else None
     usage: dict[str, int | None] = {"prompt_tokens": None, "completion_tokens": None}
     if isinstance(usage_raw, dict):
         for key in usage:
             usage[key] = token_count(usage_raw.get(key))
-    return Completion(content, usage, finish)
+    return Completion(content, usage, finish, reasoning=reasoning)
 
 
 def make(arg: str | None, args: Mapping[str, str]) -> Model:
@@ -287,6 +312,13 @@ def make(arg: str | None, args: Mapping[str, str]) -> Model:
         raise ValueError("openai needs the served model name: --model openai:<model>")
     options = parse_options(OpenAIOptions, args, "openai")
     check_base_url(options.base_url, "openai")
+    if "max_tokens" not in options.model_fields_set:  # a thinking model needs room to think
+        cap = default_max_tokens(
+            options.max_tokens,
+            kwargs=options.chat_template_kwargs,
+            detected=REASONING_NAME.search(arg) is not None,
+        )
+        options = options.model_copy(update={"max_tokens": cap})
     api_key = read_api_key(options.api_key_env)
     cls = OpenAICompatVideoModel if options.video else OpenAICompatModel
     return cls(arg, options, api_key=api_key)

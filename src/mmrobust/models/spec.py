@@ -2,13 +2,16 @@
 
 A spec is ``name`` or ``name:arg``; the arg is everything after the first
 colon (so ``hf:/path/with:colon`` keeps its colon). Extra settings come as
-``--model-arg K=V`` pairs. Examples::
+``--model-arg K=V`` pairs, or in lm-eval's comma form ``--model-args
+K=V,K=V`` (:func:`split_model_args`); :func:`parse_model_args` takes both.
+Examples::
 
     constant:A          always answer letter A
     random:3            uniform random letter, seed 3
     forensic            the pixel-only tamper detector
     blind-overlap       text-only word-overlap baseline (MMR)
     openai:gpt-4o       any OpenAI-compatible server (--model-arg base_url=...)
+    anthropic:claude-sonnet-4-5    Anthropic's Messages API (ANTHROPIC_API_KEY)
     hf:Qwen/Qwen2-VL-2B-Instruct   a local or hub transformers checkpoint
 
 Factories are registered lazily (``"module:function"``) so that importing
@@ -20,6 +23,7 @@ an executor can place replicas from the spec alone, before any model is loaded
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -82,18 +86,104 @@ def parse_spec(spec: str, model_args: Mapping[str, str] | None = None) -> ModelS
     return ModelSpec(name=name, arg=arg if sep else None, args=dict(model_args or {}))
 
 
-def parse_model_args(pairs: list[str] | None) -> dict[str, str]:
-    """Parse ``["k=v", ...]`` into a dict.
+_SWALLOWED = re.compile(r",\s*[A-Za-z_][A-Za-z0-9_]*=")
+"""``,key=`` inside one ``--model-arg`` value: several settings joined by commas."""
+
+
+def split_model_args(text: str) -> dict[str, str]:
+    """Parse lm-eval's comma form ``"base_url=http://h:8000/v1,concurrency=4"`` into a dict.
+
+    The rules of ``simple_parse_args_string`` (EleutherAI/lm-evaluation-harness
+    ``lm_eval/utils.py``, commit 003e5852): pairs are separated by commas, empty
+    pairs are skipped, the first ``=`` splits a key from its value (a value may
+    hold more ``=``). As lmms-eval's version of it (``_smart_comma_split``), a
+    comma inside single or double quotes (not backslash-escaped) or inside
+    ``{...}`` / ``[...]`` does not separate, so a JSON value keeps its commas
+    (``extra_body={"top_k":1,"min_p":0.1}``), and each pair is stripped of
+    surrounding spaces. Ours: a value wholly inside one pair of matching quotes
+    loses them (``base_url='http://h/v1'`` -> ``http://h/v1``); values stay
+    strings (each backend's options model converts them).
 
     Raises:
-        ValueError: a pair without ``=``.
+        ValueError: a pair without ``=`` or with an empty key, or a key given twice
+            with different values (one line each).
     """
     out: dict[str, str] = {}
+    for item in _comma_items(text):
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(
+                f"bad --model-args item {item!r}: expected KEY=VALUE pairs separated by commas"
+            )
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        if key in out and out[key] != value:
+            raise ValueError(f"--model-args gives {key!r} twice ({out[key]!r} and {value!r})")
+        out[key] = value
+    return out
+
+
+def _comma_items(text: str) -> list[str]:
+    """``text`` split at commas outside quotes and brackets, items stripped, empty ones dropped."""
+    items: list[str] = []
+    current: list[str] = []
+    depth = 0
+    quote: str | None = None
+    for i, char in enumerate(text):
+        escaped = i > 0 and text[i - 1] == "\\"
+        if char in "'\"" and not escaped:
+            if quote is None:
+                quote = char
+            elif char == quote:
+                quote = None
+        elif quote is None:
+            if char in "{[":
+                depth += 1
+            elif char in "}]":
+                depth = max(0, depth - 1)
+            elif char == "," and depth == 0:
+                items.append("".join(current).strip())
+                current = []
+                continue
+        current.append(char)
+    items.append("".join(current).strip())
+    return [item for item in items if item]
+
+
+def parse_model_args(
+    pairs: list[str] | None, comma_lists: list[str] | None = None
+) -> dict[str, str]:
+    """Parse ``--model-arg K=V`` pairs (and ``--model-args K=V,K=V`` lists) into one dict.
+
+    ``pairs``: one setting each; the value is everything after the first ``=``.
+    ``comma_lists``: lm-eval's comma form, parsed by :func:`split_model_args`.
+    A key may come from either; given in both with different values it is an error.
+
+    Raises:
+        ValueError: a pair without ``=``; a ``--model-arg`` value that looks like a
+            swallowed comma list (``base_url=http://x,concurrency=4``: the URL would
+            silently become ``http://x,concurrency=4``), with the fix; or a
+            :func:`split_model_args` error.
+    """
+    out: dict[str, str] = {}
+    for text in comma_lists or []:
+        out.update(split_model_args(text))
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"bad --model-arg {pair!r}: expected KEY=VALUE")
-        out[key.strip()] = value
+        key = key.strip()
+        if not value.lstrip().startswith(("{", "[")) and _SWALLOWED.search(value):
+            raise ValueError(
+                f"--model-arg {pair!r} looks like several settings joined by commas; give each "
+                f"its own --model-arg, or pass them all as --model-args {pair}"
+            )
+        if key in out and out[key] != value:
+            raise ValueError(
+                f"{key!r} is given by --model-args ({out[key]!r}) and --model-arg ({value!r})"
+            )
+        out[key] = value
     return out
 
 
@@ -129,4 +219,5 @@ __all__ = [
     "parse_spec",
     "placement_of",
     "register_backend",
+    "split_model_args",
 ]

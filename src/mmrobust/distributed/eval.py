@@ -12,7 +12,6 @@ store as in a local run.
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict
@@ -105,21 +104,28 @@ def _error_rows(processor: SampleProcessor, item: WorkItem, exc: BaseException) 
     return rows
 
 
-def _first_media(items: Sequence[WorkItem]) -> list[str]:
-    """The first media path the driver itself can see (what every replica must see too)."""
+def media_paths(items: Sequence[WorkItem]) -> list[str]:
+    """Every media file of ``items`` the driver itself can see, once, in item order: what each
+    replica must see too (a file the driver lacks is the sample's ``data_error`` already)."""
+    seen: dict[str, None] = {}
     for item in items:
         for sample in item.samples:
             for path in (sample.video, sample.image):
-                if path is not None and not sample.error and Path(path).exists():
-                    return [str(path)]
-    return []
+                if path is None or sample.error or str(path) in seen:
+                    continue
+                if Path(path).exists():
+                    seen[str(path)] = None
+    return list(seen)
 
 
 class RayEvalExecutor:
     """An ``Executor`` (``mmrobust.run.executors``) whose work runs in a :class:`ReplicaPool`.
 
-    Before the first item it asks every replica whether it sees the first
-    media file, and checks that the replicas computed the driver's run key.
+    Before the first item it asks every replica whether it sees every media
+    file of the items (not only the first: a node may lack one sub-folder),
+    and checks that the replicas computed the driver's run key. A media file
+    a replica's node cannot read during the run gives a ``model_error`` row
+    (``Replica.eval_item``), which a re-run asks again, not a final ``media_error``.
     Items whose replicas kept dying come back as ``model_error`` rows; when
     every replica is gone the run stops like any aborted run (``RunAborted``:
     finished rows kept, exit 3, re-run to resume).
@@ -142,15 +148,14 @@ class RayEvalExecutor:
                 f"the Ray replicas compute another run key ({theirs}) than the driver "
                 f"({asdict(fn.key)}); install the same mmrobust on every node"
             )
-        source = iter(items)
-        head = list(itertools.islice(source, 8))
+        todo = list(items)
         if not (fn.text_only or fn.model.media_input == "none"):
-            media = _first_media(head)
+            media = media_paths(todo)
             if media:
                 self.pool.check_paths(media)
         written = 0
         try:
-            for item, result in self.pool.map("eval_item", itertools.chain(head, source)):
+            for item, result in self.pool.map("eval_item", todo):
                 rows = _error_rows(fn, item, result) if isinstance(result, Exception) else result
                 written += len(rows)
                 yield rows
@@ -303,6 +308,7 @@ __all__ = [
     "check_same_key",
     "gpus_per_replica",
     "local_checkpoint",
+    "media_paths",
     "replica_count",
     "run_eval_ray",
     "start_replicas",

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import ray
 from ray.exceptions import ActorDiedError, ObjectLostError, RayActorError, RayError
 
+from mmrobust.distributed.nodelocal import node_local_failures
 from mmrobust.distributed.session import (
     RaySession,
     probe_paths,
@@ -168,9 +169,15 @@ class Replica:
         return probe_paths(os.getcwd(), list(paths))
 
     def eval_item(self, item: Any) -> list[Any]:
-        """One eval ``WorkItem`` -> its ``StoredRow`` s (``SampleProcessor``; frames decoded here)."""
+        """One eval ``WorkItem`` -> its ``StoredRow`` s (``SampleProcessor``; frames decoded here).
+
+        A ``media_error`` whose file this node cannot read comes back as a ``model_error``
+        (:func:`node_local_failures`): the driver saw the file, so it is this node's view of
+        the data, not the sample, and a re-run must ask again.
+        """
         with self._gate:
-            return list(self.processor(item))
+            rows = list(self.processor(item))
+        return node_local_failures(rows, ray.util.get_node_ip_address())
 
     def mmr_image(self, image: str, n_pairs: int) -> Any:
         """One image -> its ``mmr-data`` ``ItemResult`` (both stages, parsed and filtered)."""

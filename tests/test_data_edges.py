@@ -299,7 +299,8 @@ def test_a_mistyped_local_path_is_not_a_hub_id(
     (tmp_path / "mmrobust-demo" / "tamper-set").mkdir(parents=True)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(
-        FileNotFoundError, match=r"no such folder.*did you mean mmrobust-demo/tamper-set\?"
+        FileNotFoundError,
+        match=r"tamper-sett: no such folder.*did you mean mmrobust-demo/tamper-set\?",
     ):
         detect_format("mmrobust-demo/tamper-sett")
     with pytest.raises(FileNotFoundError, match="no such folder"):
@@ -322,3 +323,69 @@ def test_the_media_hint_is_printed_once(tmp_path: Path) -> None:
         check_usable(ds.samples, config)
     assert "image not found: page.jpg" in str(err.value)
     assert str(err.value).count("--text-only") == 1, str(err.value)
+
+
+def test_a_bare_mistyped_name_gets_the_nearest_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "tamper-set").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"did you mean tamper-set\?"):
+        detect_format("tamper-sett")
+
+
+def test_unzip_replaces_a_linked_tree_without_touching_its_target(tmp_path: Path) -> None:
+    """A user's link in place of a zip's tree is dropped; the folder it names is kept."""
+    mine = tmp_path / "my-videos"
+    mine.mkdir()
+    (mine / "keep.mp4").write_bytes(b"mine")
+    dest = tmp_path / "unzipped"
+    (dest / "video").mkdir(parents=True)
+    (dest / "video" / "perception").symlink_to(mine, target_is_directory=True)
+    snap = _snapshot(tmp_path, {"video/perception.zip": _zip([("perception/videos/a.mp4", b"A")])})
+    assert prepare_released(snap, dest)["unzipped_now"] == 1
+    assert (dest / "video/perception/videos/a.mp4").read_bytes() == b"A"
+    assert not (dest / "video/perception").is_symlink()
+    assert (mine / "keep.mp4").read_bytes() == b"mine"
+
+
+def test_unzip_reads_a_backslash_in_a_member_name_as_a_separator(tmp_path: Path) -> None:
+    snap = _snapshot(
+        tmp_path, {"video/perception.zip": _zip([("perception\\videos\\a.mp4", b"A")])}
+    )
+    dest = tmp_path / "unzipped"
+    assert prepare_released(snap, dest)["unzipped_now"] == 1
+    assert (dest / "video/perception/videos/a.mp4").read_bytes() == b"A"
+    assert prepare_released(snap, dest)["unzipped_now"] == 0
+
+
+def test_an_mmr_hub_snapshot_unzips_its_images_by_the_same_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``hf:<owner>/<name>`` holding an MMR file and an image zip, offline from a hub cache."""
+    import huggingface_hub.constants as hub_constants
+
+    from tests.test_hub import populate_hub_cache
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("MMROBUST_CACHE", str(tmp_path / "mm"))
+    records = [
+        {"id": "x/y/01", "image": "x/y/01.jpg", "question_type": t, "ground_truth": gt,
+         "question": "What?\nA. a\nB. b\nC. c\nD. d"}
+        for t, gt in (("POS", "A"), ("NEG", "B"))
+    ]  # fmt: skip
+    files = {
+        "MMR-benchmark.json": json.dumps(records).encode(),
+        "images.zip": _zip([("images/x/y/01.jpg", b"jpg")]),
+    }
+    repo = "BAAI/Multimodal-Robustness-Benchmark"
+    populate_hub_cache(tmp_path / "hf", repo, files, "c" * 40)
+    ds = load_dataset(f"hf:{repo}", hub_cache=tmp_path / "hf")
+    assert ds.benchmark == "mmr" and [s.error for s in ds.samples] == [None, None]
+    image = ds.samples[0].image
+    assert image is not None and image.read_bytes() == b"jpg"
+    unzipped = tmp_path / "mm" / "unzipped"
+    assert image.is_relative_to(unzipped)
+    (marker,) = unzipped.glob("mmr-images-*/.mmrobust-unzipped/images.zip.json")
+    assert json.loads(marker.read_text())["files"] == {"images/x/y/01.jpg": 3}

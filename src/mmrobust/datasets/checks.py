@@ -58,15 +58,16 @@ def media_problem(path: Path, kind: str = "video") -> str | None:
 
 
 def missing_local_path(text: str) -> str | None:
-    """For a path that does not exist but whose parent folder does: ``"no such folder or file:
-    P"`` with the nearest names in that folder (``did you mean ...?``); else ``None``.
+    """For a path that does not exist but whose parent folder does: ``"P: no such folder or file
+    in PARENT"`` with the nearest names in that folder (``did you mean ...?``); else ``None``.
 
     Tells a mistyped local path (``mmrobust-demo/tamper-sett``) from a hub id (``owner/name``,
-    whose owner is no local folder).
+    whose owner is no local folder). A bare name (``tamper-sett``) is looked up in the
+    current folder.
     """
     p = Path(text).expanduser()
     parent = p.parent
-    if str(parent) in ("", ".") or not parent.is_dir() or p.exists():
+    if p.exists() or not parent.is_dir():
         return None
     try:
         names = sorted(c.name for c in parent.iterdir())
@@ -74,7 +75,8 @@ def missing_local_path(text: str) -> str | None:
         names = []
     near = difflib.get_close_matches(p.name, names, n=3, cutoff=0.6)
     hint = f"; did you mean {' or '.join(str(parent / n) for n in near)}?" if near else ""
-    return f"no such folder or file: {p} ({parent} exists){hint}"
+    where = "here" if str(parent) in ("", ".") else f"in {parent}"
+    return f"{p}: no such folder or file {where}{hint}"
 
 
 def letter_options(values: Sequence[object]) -> dict[str, str]:

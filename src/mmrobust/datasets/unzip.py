@@ -3,7 +3,8 @@
 Each zip is unzipped into a staging folder of its own, checked, and moved into
 place whole; then its completion marker is written. The rules:
 
-* a member's path must stay inside the zip's own tree: with ``own`` given
+* a member's path must stay inside the zip's own tree (a ``\\`` in a name is read as
+  ``/``): with ``own`` given
   (the released MVTamperBench zips, ``video/<source>.zip`` holding
   ``<source>/...``), every member lies under ``<own>/``, so ``perception.zip``
   can never write into ``clevrer/`` nor into the marker folder; without
@@ -112,9 +113,11 @@ def check_members(
     kept: list[zipfile.ZipInfo] = []
     for info in infos:
         raw = info.filename
-        path = PurePosixPath(raw)
+        if "\\" in raw:  # a Windows tool's separator: read it as one (zip names use "/")
+            info.filename = raw.replace("\\", "/")
+        path = PurePosixPath(info.filename)
         parts = path.parts
-        if not parts or path.is_absolute() or ".." in parts or "\\" in raw:
+        if not parts or path.is_absolute() or ".." in parts:
             raise DatasetError(f"{name}: unsafe member path {raw!r}; the zip is not unzipped")
         if parts[0] in IGNORED_TOP:
             continue
@@ -187,7 +190,9 @@ def unzip_once(
             raise _damaged(name, exc) from None
         marker = marker_path(root, name)
         marker.unlink(missing_ok=True)  # the old tree is going: never trust its marker again
-        if tree.exists():
+        if tree.is_symlink():
+            tree.unlink()  # a link the user made: drop the link, never what it points to
+        elif tree.exists():
             shutil.rmtree(tree)
         tree.parent.mkdir(parents=True, exist_ok=True)
         moved = staging / own if own else staging

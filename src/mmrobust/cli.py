@@ -453,11 +453,13 @@ def report_cmd(
         metavar="AUDIT_JSON",
         help="audit.json from `mmrobust audit --out` to show as a panel (repeatable).",
     ),
-    published: bool = typer.Option(
-        True,
+    published: bool | None = typer.Option(
+        None,
         "--published/--no-published",
-        help="Show the papers' published rows (MVTamperBench Table 7, MMR Table 2) as grey "
-        "reference rows in the leaderboards (a toggle in the page).",
+        help="The papers' published rows (MVTamperBench Table 7, MMR Table 2) as grey reference "
+        "rows in the leaderboards: by default shown for runs on the released benchmarks and "
+        "hidden (a toggle in the page) otherwise; --published shows them, --no-published "
+        "leaves them out.",
     ),
     thumbs: int = typer.Option(
         400, "--thumbs", min=0, help="Samples that get a thumbnail strip in the sample browser."
@@ -479,8 +481,7 @@ def report_cmd(
         )  # fmt: skip
     except (OSError, ValueError) as exc:  # OSError: missing folder, full disk under --out
         raise _fail(str(exc).splitlines()[0]) from None
-    typer.echo(site.tables.markdown.read_text(encoding="utf-8"))
-    typer.echo(f"wrote {site.tables.markdown.parent}; open {site.index_html}")
+    typer.echo(site.summary())
 
 
 @app.command("compare", short_help="Paired comparison of two runs (McNemar's test).")

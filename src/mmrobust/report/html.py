@@ -74,6 +74,8 @@ class Table:
         note: caption under the table.
         row_classes: a CSS class per row ("" or ``published`` for a paper's reference row).
         group: ``tamper`` / ``mmr`` / ``generic`` (the published-rows toggle applies to all).
+        published_default: its published rows are shown when the page opens (runs on the
+            released benchmark); the page's toggle starts on only when every such table's is.
     """
 
     title: str
@@ -82,6 +84,7 @@ class Table:
     note: str = ""
     row_classes: list[str] = field(default_factory=list)
     group: str = ""
+    published_default: bool = True
 
     def row_class(self, i: int) -> str:
         """CSS class of row ``i``."""
@@ -301,6 +304,7 @@ def write_html(
             css=markupsafe.Markup(_asset("report.css")),
             js=markupsafe.Markup(_asset("browser.js")),
             has_published=any(t.has_published for t in tables),
+            published_checked=all(t.published_default for t in tables if t.has_published),
         )
     )
     path = out / INDEX_FILE

@@ -5,9 +5,15 @@ loads each run once, writes the tables and plots with
 :func:`mmrobust.report.build_report`, then the self-contained HTML page
 (:mod:`mmrobust.report.html`) that shows the same numbers: one leaderboard per
 dataset (runs on different data are never ranked together) with the papers'
-published rows as grey reference rows (toggle in the page; ``published=False``
-leaves them out), the plots, any extra panels, the run metadata and the sample
-browser.
+published rows as grey reference rows, the plots, any extra panels, the run
+metadata and the sample browser. The published rows are shown by default only
+when the runs were made on the released benchmark (``BenchmarkFamily.published``:
+the hub id or the data hash); otherwise they are hidden, one click away (the
+toggle in the page); ``published=False`` leaves them out.
+
+:func:`check_run_dirs` and :func:`check_out_dir` turn the usual slips into one-line
+errors (a path that does not exist, a folder of run folders, ``--out`` inside a run
+folder); :meth:`SitePaths.summary` is what ``mmrobust report`` prints.
 
 Adding a panel: append a function ``(runs, labels, out_dir) -> Section | None``
 to :data:`SECTION_BUILDERS` (see :class:`mmrobust.report.html.Section`).
@@ -16,13 +22,14 @@ to :data:`SECTION_BUILDERS` (see :class:`mmrobust.report.html.Section`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from mmrobust.report import ReportPaths, RunGroup, RunView, build_report, group_runs, run_labels
 from mmrobust.report.browser import MAX_THUMBS, THUMB_SECONDS
 from mmrobust.report.html import Section, Table, write_html
 from mmrobust.report.view import load_run
+from mmrobust.run.folder import RUN_FILE
 from mmrobust.schema import Sample
 
 SectionBuilder = Callable[[Sequence[RunView], Sequence[str], Path], "Section | None"]
@@ -33,10 +40,79 @@ SECTION_BUILDERS: list[SectionBuilder] = []
 
 @dataclass
 class SitePaths:
-    """Everything the report wrote: the tables and plots, and ``index.html``."""
+    """Everything the report wrote: the tables and plots, and ``index.html``.
+
+    Attributes:
+        index_html: the page.
+        tables: the Markdown, CSV and PNG files (:class:`ReportPaths`).
+        groups: the leaderboards (one per family and dataset), for :meth:`summary`.
+    """
 
     index_html: Path
     tables: ReportPaths
+    groups: list[RunGroup] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """A few lines for the console: each leaderboard's runs with their headline score
+        (and ``interrupted, 2 of 54`` for a run that stopped early), then the paths."""
+        n = sum(len(g.runs) for g in self.groups)
+        lines = [f"report of {n} run{'s' if n != 1 else ''}:"]
+        for g in self.groups:
+            lines.append(f"  {g.family.title} on {g.where}:")
+            for lab, r in g.runs.items():
+                score = g.family.headline(r.metrics) if r.metrics else "no rows stored"
+                lines.append(
+                    f"    {lab}: {score}" + (f" ({r.interrupted})" if r.interrupted else "")
+                )
+        t = self.tables
+        csvs = len(list(t.markdown.parent.rglob("*.csv")))
+        lines.append(
+            f"wrote {t.markdown}, {csvs} CSV tables and {len(t.figures)} plots into "
+            f"{t.markdown.parent}"
+        )
+        lines.append(f"open {self.index_html}")
+        return "\n".join(lines)
+
+
+def check_run_dirs(run_dirs: Sequence[str | Path]) -> None:
+    """Refuse, in one line, a path that does not exist or a folder that holds run folders.
+
+    Raises:
+        FileNotFoundError: ``no such folder: X``; ``X is a folder of N run folders, not a run
+            folder; pass them: mmrobust report X/* --out DIR``.
+    """
+    for d in run_dirs:
+        p = Path(d)
+        if not p.exists():
+            raise FileNotFoundError(f"no such folder: {p}")
+        if p.is_dir() and not (p / RUN_FILE).is_file():
+            inner = sorted(c for c in p.iterdir() if (c / RUN_FILE).is_file())
+            if inner:
+                raise FileNotFoundError(
+                    f"{p} is a folder of {len(inner)} run folders, not a run folder; pass "
+                    f"them: mmrobust report {p / '*'} --out DIR"
+                )
+
+
+def check_out_dir(out_dir: str | Path) -> None:
+    """Refuse a report folder inside a run folder (its files would mix with the run's).
+
+    Raises:
+        ValueError: ``--out X is inside the run folder Y; ...``.
+    """
+    out = Path(out_dir).resolve()
+    for folder in (out, *out.parents):
+        if (folder / RUN_FILE).is_file():
+            raise ValueError(
+                f"--out {out_dir} is inside the run folder {folder}; write the report "
+                "elsewhere (e.g. --out reports/NAME)"
+            )
+
+
+def released_group(g: RunGroup) -> bool:
+    """Whether every run of the group was made on the family's released benchmark."""
+    check = g.family.published
+    return check is not None and all(check(r.info) for r in g.runs.values())
 
 
 def labels_for(runs: Sequence[RunView]) -> list[str]:
@@ -45,19 +121,24 @@ def labels_for(runs: Sequence[RunView]) -> list[str]:
 
 
 def leaderboards(
-    runs: Sequence[RunView], labels: Sequence[str], *, published: bool = True
+    runs: Sequence[RunView], labels: Sequence[str], *, published: bool | None = True
 ) -> list[Table]:
     """The HTML tables of every (benchmark, dataset) group, each from its family
     (``BenchmarkFamily.leaderboards``): Table 7 shape for tamper, Table 2 shape for MMR,
     the ``--task`` tables, a user family's own.
 
-    With ``published``, each tamper table also lists MVTamperBench Table 7's 45
-    models and each MMR table MMR Table 2's 19, as grey reference rows sorted in
-    with the runs (by Overall F1, by Avg RA).
+    With ``published`` true or ``None``, each tamper table also lists MVTamperBench
+    Table 7's 45 models and each MMR table MMR Table 2's 19, as grey reference rows
+    sorted in with the runs (by Overall F1, by Avg RA). ``True``: shown by default;
+    ``None``: shown by default only for a group made on the released benchmark
+    (:func:`released_group`), else hidden one click away (``Table.published_default``).
     """
     tables: list[Table] = []
     for g in group_runs(runs, labels):
-        tables += g.family.leaderboards(g, published)
+        shown = published is True or (published is None and released_group(g))
+        for t in g.family.leaderboards(g, published is not False):
+            t.published_default = shown
+            tables.append(t)
     return tables
 
 
@@ -72,7 +153,7 @@ def build_site(
     out_dir: str | Path,
     *,
     title: str = "mmrobust report",
-    published: bool = True,
+    published: bool | None = None,
     max_thumbs: int = MAX_THUMBS,
     thumb_seconds: float | None = THUMB_SECONDS,
     audits: Sequence[str | Path] = (),
@@ -83,18 +164,23 @@ def build_site(
         run_dirs: run folders written by ``mmrobust eval``.
         out_dir: the report folder (created).
         title: the page title.
-        published: show the papers' published rows in the leaderboards (toggle in the page).
+        published: the papers' published rows in the leaderboards: ``None`` (default) shown
+            by default only for runs on the released benchmark, else hidden one click away
+            (toggle in the page); ``True`` shown; ``False`` left out.
         max_thumbs: samples that get a thumbnail strip in the sample browser.
         thumb_seconds: time budget for drawing them (``None``: none); a second report
             into the same folder reuses the strips already drawn.
         audits: ``audit.json`` files (``mmrobust audit --out``), each shown as a leak-audit panel.
 
     Raises:
-        FileNotFoundError: a folder is not a run folder, or an audit file is missing.
-        ValueError: an audit file is not one.
+        FileNotFoundError: a folder does not exist or is not a run folder (a folder of run
+            folders is named as such), or an audit file is missing.
+        ValueError: an audit file is not one; ``out_dir`` is inside a run folder.
     """
     from mmrobust.report.audit import audit_section, load_audit
 
+    check_run_dirs(run_dirs)
+    check_out_dir(out_dir)
     audit_sections = [audit_section(load_audit(a), i) for i, a in enumerate(audits)]
     out = Path(out_dir)
     shared: dict[str, Sample] = {}  # runs of one dataset parse each sample once
@@ -118,7 +204,7 @@ def build_site(
         max_thumbs=max_thumbs,
         thumb_seconds=thumb_seconds,
     )
-    return SitePaths(index_html=index, tables=paths)
+    return SitePaths(index_html=index, tables=paths, groups=group_runs(runs, labels))
 
 
 __all__ = [
@@ -126,7 +212,10 @@ __all__ = [
     "SectionBuilder",
     "SitePaths",
     "build_site",
+    "check_out_dir",
+    "check_run_dirs",
     "labels_for",
     "leaderboards",
+    "released_group",
     "task_leaderboards",
 ]

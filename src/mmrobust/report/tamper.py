@@ -216,8 +216,20 @@ def compare_notes(records: Sequence[ScoredRecord]) -> list[str]:
 
 def is_released_run(info: Mapping[str, Any]) -> bool:
     """Whether a run (its ``run.json``) was made on the released MVTamperBench, so its
-    leaderboard shows Table 7's published rows by default."""
-    return True
+    leaderboard shows Table 7's published rows by default: its data came from one of the
+    released hub datasets (``hf:Srikant86/MVTamperBench...``,
+    :data:`mmrobust.datasets.hub.RELEASES`), by the hub id ``run.json`` records. A local
+    copy of the release (or a set built with ``--layout mvtamperbench``) cannot be told
+    from its files; its published rows stay one click away."""
+    from mmrobust.datasets.hub import RELEASES
+
+    data = info.get("dataset") or {}
+    hub = data.get("hub") or {}
+    repo = hub.get("repo_id") if isinstance(hub, Mapping) else None
+    if not repo:
+        source = str(data.get("source") or "")
+        repo = source.removeprefix("hf:").split("@")[0] if source.startswith("hf:") else ""
+    return repo in RELEASES.values()
 
 
 __all__ = [

@@ -42,13 +42,33 @@
   types.forEach(function (t) { option(fType, t, t); });
   runs.forEach(function (r, i) { option(fRun, String(i), runName(i)); });
 
+  // Answer filter. With one model chosen: its answer is correct / incorrect. With Model = all,
+  // over the answers left by the other filters: "every run correct" (the card shows them all),
+  // "any run incorrect" (the card shows the wrong ones; with "every run correct" it splits the
+  // cards in two) and "every run incorrect".
+  var answerLabels = {
+    one: {correct: "correct", incorrect: "incorrect"},
+    all: {correct: "every run correct", incorrect: "any run incorrect", "all-incorrect": "every run incorrect"}
+  };
+  function labelAnswers() {
+    var labels = fRun.value ? answerLabels.one : answerLabels.all;
+    Array.prototype.forEach.call(fCorrect.options, function (o) {
+      if (!o.value) { return; }
+      o.hidden = o.disabled = !labels[o.value];
+      if (labels[o.value]) { o.textContent = labels[o.value]; }
+    });
+    if (fCorrect.value && !labels[fCorrect.value]) { fCorrect.value = "incorrect"; }
+  }
   function visibleAnswers(s) {
     var run = fRun.value, correct = fCorrect.value, status = fStatus.value;
-    return s.r.filter(function (a) {
-      return (!run || String(a[0]) === run) &&
-        (!correct || (a[4] ? "correct" : "incorrect") === correct) &&
-        (!status || statusGroup(a[3]) === status);
+    var base = s.r.filter(function (a) {
+      return (!run || String(a[0]) === run) && (!status || statusGroup(a[3]) === status);
     });
+    var right = base.filter(function (a) { return a[4]; });
+    if (!correct) { return base; }
+    if (correct === "incorrect") { return base.filter(function (a) { return !a[4]; }); }
+    if (correct === "correct") { return run ? right : (right.length === base.length ? base : []); }
+    return right.length ? [] : base;  // all-incorrect: every (remaining) run got it wrong
   }
   function filter() {
     var type = fType.value, q = fId.value.trim().toLowerCase();
@@ -221,6 +241,14 @@
     page = 0; filter(); render();
     count.setAttribute("data-ms", Math.round(performance.now() - t));
   }
+  // A filtered view can be linked: index.html#run=0&answer=incorrect&type=rotation&status=ok&id=v1
+  var fromHash = {type: fType, run: fRun, answer: fCorrect, status: fStatus, id: fId};
+  location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
+    var i = kv.indexOf("="), f = fromHash[decodeURIComponent(kv.slice(0, i))];
+    if (i > 0 && f) { f.value = decodeURIComponent(kv.slice(i + 1)); }
+  });
+  labelAnswers();
+  fRun.addEventListener("change", labelAnswers);
   [fType, fRun, fCorrect, fStatus, fSize].forEach(function (e) { e.addEventListener("change", update); });
   fId.addEventListener("input", update);
   prev.addEventListener("click", function () { page -= 1; render(); window.scrollTo(0, cards.offsetTop - 120); });

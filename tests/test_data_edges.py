@@ -357,3 +357,35 @@ def test_unzip_reads_a_backslash_in_a_member_name_as_a_separator(tmp_path: Path)
     assert prepare_released(snap, dest)["unzipped_now"] == 1
     assert (dest / "video/perception/videos/a.mp4").read_bytes() == b"A"
     assert prepare_released(snap, dest)["unzipped_now"] == 0
+
+
+def test_an_mmr_hub_snapshot_unzips_its_images_by_the_same_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``hf:<owner>/<name>`` holding an MMR file and an image zip, offline from a hub cache."""
+    import huggingface_hub.constants as hub_constants
+
+    from tests.test_hub import populate_hub_cache
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("MMROBUST_CACHE", str(tmp_path / "mm"))
+    records = [
+        {"id": "x/y/01", "image": "x/y/01.jpg", "question_type": t, "ground_truth": gt,
+         "question": "What?\nA. a\nB. b\nC. c\nD. d"}
+        for t, gt in (("POS", "A"), ("NEG", "B"))
+    ]  # fmt: skip
+    files = {
+        "MMR-benchmark.json": json.dumps(records).encode(),
+        "images.zip": _zip([("images/x/y/01.jpg", b"jpg")]),
+    }
+    repo = "BAAI/Multimodal-Robustness-Benchmark"
+    populate_hub_cache(tmp_path / "hf", repo, files, "c" * 40)
+    ds = load_dataset(f"hf:{repo}", hub_cache=tmp_path / "hf")
+    assert ds.benchmark == "mmr" and [s.error for s in ds.samples] == [None, None]
+    image = ds.samples[0].image
+    assert image is not None and image.read_bytes() == b"jpg"
+    unzipped = tmp_path / "mm" / "unzipped"
+    assert image.is_relative_to(unzipped)
+    (marker,) = unzipped.glob("mmr-images-*/.mmrobust-unzipped/images.zip.json")
+    assert json.loads(marker.read_text())["files"] == {"images/x/y/01.jpg": 3}

@@ -1,0 +1,146 @@
+"""Where run features meet (issue 27 items 1-4): the run key of a model loaded elsewhere,
+Ctrl-C, resume identity, server limits some samples hit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mmrobust.models.spec import frame_encoding_of, load_model
+from mmrobust.run.config import EvalConfig
+from mmrobust.run.keys import key_difference, key_parts
+
+
+def test_the_frame_encoding_of_a_spec_is_the_loaded_models(tmp_path: Path) -> None:
+    for spec, args in (
+        ("openai:m", {}),
+        ("openai:m", {"jpeg_quality": "70", "image_max_side": "512"}),
+        ("anthropic:m", {"jpeg_quality": "80", "api_key_env": ""}),
+        ("constant:A", {}),
+        ("forensic", {}),
+    ):
+        model = load_model(spec, args)
+        try:
+            assert frame_encoding_of(spec, args) == model.frame_encoding()
+        finally:
+            model.close()
+    assert (frame_encoding_of("openai:m").quality, frame_encoding_of("openai:m").max_side) == (
+        90,
+        1024,
+    )
+
+
+def test_a_key_mismatch_names_the_fields_in_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    from mmrobust.distributed.eval import RemoteModel, check_same_key
+
+    config = EvalConfig(data="d", model="openai:m", out=str(tmp_path), frames=4)
+    real = load_model("openai:m", {})
+    try:
+        theirs = key_parts(real, config.prompt_config(), config.policy(), text_only=False)
+    finally:
+        real.close()
+    info = {
+        "name": "m",
+        "batch_size": 1,
+        "max_concurrency": 4,
+        "fingerprint": theirs["model"],
+        "media_input": "frames",
+        "key_parts": theirs,
+    }
+    check_same_key(config, RemoteModel.from_info(info, frame_encoding_of("openai:m")), info)
+    stand_in = RemoteModel.from_info(info)  # the old driver: default encoding (q95, full size)
+    with pytest.raises(ValueError) as err:
+        check_same_key(config, stand_in, info)
+    line = str(err.value)
+    assert "\n" not in line
+    assert "frame_encoding.quality 95 here, 90 there" in line
+    assert "frame_encoding.max_side None here, 1024 there" in line
+    assert "media.encoding" not in line and "install the same mmrobust" in line
+    ours = key_parts(stand_in, config.prompt_config(), config.policy(), text_only=False)
+    assert key_difference(ours, ours) is None
+
+
+# -- item 2: one Ctrl-C always ends with the finished rows, metrics.json, run.json, exit 130 -
+
+
+def _jsonl(path: Path, n: int) -> Path:
+    import json
+
+    lines = [
+        json.dumps({"id": f"s{i:02d}", "question": "q?", "options": ["Yes", "No"], "answer": "A"})
+        for i in range(n)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _rows(run: Path) -> int:
+    import contextlib
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(run / "results.sqlite", timeout=1)) as db:
+            return int(db.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def _interrupt_once(
+    data: Path, out: Path, base_url: str, workers: int, when: str
+) -> tuple[int, str]:
+    """Run ``mmrobust eval`` in a subprocess, send one SIGINT at ``when`` (``locked``: the run
+    folder's lock taken, model loading; ``started``: run.json written; ``rows:N``: N rows
+    stored); return its exit code and stderr."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    cmd = [sys.executable, "-m", "mmrobust.cli", "eval", "--data", str(data), "--out", str(out)]
+    cmd += ["--model", "openai:slow", "--model-arg", f"base_url={base_url}", "-q"]
+    cmd += ["--model-arg", "max_retries=0", "--workers", str(workers), "--bootstrap", "20"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if when == "locked" and (out / ".lock").exists():  # the model is loading
+            break
+        if when == "started" and (out / "run.json").is_file():
+            break
+        if when.startswith("rows:") and _rows(out) >= int(when[5:]):
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, f"the run ended before the interrupt ({when})"
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    return proc.returncode, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [1, 4])
+def test_one_ctrl_c_always_writes_metrics_and_run_json_and_exits_130(
+    tmp_path: Path, workers: int
+) -> None:
+    import json
+
+    from tests.fake_openai_server import FakeOpenAIServer, Reply
+
+    data = _jsonl(tmp_path / "d.jsonl", 24)
+    outcomes = []
+    with FakeOpenAIServer(
+        responder=lambda _req: Reply(body=Reply.ok("A").body, delay_s=0.15)
+    ) as srv:
+        for attempt, when in enumerate(["locked", "started", "rows:1", "rows:3", "rows:6"] * 2):
+            out = tmp_path / f"run{attempt}"
+            code, err = _interrupt_once(data, out, srv.base_url, workers, when)
+            metrics_file, info_file = out / "metrics.json", out / "run.json"
+            ok = code == 130 and metrics_file.is_file() and info_file.is_file()
+            info = json.loads(info_file.read_text()) if info_file.is_file() else {}
+            metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
+            ok = ok and info.get("interrupted") is True and info.get("complete") is False
+            ok = ok and metrics.get("complete") is False and info.get("n_rows") == _rows(out)
+            outcomes.append((when, code, ok, err.strip().splitlines()[-1:] if err else []))
+    assert all(ok for _, _, ok, _ in outcomes), outcomes

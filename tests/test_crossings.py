@@ -324,3 +324,21 @@ def test_a_relative_data_on_ray_equals_serial(
     assert run_info(out)["n_new"] == 6
     assert rows(out) == rows(serial)
     assert metrics(out) == metrics(serial)
+
+
+@pytest.mark.parametrize("backend", ["random", "openai"])
+def test_a_serial_run_resumed_on_ray_asks_nothing(
+    matrix: Matrix, backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Ray's replicas compute the key the serial run stored: every row is found finished."""
+    done = matrix.run(backend, "detect", "serial")
+    out = tmp_path / "run"
+    shutil.copytree(done, out)
+    server = request.getfixturevalue("server")
+    asked = len(server.chat_requests)
+    invoke(matrix.argv(backend, "detect", "ray", out, str(matrix.tiny_set)))
+    info = run_info(out)
+    assert (info["n_new"], info["n_rows"], info["executor"]["name"]) == (0, 6, "ray")
+    assert len(server.chat_requests) == asked
+    assert rows(out) == rows(done)
+    assert metrics(out) == metrics(done)

@@ -144,3 +144,62 @@ def test_one_ctrl_c_always_writes_metrics_and_run_json_and_exits_130(
             ok = ok and metrics.get("complete") is False and info.get("n_rows") == _rows(out)
             outcomes.append((when, code, ok, err.strip().splitlines()[-1:] if err else []))
     assert all(ok for _, _, ok, _ in outcomes), outcomes
+
+
+# -- item 3: a sample's identity is its content, not the spelling of its path ---------------
+
+
+def test_resume_from_another_cwd_or_spelling_asks_nothing_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27 item 3: a finished run re-run from another directory, or with
+    ``p4/../p4/build``, re-asked (and re-paid) every sample: the stored sample held the
+    media path as spelled."""
+    import cv2
+    import numpy as np
+    from typer.testing import CliRunner
+
+    from mmrobust.cli import app
+    from tests.fake_openai_server import FakeOpenAIServer
+    from tests.synth import make_synthetic_video
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    make_synthetic_video(tmp_path / "src" / "clip.mp4", 50, fps=25)
+    built = CliRunner().invoke(
+        app, ["tamper", "src", "--out", "p4/build", "--effects", "masking,rotation", "-q"]
+    )
+    assert built.exit_code == 0, built.output
+    (tmp_path / "imgs").mkdir()  # a JSONL with images: no sha256, identity by resolved path
+    lines = []
+    for i in range(3):
+        cv2.imwrite(str(tmp_path / "imgs" / f"{i}.png"), np.full((16, 16, 3), 40 * i, np.uint8))
+        lines.append(
+            f'{{"id": "i{i}", "image": "{i}.png", "question": "q", "options": ["a", "b"], '
+            '"answer": "A"}'
+        )
+    (tmp_path / "imgs" / "d.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "elsewhere").mkdir()
+
+    with FakeOpenAIServer() as server:
+        model = ["--model", "openai:m", "--model-arg", f"base_url={server.base_url}"]
+        model += ["--model-arg", "max_retries=0", "--frames", "2", "--bootstrap", "0", "-q"]
+
+        def run(cwd: Path, data: str, out: str) -> str:
+            monkeypatch.chdir(cwd)
+            res = CliRunner().invoke(app, ["eval", "--data", data, "--out", out, *model])
+            assert res.exit_code == 0, res.output
+            return str(res.output)
+
+        for data, n in (("p4/build", 3), ("imgs/d.jsonl", 3)):
+            out = f"runs/{data.split('/')[0]}"
+            assert f"{n} new rows, 0 resumed" in run(tmp_path, data, out)
+            asked = len(server.chat_requests)
+            for cwd, spelled, out_spelled in (
+                (tmp_path / "elsewhere", f"../{data}", f"../{out}"),
+                (tmp_path, f"{data.split('/')[0]}/../{data}", out),
+                (tmp_path / "elsewhere", str(tmp_path / data), str(tmp_path / out)),
+            ):
+                output = run(cwd, spelled, out_spelled)
+                assert f"0 new rows, {n} resumed" in output, (spelled, output)
+            assert len(server.chat_requests) == asked  # nothing asked (or paid) again

@@ -30,6 +30,7 @@ from mmrobust.datasets import Dataset, Sample, load_dataset
 from mmrobust.judge import Judge, load_judge
 from mmrobust.models.base import Model
 from mmrobust.run.checks import (
+    absolute_media,
     check_nonempty,
     check_same_run,
     check_usable,
@@ -157,7 +158,7 @@ def _run_eval(
         config.data, config.format, images=config.images, text_only=config.text_only
     )
     dataset = derive_task(dataset, config.task, seed=config.seed)
-    samples = select_samples(dataset, config.limit)
+    samples = [absolute_media(s) for s in select_samples(dataset, config.limit)]
     check_nonempty(dataset, samples, config)
     check_usable(samples, config)
     run_dir = Path(config.out)

@@ -42,9 +42,10 @@ from typer.testing import CliRunner
 from mmrobust.cli import app
 from tests.crossings import (
     BACKENDS,
-    FRAMES,
     ITEM_3,
     MMR_LIMIT,
+    RAY_VARIANTS,
+    VARIANTS,
     build_tiny_set,
     cells,
     metrics,
@@ -83,20 +84,35 @@ class Matrix:
         self.root = root
         self.tiny_set = tiny_set
         self.cache = root / "frame-cache"
-        self.done: dict[tuple[str, str, str], Path] = {}
+        self.done: dict[tuple[str, ...], Path] = {}
 
     def fixture(self, name: str) -> Any:
         return self.request.getfixturevalue(name)
 
     def argv(
-        self, backend: str, task: str, executor: str, out: Path, data: str, *, cache: bool = True
+        self,
+        backend: str,
+        task: str,
+        executor: str,
+        out: Path,
+        data: str,
+        *,
+        cache: bool = True,
+        variant: str = "frames",
     ) -> list[str]:
-        """The ``eval`` command of a cell (``cache=False``: no frame cache, every file is read)."""
+        """The ``eval`` command of a cell (``cache=False``: no frame cache, every file is read;
+        ``variant``: frame options, ``VARIANTS``)."""
         b = BACKENDS[backend]
         ckpt = self.fixture("checkpoint") if backend == "hf" else None
         url = self.fixture("server").base_url if backend == "openai" else None
         args = ["eval", "--data", data, *b.argv(ckpt=ckpt, base_url=url), "--out", str(out)]
-        args += [*FRAMES, "--bootstrap", "0", "--cache-dir", str(self.cache) if cache else "none"]
+        args += [
+            *VARIANTS[variant],
+            "--bootstrap",
+            "0",
+            "--cache-dir",
+            str(self.cache) if cache else "none",
+        ]
         args += ["-q"]
         args += [*MMR_LIMIT] if task == "mmr" else ["--task", task]
         if executor == "ray":
@@ -108,12 +124,12 @@ class Matrix:
     def data(self, task: str) -> str:
         return "mmr-demo" if task == "mmr" else str(self.tiny_set)
 
-    def run(self, backend: str, task: str, executor: str) -> Path:
+    def run(self, backend: str, task: str, executor: str, variant: str = "frames") -> Path:
         """The run folder of a cell (evaluated on first use; asserts its exit code)."""
-        cell = (backend, task, executor)
+        cell = (backend, task, executor, variant)
         if cell not in self.done:
             out = self.root / "-".join(cell)
-            args = self.argv(backend, task, executor, out, self.data(task))
+            args = self.argv(backend, task, executor, out, self.data(task), variant=variant)
             invoke(args, BACKENDS[backend].exit_code)
             self.done[cell] = out
         return self.done[cell]
@@ -180,6 +196,19 @@ def test_a_cell_equals_the_serial_run(
     serial = matrix.run(backend, task, "serial")
     assert rows(run) == rows(serial)
     assert metrics(run) == metrics(serial)
+
+
+@pytest.mark.parametrize(("backend", "variant"), RAY_VARIANTS)
+def test_other_frame_options_on_ray_equal_serial(
+    matrix: Matrix, backend: str, variant: str
+) -> None:
+    """``--fps/--max-frames`` and ``--text-only`` on Ray: the serial run's key, rows, metrics."""
+    ray, serial = (matrix.run(backend, "detect", ex, variant) for ex in ("ray", "serial"))
+    assert run_info(ray)["key"] == run_info(serial)["key"]
+    assert run_info(ray)["n_new"] == 6
+    assert rows(ray) == rows(serial)
+    assert metrics(ray) == metrics(serial)
+    assert run_info(ray)["key"] != run_info(matrix.run(backend, "detect", "serial"))["key"]
 
 
 @pytest.mark.parametrize("backend", [pytest.param(b, marks=ITEM_3) for b in BACKENDS])

@@ -63,6 +63,7 @@ class Backend:
         images: the backend answers questions about a photo (MMR cells).
         exit_code: what ``eval`` exits with on the tiny data (``hf``: 1, its random
             weights reply noise, so no sample is scored; the run is stored as usual).
+        ray_args: extra options of its Ray cells.
     """
 
     name: str
@@ -70,6 +71,7 @@ class Backend:
     args: tuple[str, ...] = ()
     images: bool = True
     exit_code: int = 0
+    ray_args: tuple[str, ...] = ()
 
     def argv(self, *, ckpt: Path | None, base_url: str | None) -> list[str]:
         """``--model SPEC --model-arg ...`` with the placeholders filled in."""
@@ -91,7 +93,15 @@ BACKENDS = {
             "openai:test",
             ("base_url={base_url}", "max_retries=0", "api_key_env=MMROBUST_CROSSINGS_KEY"),
         ),
-        Backend("hf", "hf:{ckpt}", ("device=cpu", "max_new_tokens=4"), exit_code=1),
+        # One replica on Ray: each loads torch (seconds of CPU); two replicas on two
+        # (declared) GPUs equal serial in tests/test_ray.py.
+        Backend(
+            "hf",
+            "hf:{ckpt}",
+            ("device=cpu", "max_new_tokens=4"),
+            exit_code=1,
+            ray_args=("--replicas", "1"),
+        ),
     )
 }
 

@@ -34,7 +34,7 @@ def test_commands_in_help_order() -> None:
     names = [c.name for c in app.registered_commands]
     assert names == [
         "tamper", "eval", "rescore", "report", "compare", "audit", "mmr-data", "list",
-        "finetune", "demo",
+        "finetune", "run", "demo",
     ]  # fmt: skip
 
 

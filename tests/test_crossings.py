@@ -14,7 +14,8 @@ are left out.
 Checked: every cell stores one row per sample, written once; its
 ``metrics.json`` (less timestamps and the executor block) and its rows
 (status, letter, reply, rule, error, frame indices, extras) equal the serial
-cell's; a finished run resumed from another working directory with a
+cell's; on Ray also with ``--fps/--max-frames`` and ``--text-only`` and with a
+relative ``--data``; a finished run resumed from another working directory with a
 relative ``--data`` asks nothing (zero requests at the fake server, ``0 new
 rows``). One Ray cluster, one fake server, one tiny checkpoint and one frame
 cache serve the module; the tiny set is built once.
@@ -117,6 +118,7 @@ class Matrix:
         args += [*MMR_LIMIT] if task == "mmr" else ["--task", task]
         if executor == "ray":
             args += ["--executor", "ray", "--ray-address", self.fixture("cluster").address]
+            args += b.ray_args
         else:
             args += EXECUTOR_ARGS[executor]
         return args
@@ -308,3 +310,35 @@ class TestANodeThatLacksPartOfTheData:
         serial = matrix.run("random", "detect", "serial")
         assert rows(out) == rows(serial)
         assert metrics(out) == metrics(serial)
+
+
+def test_a_relative_data_on_ray_equals_serial(
+    matrix: Matrix, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replicas resolve a relative ``--data`` (and so every media path) against the driver's
+    working directory, not their own."""
+    monkeypatch.chdir(matrix.tiny_set.parent)
+    out = tmp_path / "run"
+    invoke(matrix.argv("random", "detect", "ray", out, matrix.tiny_set.name, cache=False))
+    serial = matrix.run("random", "detect", "serial")
+    assert run_info(out)["n_new"] == 6
+    assert rows(out) == rows(serial)
+    assert metrics(out) == metrics(serial)
+
+
+@pytest.mark.parametrize("backend", ["random", "openai"])
+def test_a_serial_run_resumed_on_ray_asks_nothing(
+    matrix: Matrix, backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Ray's replicas compute the key the serial run stored: every row is found finished."""
+    done = matrix.run(backend, "detect", "serial")
+    out = tmp_path / "run"
+    shutil.copytree(done, out)
+    server = request.getfixturevalue("server")
+    asked = len(server.chat_requests)
+    invoke(matrix.argv(backend, "detect", "ray", out, str(matrix.tiny_set)))
+    info = run_info(out)
+    assert (info["n_new"], info["n_rows"], info["executor"]["name"]) == (0, 6, "ray")
+    assert len(server.chat_requests) == asked
+    assert rows(out) == rows(done)
+    assert metrics(out) == metrics(done)

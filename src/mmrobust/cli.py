@@ -91,6 +91,17 @@ def _ray_options(
         raise _fail(str(exc)) from None
 
 
+_MODEL_ARGS_HELP = "Backend settings in lm-eval's comma form (repeatable)."
+
+
+def _model_args_option(help: str = _MODEL_ARGS_HELP) -> list[str]:
+    """``--model-args K=V,K=V`` (also ``--model_args``): lm-eval's comma form (issue 30)."""
+    option: list[str] = typer.Option(
+        [], "--model-args", "--model_args", metavar="K=V,K=V", help=help
+    )
+    return option
+
+
 # --- tamper (issue 2) ---------------------------------------------------------------------
 
 
@@ -555,6 +566,7 @@ def mmr_data(
     model_arg: list[str] = typer.Option(
         [], "--model-arg", metavar="KEY=VALUE", help="Backend setting (repeatable)."
     ),
+    model_args: list[str] = _model_args_option(),
     out: str = typer.Option(..., "--out", help="Output folder (created; reused to resume)."),
     pairs: int = typer.Option(4, "--pairs", min=1, help="Positive/negative pairs asked per image."),
     no_resume: bool = typer.Option(False, "--no-resume", help="Redo images already done."),
@@ -585,18 +597,18 @@ def mmr_data(
     first_error: list[str] = []
 
     def progress(item: ItemResult, reused: bool) -> None:
-        console.print(f"{item.image}: {'reused' if reused else item.status.value}")
+        console.print(f"{item.image}: {'reused' if reused else item.status.value}", markup=False)
         if item.error and not first_error:
             first_error.append(f"{item.image}: {item.error}")
 
     try:
         summary = generate(
-            images, model, parse_model_args(model_arg), out, n_pairs=pairs,
+            images, model, parse_model_args(model_arg, model_args), out, n_pairs=pairs,
             resume=not no_resume, ray=ray, on_item=progress,
         )  # fmt: skip
     except (ValueError, FileNotFoundError, UnknownNameError, ImportError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        # one line, not wrapped by rich at 80 columns, brackets not read as markup
+        raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     typer.echo(
         f"{summary.images} images {summary.statuses}; pairs kept {summary.pairs_kept} of "
         f"{summary.pairs_parsed}; LLaVA samples {summary.turns_kept}; dropped {summary.dropped}; "
@@ -643,6 +655,13 @@ from mmrobust.finetune.command import finetune_command  # noqa: E402  (light: ty
 app.command("finetune", short_help="Fine-tune a VLM on MMR paired data (LoRA).")(finetune_command)
 
 
+# --- run (issue 30): options and body live in mmrobust.suite.command ----------------------
+
+from mmrobust.suite.command import run_command  # noqa: E402  (light: typer only)
+
+app.command("run", short_help="Several models x datasets x tasks, then one report.")(run_command)
+
+
 # --- demo (issue 7) -----------------------------------------------------------------------
 
 
@@ -659,6 +678,9 @@ def demo_cmd(
     ),
     model_arg: list[str] = typer.Option(
         [], "--model-arg", metavar="KEY=VALUE", help="Setting of the extra models (repeatable)."
+    ),
+    model_args: list[str] = _model_args_option(
+        "Settings of the extra models in lm-eval's comma form (repeatable)."
     ),
     mmr_json: str | None = typer.Option(
         None, "--mmr-json", help="Also run on the official MMR-benchmark.json."
@@ -686,7 +708,7 @@ def demo_cmd(
     try:
         result = run_demo(
             DemoConfig(
-                out=Path(out), models=model, model_args=parse_model_args(model_arg),
+                out=Path(out), models=model, model_args=parse_model_args(model_arg, model_args),
                 mmr_json=Path(mmr_json) if mmr_json else None,
                 mmr_images=Path(mmr_images) if mmr_images else None,
                 jobs=jobs, progress=not quiet, n_resamples=bootstrap,

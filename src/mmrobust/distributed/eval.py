@@ -12,7 +12,6 @@ store as in a local run.
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict
@@ -24,12 +23,15 @@ import ray
 from mmrobust.distributed import RayOptions
 from mmrobust.distributed.replicas import ReplicaLost, ReplicaPool, ReplicaSpec
 from mmrobust.distributed.session import RaySession, ray_session, worker_request
+from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models.base import MediaInput, Model, Request, Response
-from mmrobust.models.spec import PLACEMENTS, ModelSpec, parse_spec
+from mmrobust.models.spec import PLACEMENTS, ModelSpec, frame_encoding_of, parse_spec
 from mmrobust.prompts import build_prompt
 from mmrobust.run.config import EvalConfig
 from mmrobust.run.eval import RunResult, run_eval
 from mmrobust.run.executors import WorkItem
+from mmrobust.run.interrupts import INTERRUPTS
+from mmrobust.run.keys import key_difference, key_parts
 from mmrobust.run.process import RunAborted, SampleProcessor
 from mmrobust.status import Status
 from mmrobust.store import StoredRow
@@ -45,23 +47,31 @@ class RemoteModel(Model):
 
     Carries what the runner reads from a model (``name``, ``fingerprint()``,
     ``media_input``, ``batch_size``, ``max_concurrency``) as a replica reported
-    it; :meth:`generate` is never called on the driver.
+    it, and the frame encoding of the model spec (``models.spec.frame_encoding_of``,
+    computed without a client), so the driver's run key is a local run's;
+    :meth:`generate` is never called on the driver.
     """
 
     media_input: ClassVar[MediaInput] = "frames"
 
-    def __init__(self, info: dict[str, Any]) -> None:
+    def __init__(self, info: dict[str, Any], encoding: FrameEncoding | None = None) -> None:
         self.name = str(info["name"])
         self.batch_size = int(info["batch_size"])
         self.max_concurrency = int(info["max_concurrency"])
         self._fingerprint = dict(info["fingerprint"])
+        self._encoding = encoding or FrameEncoding()
 
     @classmethod
-    def from_info(cls, info: dict[str, Any]) -> RemoteModel:
-        """The stand-in for the model a replica described in ``Replica.ready``."""
+    def from_info(cls, info: dict[str, Any], encoding: FrameEncoding | None = None) -> RemoteModel:
+        """The stand-in for the model a replica described in ``Replica.ready``; ``encoding``:
+        the spec's frame encoding (default: JPEG q95, decoded size)."""
         media: MediaInput = info["media_input"]
         sub = type("RemoteModel", (cls,), {"media_input": media})
-        return sub(info)
+        return sub(info, encoding)
+
+    def frame_encoding(self) -> FrameEncoding:
+        """The model spec's frame encoding (what the replicas' backend sends)."""
+        return self._encoding
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         """Not available on the driver (the model lives in the replicas)."""
@@ -94,21 +104,28 @@ def _error_rows(processor: SampleProcessor, item: WorkItem, exc: BaseException) 
     return rows
 
 
-def _first_media(items: Sequence[WorkItem]) -> list[str]:
-    """The first media path the driver itself can see (what every replica must see too)."""
+def media_paths(items: Sequence[WorkItem]) -> list[str]:
+    """Every media file of ``items`` the driver itself can see, once, in item order: what each
+    replica must see too (a file the driver lacks is the sample's ``data_error`` already)."""
+    seen: dict[str, None] = {}
     for item in items:
         for sample in item.samples:
             for path in (sample.video, sample.image):
-                if path is not None and not sample.error and Path(path).exists():
-                    return [str(path)]
-    return []
+                if path is None or sample.error or str(path) in seen:
+                    continue
+                if Path(path).exists():
+                    seen[str(path)] = None
+    return list(seen)
 
 
 class RayEvalExecutor:
     """An ``Executor`` (``mmrobust.run.executors``) whose work runs in a :class:`ReplicaPool`.
 
-    Before the first item it asks every replica whether it sees the first
-    media file, and checks that the replicas computed the driver's run key.
+    Before the first item it asks every replica whether it sees every media
+    file of the items (not only the first: a node may lack one sub-folder),
+    and checks that the replicas computed the driver's run key. A media file
+    a replica's node cannot read during the run gives a ``model_error`` row
+    (``Replica.eval_item``), which a re-run asks again, not a final ``media_error``.
     Items whose replicas kept dying come back as ``model_error`` rows; when
     every replica is gone the run stops like any aborted run (``RunAborted``:
     finished rows kept, exit 3, re-run to resume).
@@ -126,20 +143,19 @@ class RayEvalExecutor:
         if not isinstance(fn, SampleProcessor):
             raise TypeError("RayEvalExecutor runs the runner's SampleProcessor only")
         theirs = self.pool.first_info.get("key")
-        if theirs != asdict(fn.key):
-            raise RuntimeError(
+        if theirs != asdict(fn.key):  # run_eval_ray checked the parts; another caller may not
+            raise ValueError(
                 f"the Ray replicas compute another run key ({theirs}) than the driver "
                 f"({asdict(fn.key)}); install the same mmrobust on every node"
             )
-        source = iter(items)
-        head = list(itertools.islice(source, 8))
+        todo = list(items)
         if not (fn.text_only or fn.model.media_input == "none"):
-            media = _first_media(head)
+            media = media_paths(todo)
             if media:
                 self.pool.check_paths(media)
         written = 0
         try:
-            for item, result in self.pool.map("eval_item", itertools.chain(head, source)):
+            for item, result in self.pool.map("eval_item", todo):
                 rows = _error_rows(fn, item, result) if isinstance(result, Exception) else result
                 written += len(rows)
                 yield rows
@@ -149,6 +165,10 @@ class RayEvalExecutor:
     def cancel(self) -> None:
         """Hand out no more items; cancel the queued ones."""
         self.pool.cancel()
+
+    def request_stop(self) -> None:
+        """Hand out no more items (signal-safe; Ctrl-C)."""
+        self.pool.request_stop()
 
     def describe(self) -> dict[str, Any]:
         """The ``executor`` block of ``run.json``."""
@@ -229,6 +249,26 @@ def start_replicas(
     return ReplicaPool.start(session, replica, request, n)
 
 
+def check_same_key(config: EvalConfig, model: Model, info: dict[str, Any]) -> None:
+    """Refuse to run when the replicas key the run otherwise than the driver, naming the
+    fields that differ in one line (another mmrobust or library version on a node).
+
+    Raises:
+        ValueError: the key parts differ.
+    """
+    ours = key_parts(
+        model, config.prompt_config(), config.policy(), text_only=config.text_only,
+        task=config.task,
+    )  # fmt: skip
+    theirs = info.get("key_parts")
+    diff = key_difference(ours, theirs) if isinstance(theirs, dict) else "key_parts missing"
+    if diff:
+        raise ValueError(
+            f"the Ray replicas key this run otherwise than the driver ({diff}); "
+            "install the same mmrobust on every node"
+        )
+
+
 def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = True) -> RunResult:
     """:func:`mmrobust.run.eval.run_eval` with the model in Ray replicas (see module docstring).
 
@@ -240,9 +280,9 @@ def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = Tr
             a replica that cannot load the model or see the media.
         FileNotFoundError, DatasetError, UnknownNameError: as ``run_eval``.
     """
-    config.policy()  # bad frame options fail before any replica starts
+    config.validate()  # bad options fail before any replica starts
     parse_spec(config.model, config.model_args)
-    with ray_session(options) as session:
+    with INTERRUPTS.watch(), ray_session(options) as session:
         pool = start_replicas(
             session,
             options,
@@ -253,7 +293,9 @@ def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = Tr
         )
         try:
             executor = RayEvalExecutor(pool, session)
-            model = RemoteModel.from_info(pool.first_info)
+            encoding = frame_encoding_of(config.model, config.model_args)
+            model = RemoteModel.from_info(pool.first_info, encoding)
+            check_same_key(config, model, pool.first_info)
             return run_eval(config, progress=progress, model=model, executor=executor)
         finally:
             pool.shutdown()
@@ -263,8 +305,10 @@ __all__ = [
     "API_BACKENDS",
     "RayEvalExecutor",
     "RemoteModel",
+    "check_same_key",
     "gpus_per_replica",
     "local_checkpoint",
+    "media_paths",
     "replica_count",
     "run_eval_ray",
     "start_replicas",

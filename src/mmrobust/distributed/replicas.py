@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import ray
 from ray.exceptions import ActorDiedError, ObjectLostError, RayActorError, RayError
 
+from mmrobust.distributed.nodelocal import node_local_failures
 from mmrobust.distributed.session import (
     RaySession,
     probe_paths,
@@ -95,6 +96,7 @@ class Replica:
         self.model: Any = None
         self.processor: Any = None
         self.key: Any = None
+        self.key_parts: Any = None
         self._gate = threading.Semaphore(1)
         _, missing = probe_paths(spec.cwd, list(spec.must_see))
         if missing:
@@ -118,11 +120,14 @@ class Replica:
 
         from mmrobust.judge import load_judge
         from mmrobust.run.config import frame_cache
-        from mmrobust.run.keys import run_key
+        from mmrobust.run.keys import key_from_parts, key_parts
         from mmrobust.run.process import SampleProcessor
 
         pconf, policy = cfg.prompt_config(), cfg.policy()
-        self.key = run_key(self.model, pconf, policy, text_only=cfg.text_only, task=cfg.task)
+        self.key_parts = key_parts(
+            self.model, pconf, policy, text_only=cfg.text_only, task=cfg.task
+        )
+        self.key = key_from_parts(self.key_parts)
         self.processor = SampleProcessor(
             self.model,
             self.key,
@@ -132,6 +137,7 @@ class Replica:
             text_only=cfg.text_only,
             cache=frame_cache(cfg),
             judge=load_judge(cfg.judge, cfg.judge_args) if cfg.judge else None,
+            reference=cfg.reference,
         )
 
     def ready(self, paths: Sequence[str] = ()) -> dict[str, Any]:
@@ -153,6 +159,7 @@ class Replica:
                 batch_size=int(self.model.batch_size),
                 max_concurrency=int(self.model.max_concurrency),
                 key=asdict(self.key) if self.key is not None else None,
+                key_parts=self.key_parts,
                 gpu_ids=[str(g) for g in ray.get_gpu_ids()],
             )
         return info
@@ -162,9 +169,15 @@ class Replica:
         return probe_paths(os.getcwd(), list(paths))
 
     def eval_item(self, item: Any) -> list[Any]:
-        """One eval ``WorkItem`` -> its ``StoredRow`` s (``SampleProcessor``; frames decoded here)."""
+        """One eval ``WorkItem`` -> its ``StoredRow`` s (``SampleProcessor``; frames decoded here).
+
+        A ``media_error`` whose file this node cannot read comes back as a ``model_error``
+        (:func:`node_local_failures`): the driver saw the file, so it is this node's view of
+        the data, not the sample, and a re-run must ask again.
+        """
         with self._gate:
-            return list(self.processor(item))
+            rows = list(self.processor(item))
+        return node_local_failures(rows, ray.util.get_node_ip_address())
 
     def mmr_image(self, image: str, n_pairs: int) -> Any:
         """One image -> its ``mmr-data`` ``ItemResult`` (both stages, parsed and filtered)."""
@@ -425,6 +438,10 @@ class ReplicaPool:
         """Stop handing out items; cancel the queued ones (their results are dropped)."""
         self._cancelled = True
         self._drop_inflight()
+
+    def request_stop(self) -> None:
+        """Stop handing out items (signal-safe: sets the flag :meth:`map` polls; Ctrl-C)."""
+        self._cancelled = True
 
     def describe(self) -> dict[str, Any]:
         """Replicas, where they run and what each reserves (for ``run.json``)."""

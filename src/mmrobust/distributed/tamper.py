@@ -8,7 +8,10 @@ directory, so outputs are byte-identical to a local build of the same command
 (same seeds, same donors: both are drawn from the plan, not from where a
 task runs; and the same encoder thread count: a task lets its encoders see
 as many CPUs as the driver has, see :func:`encoder_cpus`). The driver appends ``manifest.jsonl`` as results arrive and writes
-``errors.jsonl``. A task whose worker or node dies is retried by Ray
+``errors.jsonl``. Before the first task, every node that could run one is
+asked whether it sees every planned source and donor file (a node whose data
+mount is an empty folder stops the build in one line, before anything is
+written). A task whose worker or node dies is retried by Ray
 (``MAX_TASK_RETRIES``); its half-written temporary files are removed once
 every task has finished.
 """
@@ -101,6 +104,14 @@ def _build_remote(
 _build_task = ray.remote(_build_remote)
 
 
+def planned_files(plans: Sequence[SourcePlan], pool: Sequence[PoolVideo]) -> list[str]:
+    """The files a build reads: each planned source and each donor, once, in plan order."""
+    seen: dict[str, None] = {}
+    for path in [*(p.path for p in plans), *(v.path for v in pool)]:
+        seen.setdefault(str(path), None)
+    return list(seen)
+
+
 class RaySourceMap:
     """A ``tamper.builder.SourceMap`` that builds each source as a Ray task.
 
@@ -132,7 +143,17 @@ class RaySourceMap:
         pool: Sequence[PoolVideo],
         done: Mapping[str, ManifestEntry],
     ) -> Iterator[SourceResult]:
-        """Build ``plans`` on the cluster; yield each source's result as it completes."""
+        """Build ``plans`` on the cluster; yield each source's result as it completes.
+
+        Before the first task, every node that could run one is asked whether it sees every
+        planned source and donor file (not only the folders named on the command line: a
+        node whose data mount is empty still has the folder).
+
+        Raises:
+            WorkerPathError: a node cannot see one of these files (names the node, the first
+                file and how many more).
+        """
+        check_paths(self.session, self.request, planned_files(plans, pool))
         task = _build_task.options(
             max_retries=MAX_TASK_RETRIES,
             retry_exceptions=False,
@@ -269,6 +290,7 @@ __all__ = [
     "RaySourceMap",
     "build_on_ray",
     "encoder_cpus",
+    "planned_files",
     "ray_source_map",
     "usable_cpus",
 ]

@@ -126,6 +126,13 @@ class HttpOptions(BaseModel):
     reasoning: ReasoningMode = "keep"
 
 
+def options_encoding(options: HttpOptions) -> FrameEncoding:
+    """The frames an HTTP backend with ``options`` sends: JPEG ``jpeg_quality``, longer side
+    at most ``image_max_side`` (``HttpModel.frame_encoding``; computed without a client for
+    ``models.spec.frame_encoding_of``)."""
+    return FrameEncoding(quality=options.jpeg_quality, max_side=options.image_max_side or None)
+
+
 def check_base_url(url: str, backend: str) -> None:
     """Refuse a ``base_url`` httpx cannot send to, in one line, before any request.
 
@@ -257,8 +264,7 @@ class HttpModel(Model):
 
     def frame_encoding(self) -> FrameEncoding:
         """Exactly what is sent: ``jpeg_quality``, longer side at most ``image_max_side``."""
-        o = self.options
-        return FrameEncoding(quality=o.jpeg_quality, max_side=o.image_max_side or None)
+        return options_encoding(self.options)
 
     def close(self) -> None:
         """Close the HTTP connection pool."""

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Json
 
+from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models._encode import encode_jpeg
 from mmrobust.models._http import (
     AttemptError,
@@ -38,6 +39,7 @@ from mmrobust.models._http import (
     body_shape,
     check_base_url,
     empty_reply,
+    options_encoding,
     read_api_key,
     token_count,
 )
@@ -217,6 +219,16 @@ def _image_block(jpeg: bytes) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": data}}
 
 
+def frame_encoding(arg: str | None, args: Mapping[str, str]) -> FrameEncoding:
+    """The frame encoding ``anthropic:<arg>`` with ``args`` sends, without building a client
+    (registered with ``register_backend``; a Ray driver keys its run with it).
+
+    Raises:
+        ValueError: an unknown or invalid ``--model-arg``.
+    """
+    return options_encoding(parse_options(AnthropicOptions, args, "anthropic"))
+
+
 def make(arg: str | None, args: Mapping[str, str]) -> Model:
     """Factory for ``anthropic:<model>`` (registered in ``mmrobust.models.spec``).
 
@@ -242,4 +254,10 @@ def make(arg: str | None, args: Mapping[str, str]) -> Model:
     return AnthropicModel(arg, options, api_key=api_key)
 
 
-__all__ = ["DEFAULT_KEY_ENV", "AnthropicModel", "AnthropicOptions", "make"]
+__all__ = [
+    "DEFAULT_KEY_ENV",
+    "AnthropicModel",
+    "AnthropicOptions",
+    "frame_encoding",
+    "make",
+]

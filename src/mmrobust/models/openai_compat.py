@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Json
 
+from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models._encode import data_url, file_data_url, file_url, frame_data_url
 from mmrobust.models._http import (
     AttemptError,
@@ -30,6 +31,7 @@ from mmrobust.models._http import (
     body_shape,
     check_base_url,
     empty_reply,
+    options_encoding,
     parse_retry_after,
     read_api_key,
     token_count,
@@ -300,6 +302,16 @@ def _parse_completion(
     return Completion(content, usage, finish, reasoning=reasoning)
 
 
+def frame_encoding(arg: str | None, args: Mapping[str, str]) -> FrameEncoding:
+    """The frame encoding ``openai:<arg>`` with ``args`` sends, without building a client
+    (registered with ``register_backend``; a Ray driver keys its run with it).
+
+    Raises:
+        ValueError: an unknown or invalid ``--model-arg``.
+    """
+    return options_encoding(parse_options(OpenAIOptions, args, "openai"))
+
+
 def make(arg: str | None, args: Mapping[str, str]) -> Model:
     """Factory for ``openai:<model>`` (registered in ``mmrobust.models.spec``).
 
@@ -330,6 +342,7 @@ __all__ = [
     "OpenAICompatVideoModel",
     "OpenAIOptions",
     "WaitRetryAfter",
+    "frame_encoding",
     "make",
     "parse_retry_after",
 ]

@@ -17,6 +17,7 @@ rules (``mmrobust.run.process.StopRules``).
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import time
 from collections.abc import Iterable
@@ -29,6 +30,7 @@ from mmrobust.datasets import Dataset, Sample, load_dataset
 from mmrobust.judge import Judge, load_judge
 from mmrobust.models.base import Model
 from mmrobust.run.checks import (
+    absolute_media,
     check_nonempty,
     check_same_run,
     check_usable,
@@ -46,11 +48,12 @@ from mmrobust.run.executors import (
     describe_executor,
 )
 from mmrobust.run.folder import DatasetInfo, RunInfo, write_metrics, write_run_info
+from mmrobust.run.interrupts import INTERRUPTS
 from mmrobust.run.keys import config_record, git_sha, run_block, run_key, versions
 from mmrobust.run.process import ABORT_AFTER, RunAborted, SampleProcessor, StopRules, score_rows
 from mmrobust.runlock import LOCK_FILE, RunLock
 from mmrobust.status import Status
-from mmrobust.store import ResultStore, RunFolderWriteError, RunKey
+from mmrobust.store import ResultStore, RunFolderWriteError, RunKey, StoredRow
 from mmrobust.tasks import derive_task, option_keys
 
 if TYPE_CHECKING:
@@ -123,6 +126,11 @@ def run_eval(
         A :class:`RunResult`; ``metrics.json``, ``run.json`` and ``results.sqlite``
         are in ``config.out``.
 
+    Ctrl-C (``mmrobust.run.interrupts``): the first SIGINT stops handing out
+    work, stores the rows in flight, writes ``metrics.json`` and ``run.json``
+    (``interrupted``, ``complete: false``) and returns with ``interrupted`` set;
+    a second one raises ``KeyboardInterrupt`` at once.
+
     Raises:
         FileNotFoundError, DatasetError, UnknownNameError: the dataset cannot be loaded.
         ValueError, UnknownNameError: bad model spec or options.
@@ -130,15 +138,27 @@ def run_eval(
         RunFolderWriteError: ``config.out`` cannot be written (full disk); rows
             committed before are kept and a re-run resumes.
     """
+    config.validate()  # every option fails before any work
+    with INTERRUPTS.watch():  # Ctrl-C from here on ends with metrics.json and run.json
+        return _run_eval(config, progress=progress, model=model, executor=executor)
+
+
+def _run_eval(
+    config: EvalConfig,
+    *,
+    progress: bool,
+    model: Model | None,
+    executor: Executor | None,
+) -> RunResult:
+    """The body of :func:`run_eval`, with SIGINT owned by ``INTERRUPTS``."""
     from mmrobust.models.spec import load_model
 
-    config.validate()  # every option fails before any work
     policy, pconf = config.policy(), config.prompt_config()
     dataset = load_dataset(
         config.data, config.format, images=config.images, text_only=config.text_only
     )
     dataset = derive_task(dataset, config.task, seed=config.seed)
-    samples = select_samples(dataset, config.limit)
+    samples = [absolute_media(s) for s in select_samples(dataset, config.limit)]
     check_nonempty(dataset, samples, config)
     check_usable(samples, config)
     run_dir = Path(config.out)
@@ -240,10 +260,12 @@ def _evaluate(
                 + (f" --task {config.task}" if config.task != "detect" else "")
                 + (" (text only)" if config.text_only else "")
             )
-            items = batches(todo, model.batch_size)
+            items = batches([] if INTERRUPTS.requested else todo, model.batch_size)
             _drive(executor, processor, items, store, len(todo), progress, written, label=label)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # a second Ctrl-C, or no handler (not the main thread)
             executor.cancel()
+            if INTERRUPTS.count > 1:
+                raise
             interrupted = True
         except RunAborted as exc:
             executor.cancel()
@@ -252,6 +274,7 @@ def _evaluate(
         except RunFolderWriteError:  # full disk: stop now; committed rows are intact
             executor.cancel()
             raise
+        interrupted = interrupted or INTERRUPTS.requested
         selected = [s.id for s in samples]
         store.set_selection(key, selected)  # what rescore/report score
         rows = store.rows(key, sample_ids=selected)
@@ -265,16 +288,15 @@ def _evaluate(
             extract_mode=config.extract_mode(),
         )
         metrics["run"] = info.run
-        metrics["complete"] = len(rows) == len(samples) and not interrupted
-        write_metrics(run_dir, metrics)
-        info.finished_at = _now()
-        info.interrupted = interrupted
         info.aborted = aborted
         info.n_rows = len(rows)
         info.n_new = written[0]
         info.executor = describe_executor(executor)
         info.frame_cache = cache.stats() if cache is not None else None
-        write_run_info(run_dir, info)
+        _finish(run_dir, info, metrics, interrupted=interrupted, complete=len(rows) == len(samples))
+        if INTERRUPTS.requested and not interrupted:  # Ctrl-C while the files were written
+            interrupted = True
+            _finish(run_dir, info, metrics, interrupted=True, complete=False)
     finally:
         store.close()
         model.close()
@@ -290,6 +312,19 @@ def _evaluate(
         f"{failed.status.value}: {failed.error}" if failed is not None else None,
         None if interrupted else nothing_scored(rows),
     )
+
+
+def _finish(
+    run_dir: Path, info: RunInfo, metrics: dict[str, Any], *, interrupted: bool, complete: bool
+) -> None:
+    """Write ``metrics.json`` then ``run.json`` with how the run ended (``complete``: every
+    selected sample has a row and nothing interrupted the run)."""
+    metrics["complete"] = complete and not interrupted
+    write_metrics(run_dir, metrics)
+    info.finished_at = _now()
+    info.interrupted = interrupted
+    info.complete = metrics["complete"]
+    write_run_info(run_dir, info)
 
 
 def _drive(
@@ -311,6 +346,28 @@ def _drive(
         RunAborted: a stop rule fired (``StopRules``: ``ABORT_AFTER`` or twice the
             workers consecutive transient failures, a dead judge, a server limit).
     """
+    stops = StopRules(max(ABORT_AFTER, 2 * getattr(executor, "workers", 1)))
+    stop_hook = getattr(executor, "request_stop", None)  # Ctrl-C: no new work, keep in flight
+    remove = INTERRUPTS.on_request(stop_hook) if callable(stop_hook) else (lambda: None)
+    items = itertools.takewhile(lambda _item: not INTERRUPTS.requested, items)  # any executor
+    try:
+        _consume(executor, processor, items, store, total, progress, written, label, stops)
+    finally:
+        remove()
+
+
+def _consume(
+    executor: Executor,
+    processor: SampleProcessor,
+    items: Iterable[WorkItem],
+    store: ResultStore,
+    total: int,
+    progress: bool,
+    written: list[int],
+    label: str,
+    stops: StopRules,
+) -> None:
+    """The loop of :func:`_drive`: store each row, advance the bar, apply the stop rules."""
     from rich.markup import escape
     from rich.progress import (
         BarColumn,
@@ -321,7 +378,6 @@ def _drive(
         TimeRemainingColumn,
     )
 
-    stops = StopRules(max(ABORT_AFTER, 2 * getattr(executor, "workers", 1)))
     with Progress(
         TextColumn("[bold]{task.description}[/]"),
         BarColumn(),
@@ -337,13 +393,21 @@ def _drive(
         failed = 0
         for rows in executor.run(processor, items):
             for row in rows:
-                stops.before_store(row, written[0])
-                store.put(row)
-                written[0] += 1
-                failed += row.status is not Status.OK
-                stops.stored(row)
+                for ready in stops.admit(row, written[0]):
+                    failed += _store(store, ready, written, stops)
             bar.update(task, advance=len(rows), errors=failed)
             stops.check(written[0])
+        if not INTERRUPTS.requested:  # after Ctrl-C held rows are dropped: asked again
+            for ready in stops.flush(written[0]):  # rows held by the server-limit rule
+                failed += _store(store, ready, written, stops)
+
+
+def _store(store: ResultStore, row: StoredRow, written: list[int], stops: StopRules) -> bool:
+    """Commit ``row``, count it; return whether it failed."""
+    store.put(row)
+    written[0] += 1
+    stops.stored(row)
+    return row.status is not Status.OK
 
 
 __all__ = ["RunResult", "evaluate", "run_eval"]

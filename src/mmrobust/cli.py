@@ -235,6 +235,18 @@ def _log_to_stderr(quiet: bool = False) -> None:
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
 
 
+def _exit_now(message: str, code: int) -> None:
+    """Print ``error: message`` and end the process at once (worker threads still waiting on
+    a server are not joined; committed rows are on disk)."""
+    import os
+    import sys
+
+    typer.echo(f"error: {message}", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def _fail(message: str, code: int = 2) -> typer.Exit:
     """Print a one-line error to stderr and return the exit to raise."""
     typer.echo(f"error: {message}", err=True)
@@ -380,6 +392,9 @@ def eval_cmd(
         ) from None
     except (FileNotFoundError, DatasetError, UnknownNameError, ValueError, ImportError) as exc:
         raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    except KeyboardInterrupt:  # a second Ctrl-C: end now, not after the requests in flight
+        _exit_now("interrupted twice: stopped at once; committed rows are kept; re-run the "
+                  "same command to resume", 130)  # fmt: skip
     typer.echo(summary_text(result.metrics))
     typer.echo(f"{result.n_new} new rows, {result.n_skipped} resumed; wrote {result.run_dir}")
     if result.first_error and not result.aborted:

@@ -31,6 +31,7 @@ rows and metrics.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -275,6 +276,24 @@ class TestANodeThatLacksPartOfTheData:
         assert line.startswith(f"error: Ray worker on 127.0.0.1 cannot see {sources}/clip0.mp4")
         assert "(and 1 more); workers read and write the driver's paths" in line
         assert not out.exists()  # nothing built, no folder left
+
+    def test_a_source_a_node_loses_mid_build_names_the_node_and_a_rerun_builds_it(
+        self, matrix: Matrix, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # The mount goes away after the check: the check sees nothing to complain about.
+        monkeypatch.setattr("mmrobust.distributed.tamper.planned_files", lambda *a: [])
+        sources = matrix.tiny_set.parent / "set-sources"
+        out = tmp_path / "set"
+        args = ["tamper", str(sources), "--out", str(out), "--effects", "dropping"]
+        ray = ["--executor", "ray", "--ray-address", matrix.fixture("cluster").address]
+        invoke([*args, *ray, "--ray-resource", f"{ITEM_8}=1"], 1)  # no clip built
+        errors = [json.loads(line) for line in (out / "errors.jsonl").read_text().splitlines()]
+        assert [e["reason"] for e in errors] == [
+            f"Ray node 127.0.0.1 cannot see {sources}/clip{i}.mp4 (the driver does; node-local)"
+            for i in range(2)
+        ]
+        again = invoke([*args, "--preset", "ultrafast"])
+        assert "4 clips (4 built, 0 already done), 0 errors" in again.output
 
     def test_eval_stops_before_asking_when_a_node_lacks_a_sub_folder(
         self, matrix: Matrix, tmp_path: Path

@@ -670,6 +670,13 @@ from mmrobust.finetune.command import finetune_command  # noqa: E402  (light: ty
 app.command("finetune", short_help="Fine-tune a VLM on MMR paired data (LoRA).")(finetune_command)
 
 
+# --- run (issue 30): options and body live in mmrobust.suite.command ----------------------
+
+from mmrobust.suite.command import run_command  # noqa: E402  (light: typer only)
+
+app.command("run", short_help="Several models x datasets x tasks, then one report.")(run_command)
+
+
 # --- demo (issue 7) -----------------------------------------------------------------------
 
 

@@ -44,7 +44,6 @@ from typer.testing import CliRunner
 from mmrobust.cli import app
 from tests.crossings import (
     BACKENDS,
-    ITEM_3,
     MMR_LIMIT,
     RAY_VARIANTS,
     VARIANTS,
@@ -214,7 +213,7 @@ def test_other_frame_options_on_ray_equal_serial(
     assert run_info(ray)["key"] != run_info(matrix.run(backend, "detect", "serial"))["key"]
 
 
-@pytest.mark.parametrize("backend", [pytest.param(b, marks=ITEM_3) for b in BACKENDS])
+@pytest.mark.parametrize("backend", list(BACKENDS))
 def test_resume_from_another_directory_with_a_relative_data_asks_nothing(
     matrix: Matrix,
     backend: str,

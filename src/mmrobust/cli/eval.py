@@ -15,6 +15,7 @@ from mmrobust.cli.options import (
     fail,
     fail_on,
     log_to_stderr,
+    model_args_option,
     ray_options,
 )
 
@@ -37,13 +38,7 @@ def eval_cmd(
     model_arg: list[str] = typer.Option(
         [], "--model-arg", metavar="KEY=VALUE", help="Backend setting (repeatable)."
     ),
-    model_args: list[str] = typer.Option(
-        [],
-        "--model-args",
-        "--model_args",
-        metavar="K=V,K=V",
-        help="Backend settings in lm-eval's comma form (repeatable).",
-    ),
+    model_args: list[str] = model_args_option(),
     format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
     images: str | None = typer.Option(
         None,

@@ -105,9 +105,6 @@ BACKENDS = {
     )
 }
 
-ITEM_3 = pytest.mark.xfail(
-    strict=True, reason="issue 27 item 3: resume with a differently spelled --data re-asks all"
-)
 
 RAY_TASKS_WITH = "random"
 """The backend that runs every task on Ray (frames decoded on the replicas)."""
@@ -214,7 +211,6 @@ __all__ = [
     "BACKENDS",
     "EXECUTORS",
     "FRAMES",
-    "ITEM_3",
     "MMR_LIMIT",
     "RAY_VARIANTS",
     "ROW_FIELDS",

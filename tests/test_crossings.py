@@ -17,7 +17,7 @@ Checked: every cell stores one row per sample, written once; its
 cell's; on Ray also with ``--fps/--max-frames``, ``--text-only``, ``--official``, with a
 relative ``--data``; a finished run resumed from another working directory with a
 relative ``--data`` asks nothing (zero requests at the fake server, ``0 new
-rows``). One Ray cluster, one fake server, one tiny checkpoint and one frame
+rows``), and so does a serial run resumed on Ray. One Ray cluster, one fake server, one tiny checkpoint and one frame
 cache serve the module; the tiny set is built once.
 
 Issue 27 item 8 (``TestANodeThatLacksPartOfTheData``): one more node joins the

@@ -29,6 +29,7 @@ from ray.exceptions import RayError
 from rich.console import Console
 
 from mmrobust.distributed import RayOptions
+from mmrobust.distributed.nodelocal import unreadable_here
 from mmrobust.distributed.session import (
     RaySession,
     check_paths,
@@ -94,11 +95,23 @@ def _build_remote(
     cpus: int,
 ) -> tuple[SourceResult, str, str, bool]:
     """On a worker: ``build_source`` in the driver's working directory, encoding with the
-    driver's CPU count; ``(result, node ip, node id, encoded as on the driver)``."""
+    driver's CPU count; ``(result, node ip, node id, encoded as on the driver)``.
+
+    A source this node cannot see or read (its mount lost after the check) is not built: its
+    error names the node, so it does not read as a bad file (a re-run builds it again, as
+    any source with no clip in the manifest)."""
+    ip = ray.util.get_node_ip_address()
     with in_dir(cwd), encoder_cpus(cpus) as same:
-        result = build_source(plan, config, out_dir, pool, done)
+        why = unreadable_here(plan.path)
+        if why is not None:
+            reason = f"Ray node {ip} {why} {plan.path} (the driver does; node-local)"
+            result = SourceResult(
+                source=str(plan.path), errors=[BuildError(source=str(plan.path), reason=reason)]
+            )
+        else:
+            result = build_source(plan, config, out_dir, pool, done)
     node = ray.get_runtime_context().get_node_id()
-    return result, ray.util.get_node_ip_address(), node, same
+    return result, ip, node, same
 
 
 _build_task = ray.remote(_build_remote)

@@ -30,6 +30,7 @@ from mmrobust.datasets import Dataset, Sample, load_dataset
 from mmrobust.judge import Judge, load_judge
 from mmrobust.models.base import Model
 from mmrobust.run.checks import (
+    absolute_media,
     check_nonempty,
     check_same_run,
     check_usable,
@@ -52,7 +53,7 @@ from mmrobust.run.keys import config_record, git_sha, run_block, run_key, versio
 from mmrobust.run.process import ABORT_AFTER, RunAborted, SampleProcessor, StopRules, score_rows
 from mmrobust.runlock import LOCK_FILE, RunLock
 from mmrobust.status import Status
-from mmrobust.store import ResultStore, RunFolderWriteError, RunKey
+from mmrobust.store import ResultStore, RunFolderWriteError, RunKey, StoredRow
 from mmrobust.tasks import derive_task, option_keys
 
 if TYPE_CHECKING:
@@ -100,9 +101,10 @@ def evaluate(
     config.validate()
     if ray is None:
         return run_eval(config, progress=progress)
-    from mmrobust.distributed.eval import run_eval_ray
+    from mmrobust.distributed import RAY_RUNNERS  # Ray-free; the Ray path named lazily
 
-    return run_eval_ray(config, ray, progress=progress)
+    result: RunResult = RAY_RUNNERS.get("eval")(config, ray, progress=progress)
+    return result
 
 
 def run_eval(
@@ -157,7 +159,7 @@ def _run_eval(
         config.data, config.format, images=config.images, text_only=config.text_only
     )
     dataset = derive_task(dataset, config.task, seed=config.seed)
-    samples = select_samples(dataset, config.limit)
+    samples = [absolute_media(s) for s in select_samples(dataset, config.limit)]
     check_nonempty(dataset, samples, config)
     check_usable(samples, config)
     run_dir = Path(config.out)
@@ -392,13 +394,21 @@ def _consume(
         failed = 0
         for rows in executor.run(processor, items):
             for row in rows:
-                stops.before_store(row, written[0])
-                store.put(row)
-                written[0] += 1
-                failed += row.status is not Status.OK
-                stops.stored(row)
+                for ready in stops.admit(row, written[0]):
+                    failed += _store(store, ready, written, stops)
             bar.update(task, advance=len(rows), errors=failed)
             stops.check(written[0])
+        if not INTERRUPTS.requested:  # after Ctrl-C held rows are dropped: asked again
+            for ready in stops.flush(written[0]):  # rows held by the server-limit rule
+                failed += _store(store, ready, written, stops)
+
+
+def _store(store: ResultStore, row: StoredRow, written: list[int], stops: StopRules) -> bool:
+    """Commit ``row``, count it; return whether it failed."""
+    store.put(row)
+    written[0] += 1
+    stops.stored(row)
+    return row.status is not Status.OK
 
 
 __all__ = ["RunResult", "evaluate", "run_eval"]

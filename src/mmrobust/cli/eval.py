@@ -15,6 +15,7 @@ from mmrobust.cli.options import (
     fail,
     fail_on,
     log_to_stderr,
+    model_args_option,
     ray_options,
 )
 
@@ -37,13 +38,7 @@ def eval_cmd(
     model_arg: list[str] = typer.Option(
         [], "--model-arg", metavar="KEY=VALUE", help="Backend setting (repeatable)."
     ),
-    model_args: list[str] = typer.Option(
-        [],
-        "--model-args",
-        "--model_args",
-        metavar="K=V,K=V",
-        help="Backend settings in lm-eval's comma form (repeatable).",
-    ),
+    model_args: list[str] = model_args_option(),
     format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
     images: str | None = typer.Option(
         None,
@@ -158,6 +153,9 @@ def eval_cmd(
         ) from None
     except (FileNotFoundError, DatasetError, UnknownNameError, ValueError, ImportError) as exc:
         raise fail_on(exc) from None
+    except KeyboardInterrupt:  # a second Ctrl-C: end now, not after the requests in flight
+        _exit_now("interrupted twice: stopped at once; committed rows are kept; re-run the "
+                  "same command to resume", 130)  # fmt: skip
     typer.echo(summary_text(result.metrics))
     typer.echo(f"{result.n_new} new rows, {result.n_skipped} resumed; wrote {result.run_dir}")
     if result.first_error and not result.aborted:
@@ -172,6 +170,18 @@ def eval_cmd(
         raise typer.Exit(130)
     if result.nothing_scored:
         raise fail(result.nothing_scored, 1)
+
+
+def _exit_now(message: str, code: int) -> None:
+    """Print ``error: message`` and end the process at once (worker threads still waiting on
+    a server are not joined; committed rows are on disk)."""
+    import os
+    import sys
+
+    typer.echo(f"error: {message}", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 @app.command("rescore", short_help="Re-score stored answers without calling the model.")

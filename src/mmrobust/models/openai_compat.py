@@ -33,6 +33,7 @@ from mmrobust.models._http import (
     empty_reply,
     options_encoding,
     parse_retry_after,
+    place_prefill,
     read_api_key,
     token_count,
 )
@@ -184,17 +185,10 @@ class OpenAICompatModel(HttpModel):
             payload["seed"] = o.seed
         if o.chat_template_kwargs:
             payload["chat_template_kwargs"] = dict(o.chat_template_kwargs)
-        extra: dict[str, Any] = {"n_media": len(media)}
-        if request.assistant_prefill:
-            if o.prefill == "drop":
-                extra["prefill_dropped"] = True
-            elif o.prefill == "user":
-                content.append({"type": "text", "text": request.assistant_prefill})
-            else:
-                messages.append({"role": "assistant", "content": request.assistant_prefill})
-                if o.prefill == "continue":
-                    payload["continue_final_message"] = True
-                    payload["add_generation_prompt"] = False
+        extra = {"n_media": len(media), **place_prefill(request, o.prefill, content, messages)}
+        if request.assistant_prefill and o.prefill == "continue":
+            payload["continue_final_message"] = True
+            payload["add_generation_prompt"] = False
         if o.extra_body:
             payload.update(o.extra_body)
         return payload, extra

@@ -203,9 +203,10 @@ def run_tamper(
             "position per --out with Ray"
         )
     if ray is not None:
-        from mmrobust.distributed.tamper import build_on_ray
+        from mmrobust.distributed import RAY_RUNNERS  # Ray-free; the Ray path named lazily
 
-        return build_on_ray(sources, out_dir, config, ray, quiet=quiet)
+        built: BuildReport = RAY_RUNNERS.get("tamper")(sources, out_dir, config, ray, quiet=quiet)
+        return built
     return build_with_progress(
         sources, out_dir, config, jobs=jobs, quiet=quiet, positions=positions
     )

@@ -64,6 +64,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "records",
             "reasoning",
             "reply_words",
+            "safenames",
             "distributed.__init__",
         ),
     ),

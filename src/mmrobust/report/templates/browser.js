@@ -225,7 +225,7 @@
   }
 
   function render() {
-    var size = parseInt(fSize.value, 10) || 50, pages = Math.max(1, Math.ceil(matches.length / size));
+    var size = parseInt(fSize.value, 10) || 20, pages = Math.max(1, Math.ceil(matches.length / size));
     page = Math.min(page, pages - 1);
     cards.textContent = "";
     var frag = document.createDocumentFragment();
@@ -260,5 +260,18 @@
     pub.addEventListener("change", sync);
     sync();
   }
+  // The contents bar: a link to a folded part (or into one) opens it first, then scrolls.
+  var unfold = function (id) {
+    var el = id && document.getElementById(id);
+    var d = el && (el.tagName === "DETAILS" ? el : el.closest("details"));
+    if (d) { d.open = true; }
+    return el;
+  };
+  document.addEventListener("click", function (e) {
+    var a = e.target.closest && e.target.closest('a[href^="#"]');
+    if (a) { unfold(decodeURIComponent(a.getAttribute("href").slice(1))); }
+  });
+  var target = unfold(decodeURIComponent(location.hash.slice(1)));
+  if (target) { target.scrollIntoView(); }
   update();
 }());

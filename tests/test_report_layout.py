@@ -104,7 +104,6 @@ def test_per_dataset_parts_fold_under_a_contents_bar(tmp_path: Path) -> None:
     assert "on set-b" in lb1 and "on set-a" not in lb1
     pl0 = page.split('id="pl-0"', 1)[1].split("</details>", 1)[0]
     assert "on set-a" in pl0 and "on set-b" not in pl0
-    assert "<option selected>20</option>" in page  # 20 cards a page (was 50)
 
 
 @pytest.mark.browser
@@ -122,4 +121,5 @@ def test_a_contents_link_opens_its_folded_part(tmp_path: Path) -> None:
     ).stdout  # fmt: skip
     assert re.search(r'<details class="part" id="md-1" open="">', dom), dom[:3000]
     assert re.search(r'<details class="part" id="md-0">', dom)  # the others stay folded
-    assert re.search(r'id="count" data-ms="\d+">(\d+) of \1 samples<', dom)  # the browser still runs
+    # the sample browser still runs
+    assert re.search(r'id="count" data-ms="\d+">(\d+) of \1 samples<', dom)

@@ -225,7 +225,7 @@
   }
 
   function render() {
-    var size = parseInt(fSize.value, 10) || 20, pages = Math.max(1, Math.ceil(matches.length / size));
+    var size = parseInt(fSize.value, 10) || 50, pages = Math.max(1, Math.ceil(matches.length / size));
     page = Math.min(page, pages - 1);
     cards.textContent = "";
     var frag = document.createDocumentFragment();

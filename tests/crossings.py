@@ -39,14 +39,21 @@ VARIANTS = {
     "frames": FRAMES,
     "fps": ("--fps", "10", "--max-frames", "3"),
     "text-only": (*FRAMES, "--text-only"),
+    "official": (*FRAMES, "--official"),
 }
-"""Frame options of a cell: the matrix's ``--frames 2``; ``--fps`` with a cap (another frame
-policy, so another run key); ``--text-only`` (no media sent; what worked on Ray before item 1)."""
+"""Options of a cell: the matrix's ``--frames 2``; ``--fps`` with a cap (another frame
+policy, so another run key); ``--text-only`` (no media sent; what worked on Ray before item 1);
+``--official`` (the reference's prompt and decisions, which the replicas must apply too)."""
 
-RAY_VARIANTS = (("random", "fps"), ("openai", "fps"), ("openai", "text-only"))
+RAY_VARIANTS = (
+    ("random", "fps"),
+    ("openai", "fps"),
+    ("openai", "text-only"),
+    ("openai", "official"),
+)
 """``(backend, variant)`` also run on Ray (``detect``) beside the matrix's ``--frames 2``: the
-frame options that item 1's run key mismatch depended on, for a backend that decodes frames on
-the replicas and for the API backend that encodes them its own way."""
+options that item 1's run key mismatch depended on, for a backend that decodes frames on the
+replicas and for the API backend that encodes them its own way, and the official protocol."""
 
 MMR_LIMIT = ("--limit", "4")
 """The first 4 ``mmr-demo`` records: 2 positive/negative pairs."""

@@ -14,10 +14,10 @@ are left out.
 Checked: every cell stores one row per sample, written once; its
 ``metrics.json`` (less timestamps and the executor block) and its rows
 (status, letter, reply, rule, error, frame indices, extras) equal the serial
-cell's; on Ray also with ``--fps/--max-frames`` and ``--text-only`` and with a
+cell's; on Ray also with ``--fps/--max-frames``, ``--text-only``, ``--official``, with a
 relative ``--data``; a finished run resumed from another working directory with a
 relative ``--data`` asks nothing (zero requests at the fake server, ``0 new
-rows``). One Ray cluster, one fake server, one tiny checkpoint and one frame
+rows``), and so does a serial run resumed on Ray. One Ray cluster, one fake server, one tiny checkpoint and one frame
 cache serve the module; the tiny set is built once.
 
 Issue 27 item 8 (``TestANodeThatLacksPartOfTheData``): one more node joins the
@@ -204,7 +204,8 @@ def test_a_cell_equals_the_serial_run(
 def test_other_frame_options_on_ray_equal_serial(
     matrix: Matrix, backend: str, variant: str
 ) -> None:
-    """``--fps/--max-frames`` and ``--text-only`` on Ray: the serial run's key, rows, metrics."""
+    """``--fps/--max-frames``, ``--text-only``, ``--official`` on Ray: the serial run's key,
+    rows and metrics."""
     ray, serial = (matrix.run(backend, "detect", ex, variant) for ex in ("ray", "serial"))
     assert run_info(ray)["key"] == run_info(serial)["key"]
     assert run_info(ray)["n_new"] == 6

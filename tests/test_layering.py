@@ -16,16 +16,25 @@ functions, ``models.spec.MODELS``, ``distributed.RAY_RUNNERS``). That is the sea
 loophole: the lower code names an entry point, and never runs the higher module's import.
 
 Function-level imports that cross packages, and why they are inside a function (none of
-them holds a cycle together; the test proves it):
+them holds a cycle together; the cycle tests include them):
 
-* ``cli/*``: every library module, so ``mmrobust --help`` stays fast;
-* optional dependencies: Ray (``run.eval``, ``tamper.console``, ``mmrdata.command`` reach
-  ``distributed`` only through ``RAY_RUNNERS``), torch/transformers (``models.hf``,
-  ``finetune``), scikit-learn/matplotlib (``audit``, ``report.plots``);
-* heavy siblings loaded only on the path that needs them: ``datasets.base`` -> ``media``
-  (probing), ``models`` backends -> ``media`` (encoding), ``families.base`` -> ``datasets``
-  (a family's loaders registered in ``FORMATS``), ``audit`` -> ``report.units``,
-  ``demo`` / ``suite`` -> ``report`` (after the runs), ``catalog`` -> every registry.
+* ``cli/*`` -> every library module: ``mmrobust --help`` stays light
+  (``tests/test_startup_imports.py``);
+* the Ray path: ``run.eval``, ``tamper.console``, ``mmrdata.command`` -> ``distributed``'s
+  Ray-free ``__init__`` (``RayOptions``, ``RAY_RUNNERS``) only when ``--executor ray``;
+  ``distributed.replicas`` -> ``run``, ``judge``, ``models``, ``mmrdata`` inside the replica
+  actor (imported on the Ray worker), ``distributed.tamper`` -> ``tamper.console``;
+* decoding only where frames are read: ``datasets.windows``, ``forensic.detector``,
+  ``models.forensic``, ``run.process``, ``audit`` -> ``media``; ``models.base`` /
+  ``models.spec`` -> ``media.jpeg``;
+* torch only when training: ``finetune.data`` / ``finetune.train`` -> ``datasets.mmr``,
+  ``prompts``, ``models._adapter``;
+* one path each: ``families.base`` -> ``datasets.base`` (a family's loaders into ``FORMATS``),
+  ``run.config`` -> ``extract`` / ``tasks`` / ``media.cache`` (validating options),
+  ``report.view`` -> ``run.process`` (scoring a run stopped before ``metrics.json``),
+  ``report.tamper`` -> ``datasets.hub``, ``judge`` -> ``models.spec``, ``audit`` ->
+  ``metrics`` / ``report.units``, ``demo`` / ``suite`` -> ``report.site`` (after the runs),
+  ``catalog`` -> every registry (``mmrobust list``).
 """
 
 from __future__ import annotations
@@ -55,6 +64,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "records",
             "reasoning",
             "reply_words",
+            "safenames",
             "distributed.__init__",
         ),
     ),

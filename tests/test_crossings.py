@@ -14,10 +14,10 @@ are left out.
 Checked: every cell stores one row per sample, written once; its
 ``metrics.json`` (less timestamps and the executor block) and its rows
 (status, letter, reply, rule, error, frame indices, extras) equal the serial
-cell's; on Ray also with ``--fps/--max-frames`` and ``--text-only`` and with a
+cell's; on Ray also with ``--fps/--max-frames``, ``--text-only``, ``--official``, with a
 relative ``--data``; a finished run resumed from another working directory with a
 relative ``--data`` asks nothing (zero requests at the fake server, ``0 new
-rows``). One Ray cluster, one fake server, one tiny checkpoint and one frame
+rows``), and so does a serial run resumed on Ray. One Ray cluster, one fake server, one tiny checkpoint and one frame
 cache serve the module; the tiny set is built once.
 
 Issue 27 item 8 (``TestANodeThatLacksPartOfTheData``): one more node joins the
@@ -44,13 +44,13 @@ from typer.testing import CliRunner
 from mmrobust.cli import app
 from tests.crossings import (
     BACKENDS,
-    ITEM_3,
     MMR_LIMIT,
     RAY_VARIANTS,
     VARIANTS,
     build_tiny_set,
     cells,
     metrics,
+    replicas,
     responder,
     rows,
     run_info,
@@ -119,7 +119,7 @@ class Matrix:
         args += [*MMR_LIMIT] if task == "mmr" else ["--task", task]
         if executor == "ray":
             args += ["--executor", "ray", "--ray-address", self.fixture("cluster").address]
-            args += b.ray_args
+            args += replicas(backend, task, variant)
         else:
             args += EXECUTOR_ARGS[executor]
         return args
@@ -191,9 +191,12 @@ def test_a_cell_equals_the_serial_run(
     n = SAMPLES[task]
     assert (info["n_rows"], info["n_new"]) == (n, n)  # one row per sample, each written once
     assert len(rows(run)) == n
-    assert info["executor"]["name"] == {"serial": "serial", "threads": "threads"}.get(
-        executor, executor
-    )
+    assert info["executor"]["name"] == executor
+    if executor == "ray":  # each backend's detect cell on both nodes (but openai: 1 by default)
+        two = not replicas(backend, task, "frames") and backend != "openai"
+        assert (info["executor"]["replicas"], info["executor"]["n_nodes"]) == (
+            (2, 2) if two else (1, 1)
+        )
     if executor == "serial":
         return
     serial = matrix.run(backend, task, "serial")
@@ -205,7 +208,8 @@ def test_a_cell_equals_the_serial_run(
 def test_other_frame_options_on_ray_equal_serial(
     matrix: Matrix, backend: str, variant: str
 ) -> None:
-    """``--fps/--max-frames`` and ``--text-only`` on Ray: the serial run's key, rows, metrics."""
+    """``--fps/--max-frames``, ``--text-only``, ``--official`` on Ray: the serial run's key,
+    rows and metrics."""
     ray, serial = (matrix.run(backend, "detect", ex, variant) for ex in ("ray", "serial"))
     assert run_info(ray)["key"] == run_info(serial)["key"]
     assert run_info(ray)["n_new"] == 6
@@ -214,7 +218,7 @@ def test_other_frame_options_on_ray_equal_serial(
     assert run_info(ray)["key"] != run_info(matrix.run(backend, "detect", "serial"))["key"]
 
 
-@pytest.mark.parametrize("backend", [pytest.param(b, marks=ITEM_3) for b in BACKENDS])
+@pytest.mark.parametrize("backend", list(BACKENDS))
 def test_resume_from_another_directory_with_a_relative_data_asks_nothing(
     matrix: Matrix,
     backend: str,

@@ -290,3 +290,35 @@ def test_a_context_limit_nearly_every_sample_hits_stops_the_run(tmp_path: Path) 
     from tests.runs import stored_rows
 
     assert stored_rows(out) == {}  # nothing stored: every sample is asked again after the fix
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_ends_at_once_with_130(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.fake_openai_server import FakeOpenAIServer, Reply
+
+    data = _jsonl(tmp_path / "d.jsonl", 6)
+    out = tmp_path / "run"
+    hang = Reply.hang(60.0)  # every request hangs: only the second Ctrl-C can end the run
+    with FakeOpenAIServer(responder=lambda _req: hang) as srv:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        cmd = [sys.executable, "-m", "mmrobust.cli", "eval", "--data", str(data), "--out"]
+        cmd += [str(out), "--model", "openai:slow", "--model-arg", f"base_url={srv.base_url}"]
+        cmd += ["--model-arg", "max_retries=0", "--workers", "2", "-q", "--bootstrap", "0"]
+        proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+        while not srv.chat_requests and proc.poll() is None:
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGINT)
+        time.sleep(0.5)
+        assert proc.poll() is None  # the first one waits for the requests in flight
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)  # a hang guard, far below the server's 60 s
+    assert proc.returncode == 130, err
+    assert "interrupt: no new requests" in err  # said at the first one
+    assert "interrupted twice: stopped at once" in err
+    assert "Traceback" not in err

@@ -15,6 +15,7 @@ from mmrobust.cli.options import (
     fail,
     fail_on,
     log_to_stderr,
+    model_args_option,
     ray_options,
 )
 
@@ -37,13 +38,7 @@ def eval_cmd(
     model_arg: list[str] = typer.Option(
         [], "--model-arg", metavar="KEY=VALUE", help="Backend setting (repeatable)."
     ),
-    model_args: list[str] = typer.Option(
-        [],
-        "--model-args",
-        "--model_args",
-        metavar="K=V,K=V",
-        help="Backend settings in lm-eval's comma form (repeatable).",
-    ),
+    model_args: list[str] = model_args_option(),
     format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
     images: str | None = typer.Option(
         None,
@@ -117,6 +112,12 @@ def eval_cmd(
         help="On resume, also ask again samples whose row is a final error "
         "(rejected, empty_reply, media_error, ...).",
     ),
+    log_samples: bool = typer.Option(
+        False,
+        "--log-samples",
+        "--log_samples",
+        help="Also write RUN_DIR/samples.jsonl: one line per stored row (docs/evaluation.md).",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     executor: str = EXECUTOR,
     ray_address: str | None = RAY_ADDRESS,
@@ -158,8 +159,15 @@ def eval_cmd(
         ) from None
     except (FileNotFoundError, DatasetError, UnknownNameError, ValueError, ImportError) as exc:
         raise fail_on(exc) from None
+    except KeyboardInterrupt:  # a second Ctrl-C: end now, not after the requests in flight
+        _exit_now("interrupted twice: stopped at once; committed rows are kept; re-run the "
+                  "same command to resume", 130)  # fmt: skip
     typer.echo(summary_text(result.metrics))
     typer.echo(f"{result.n_new} new rows, {result.n_skipped} resumed; wrote {result.run_dir}")
+    if log_samples:  # also after an interrupted run: the rows stored so far
+        from mmrobust.export import SAMPLES_FILE, export_run
+
+        typer.echo(f"wrote {export_run(result.run_dir, 'jsonl', result.run_dir / SAMPLES_FILE)}")
     if result.first_error and not result.aborted:
         typer.echo(f"first failure: {result.first_error}", err=True)
     if result.aborted:
@@ -172,6 +180,18 @@ def eval_cmd(
         raise typer.Exit(130)
     if result.nothing_scored:
         raise fail(result.nothing_scored, 1)
+
+
+def _exit_now(message: str, code: int) -> None:
+    """Print ``error: message`` and end the process at once (worker threads still waiting on
+    a server are not joined; committed rows are on disk)."""
+    import os
+    import sys
+
+    typer.echo(f"error: {message}", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 @app.command("rescore", short_help="Re-score stored answers without calling the model.")

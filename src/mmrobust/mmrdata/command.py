@@ -60,11 +60,12 @@ def generate(
     if not paths:
         raise ValueError("no images found")
     if ray is not None:
-        from mmrobust.distributed.mmrdata import run_mmr_data_ray
+        from mmrobust.distributed import RAY_RUNNERS  # Ray-free; the Ray path named lazily
 
-        return run_mmr_data_ray(
+        summary: MMRDataSummary = RAY_RUNNERS.get("mmr-data")(
             paths, model, args, out_dir, ray, n_pairs=n_pairs, resume=resume, on_item=on_item
         )
+        return summary
     backend = load_model(parse_spec(model, args))
     try:
         return run_mmr_data(

@@ -40,6 +40,7 @@ from mmrobust.models._http import (
     check_base_url,
     empty_reply,
     options_encoding,
+    place_prefill,
     read_api_key,
     token_count,
 )
@@ -145,16 +146,11 @@ class AnthropicModel(HttpModel):
             payload["system"] = request.system
         if o.top_k is not None:
             payload["top_k"] = o.top_k
-        extra: dict[str, Any] = {"n_media": len(media)}
-        if request.assistant_prefill:
-            if o.prefill == "drop":
-                extra["prefill_dropped"] = True
-            elif o.prefill == "user":
-                content.append({"type": "text", "text": request.assistant_prefill})
-            else:  # the API refuses a final assistant turn that ends in whitespace
-                messages.append(
-                    {"role": "assistant", "content": request.assistant_prefill.rstrip()}
-                )
+        # the API refuses a final assistant turn that ends in whitespace: strip
+        extra = {
+            "n_media": len(media),
+            **place_prefill(request, o.prefill, content, messages, strip=True),
+        }
         if o.extra_body:
             payload.update(o.extra_body)
         return payload, extra

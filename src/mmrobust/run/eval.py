@@ -101,9 +101,10 @@ def evaluate(
     config.validate()
     if ray is None:
         return run_eval(config, progress=progress)
-    from mmrobust.distributed.eval import run_eval_ray
+    from mmrobust.distributed import RAY_RUNNERS  # Ray-free; the Ray path named lazily
 
-    return run_eval_ray(config, ray, progress=progress)
+    result: RunResult = RAY_RUNNERS.get("eval")(config, ray, progress=progress)
+    return result
 
 
 def run_eval(

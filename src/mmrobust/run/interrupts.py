@@ -22,12 +22,20 @@ SIGINT (main thread only):
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
+
+NOTICE = (
+    "\ninterrupt: no new requests; storing those in flight, then writing metrics.json "
+    "(Ctrl-C again to stop at once)\n"
+)
+"""Written to stderr at the first SIGINT."""
 
 POLL_S = 0.2
 """Seconds an executor waits for results before it looks at the stop flag again."""
@@ -55,6 +63,8 @@ class Interrupts:
             raise KeyboardInterrupt
         for hook in list(self._hooks):
             hook()
+        with contextlib.suppress(OSError):  # os.write is signal-safe; print could wait on
+            os.write(2, NOTICE.encode())  # a lock the interrupted main thread holds
 
     def on_request(self, hook: Callable[[], None]) -> Callable[[], None]:
         """Call ``hook`` (signal-safe: sets a flag only) at the first SIGINT; returns the
@@ -97,4 +107,4 @@ INTERRUPTS = Interrupts()
 """The one instance (signal handlers are per process)."""
 
 
-__all__ = ["INTERRUPTS", "POLL_S", "Interrupts"]
+__all__ = ["INTERRUPTS", "NOTICE", "POLL_S", "Interrupts"]

@@ -74,6 +74,9 @@ def run_command(
     ),
     title: str = typer.Option("mmrobust report", "--title", help="Title of the report."),
     no_report: bool = typer.Option(False, "--no-report", help="Write no report at the end."),
+    log_samples: bool = typer.Option(
+        False, "--log-samples", "--log_samples", help="Also write each run's samples.jsonl."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Run every --model on every --data for every --task (one eval per run folder), then
@@ -104,6 +107,7 @@ def run_command(
                 "retry_failed": retry_failed,
             },
             report=not no_report,
+            log_samples=log_samples,
             title=title,
         )
         result = run_suite(config, progress=not quiet, log=typer.echo)

@@ -54,6 +54,7 @@ class SuiteConfig:
         options: every other :class:`EvalConfig` field, shared by all runs (``limit``,
             ``seed``, ``model_args``, ``frames`` ...).
         report: write ``OUT/report`` at the end.
+        log_samples: write each run folder's ``samples.jsonl`` (:mod:`mmrobust.export`).
         title: the report's title.
     """
 
@@ -65,6 +66,7 @@ class SuiteConfig:
     options: dict[str, Any] = field(default_factory=dict)
     report: bool = True
     title: str = "mmrobust report"
+    log_samples: bool = False
 
     def validate(self) -> None:
         """Check the lists and every shared option before any work.
@@ -400,6 +402,10 @@ def _one(config: SuiteConfig, run: SuiteRun, shared: _SharedModels) -> None:
         run.status, run.error = "failed", (str(exc).splitlines() or [type(exc).__name__])[0]
         return
     run.n_new, run.n_skipped = res.n_new, res.n_skipped
+    if config.log_samples:  # also after an interrupted run: the rows stored so far
+        from mmrobust.export import SAMPLES_FILE, export_run
+
+        export_run(run.run_dir, "jsonl", run.run_dir / SAMPLES_FILE)
     try:
         run.headline = get_family(res.metrics.get("benchmark")).headline(res.metrics)
     except (ValueError, KeyError, TypeError):

@@ -93,3 +93,17 @@ def test_mmr_data_summary_and_no_sample_error() -> None:
     assert no_sample_error(empty, "a.png: boom") == (
         "generated no training sample from 2 images (a.png: boom)"
     )
+
+
+def test_tamper_repeated_position_is_one_line_exit_2(
+    real_clips: dict[str, Path], tmp_path: Path
+) -> None:
+    """``--position`` is parsed by the library (``run_tamper`` takes the comma list); a repeated
+    position still stops before any build with one line."""
+    clip = str(real_clips["bikes"])
+    res = CliRunner().invoke(
+        app, ["tamper", clip, "--out", str(tmp_path / "o"), "--position", "start,start"]
+    )
+    assert res.exit_code == 2, res.output
+    assert res.output.startswith("error: ") and len(res.output.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()

@@ -94,16 +94,14 @@ def tamper(
     """Build a tampered benchmark (MVTamperBench sections 3.2-3.3) from real videos."""
     from mmrobust.tamper.console import config_from_options, run_tamper
     from mmrobust.tamper.effects import EffectParamError
-    from mmrobust.tamper.positions import parse_positions
     from mmrobust.tamper.window import WindowError
 
     try:
-        positions = parse_positions(position)
         config = config_from_options(
             effects=effects,
             params=param,
             duration=duration,
-            position=position.split(",")[0],
+            position=position,
             seed=seed,
             official_fps=official_fps,
             codec_control=codec_control,
@@ -125,7 +123,7 @@ def tamper(
     )
     try:
         report = run_tamper(
-            sources, out, config, positions=positions, jobs=jobs, quiet=quiet, ray=ray
+            sources, out, config, positions=position, jobs=jobs, quiet=quiet, ray=ray
         )
     except ValueError as exc:  # several positions on Ray, Ray unreachable, a path not seen
         raise fail(str(exc)) from None

@@ -45,27 +45,14 @@ from mmrobust.status import Status
 
 
 class OpenAIOptions(HttpOptions):
-    """``--model-arg`` settings of the ``openai`` backend (strings are converted).
+    """``--model-arg`` settings of the ``openai`` backend (strings are converted); the settings
+    every HTTP backend shares (temperature, timeout, deadline, retries, backoff, image size and
+    quality) are documented once, in :class:`~mmrobust.models._http.HttpOptions`.
 
     Attributes:
         base_url: server root including ``/v1`` (``http://localhost:8000/v1``).
         api_key_env: name of the environment variable holding the API key;
             ``None`` sends no ``Authorization`` header (local servers).
-        temperature: sampling temperature; 0 (greedy) by default.
-        max_tokens: cap on generated tokens.
-        timeout: seconds one socket operation of an attempt may wait (connect,
-            each read, each write).
-        deadline: seconds one whole HTTP attempt may take, connect to last byte
-            (default ``3 * timeout``); past it the attempt is a ``timeout``.
-        concurrency: requests in flight at once (``Model.max_concurrency``).
-        max_retries: retries after the first attempt (0: try once).
-        backoff_initial: seconds; the n-th backoff is uniform in
-            ``[0, min(backoff_max, backoff_initial * 2**n)]``.
-        backoff_max: seconds; cap on one backoff wait.
-        retry_after_max: seconds; cap on a server's ``Retry-After``.
-        image_max_side: pixels; frames are downscaled so the longer side is
-            at most this (0: send full size).
-        jpeg_quality: JPEG quality (1..100) of the frames sent.
         image_detail: OpenAI ``detail`` hint on each image part (omitted when unset).
         video: send the video file itself as one ``video_url`` part instead of
             sampled frames (``media_input = "path"``); the server samples frames.

@@ -99,8 +99,37 @@ class SuiteConfig:
     def eval_config(
         self, model: str, data: str, media: str | None, task: str, out: str
     ) -> EvalConfig:
-        """The :class:`EvalConfig` of one run."""
-        return EvalConfig(data=data, model=model, out=out, task=task, images=media, **self.options)
+        """The :class:`EvalConfig` of one run (its ``model_args``: :meth:`model_args_for`)."""
+        options = dict(self.options)
+        if "model_args" in options:
+            options["model_args"] = self.model_args_for(model)
+        return EvalConfig(data=data, model=model, out=out, task=task, images=media, **options)
+
+    def model_args_for(self, model: str) -> dict[str, str]:
+        """The shared ``--model-arg`` settings the backend of ``model`` takes.
+
+        With models of several backends (``openai:`` beside ``hf:`` or ``forensic``), each
+        gets only the keys its backend declares (``mmrobust list models``), so
+        ``base_url=...`` reaches the API models and not the local ones; a key no backend of
+        the suite declares is passed to every model, whose backend then rejects it (a typo
+        still fails). With one backend every key is passed as given.
+        """
+        args: dict[str, str] = dict(self.options.get("model_args") or {})
+        backends = {m.partition(":")[0] for m in self.models}
+        if not args or len(backends) < 2:
+            return args
+        from mmrobust.catalog import models as backend_catalog
+
+        declared = {
+            b["name"]: {o["name"] for o in b["options"]}
+            for b in backend_catalog()
+            if b["name"] in backends
+        }
+        if set(declared) != backends:  # a backend the catalog does not know: pass all
+            return args
+        anywhere = set().union(*declared.values())
+        mine = declared[model.partition(":")[0]]
+        return {k: v for k, v in args.items() if k in mine or k not in anywhere}
 
 
 @dataclass
@@ -377,7 +406,7 @@ class _SharedModels:
             from mmrobust.models.spec import load_model
 
             self.close()
-            self.model = load_model(spec, self.config.options.get("model_args") or {})
+            self.model = load_model(spec, self.config.model_args_for(spec))
             self.spec = spec  # only once loaded: a failed load is tried again by the next run
         return _KeepOpen(self.model)
 

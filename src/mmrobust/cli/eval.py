@@ -40,6 +40,9 @@ def eval_cmd(
     ),
     model_args: list[str] = model_args_option(),
     format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
+    revision: str | None = typer.Option(
+        None, "--revision", help="Hub revision (branch, tag or commit) of hf: data."
+    ),
     images: str | None = typer.Option(
         None,
         "--media",
@@ -140,6 +143,9 @@ def eval_cmd(
         executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
     )
     try:
+        from mmrobust.datasets.hub import with_revision
+
+        data = with_revision(data, revision)  # hf:<owner>/<name> -> hf:<owner>/<name>@REV
         config = EvalConfig(
             data=data, model=model, out=out, model_args=parse_model_args(model_arg, model_args),
             format=format,

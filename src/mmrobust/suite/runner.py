@@ -55,6 +55,8 @@ class SuiteConfig:
             ``seed``, ``model_args``, ``frames`` ...).
         report: write ``OUT/report`` at the end.
         log_samples: write each run folder's ``samples.jsonl`` (:mod:`mmrobust.export`).
+        model_args: per model spec, backend settings added to ``options["model_args"]`` (which
+            every model gets): models served by different servers.
         title: the report's title.
     """
 
@@ -67,6 +69,7 @@ class SuiteConfig:
     report: bool = True
     title: str = "mmrobust report"
     log_samples: bool = False
+    model_args: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def validate(self) -> None:
         """Check the lists and every shared option before any work.
@@ -99,11 +102,14 @@ class SuiteConfig:
     def eval_config(
         self, model: str, data: str, media: str | None, task: str, out: str
     ) -> EvalConfig:
-        """The :class:`EvalConfig` of one run (its ``model_args``: :meth:`model_args_for`)."""
-        options = dict(self.options)
-        if "model_args" in options:
-            options["model_args"] = self.model_args_for(model)
+        """The :class:`EvalConfig` of one run (its ``model_args``: :meth:`args_of`)."""
+        options = {**self.options, "model_args": self.args_of(model)}
         return EvalConfig(data=data, model=model, out=out, task=task, images=media, **options)
+
+    def args_of(self, model: str) -> dict[str, str]:
+        """The backend settings of ``model``: the shared ones its backend takes
+        (:meth:`model_args_for`), then its own."""
+        return {**self.model_args_for(model), **self.model_args.get(model, {})}
 
     def model_args_for(self, model: str) -> dict[str, str]:
         """The shared ``--model-arg`` settings the backend of ``model`` takes.
@@ -406,7 +412,7 @@ class _SharedModels:
             from mmrobust.models.spec import load_model
 
             self.close()
-            self.model = load_model(spec, self.config.model_args_for(spec))
+            self.model = load_model(spec, self.config.args_of(spec))
             self.spec = spec  # only once loaded: a failed load is tried again by the next run
         return _KeepOpen(self.model)
 

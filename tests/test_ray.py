@@ -235,7 +235,7 @@ def _remove_a_replica_node(c: LoopbackCluster) -> None:
 
     for actor in state.actors().values():
         node_id = actor.get("Address", {}).get("NodeID")
-        if actor.get("ActorClassName") != "Replica" or actor.get("State") != "ALIVE":
+        if "ReplicaStage" not in str(actor.get("ActorClassName")) or actor.get("State") != "ALIVE":
             continue
         node = next((n for n in c.cluster.worker_nodes if n.node_id == node_id), None)
         if node is not None:
@@ -255,7 +255,7 @@ def test_eval_survives_losing_a_node_mid_run(
     assert fired[0]
     info = _run_info(out)
     ex = info["executor"]
-    assert ex["replica_failures"] >= 1 and ex["retried_items"] >= 1, ex
+    assert ex["replica_failures"] >= 1, ex  # Ray restarted it and re-ran its block
     assert (info["n_new"], info["n_rows"]) == (24, 24)  # nothing lost, nothing written twice
     assert _metrics(out) == _metrics(serial_forensic)
 

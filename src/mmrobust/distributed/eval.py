@@ -12,18 +12,19 @@ store as in a local run.
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import ray
+from ray.exceptions import RayError
 
 from mmrobust.distributed import RayOptions
-from mmrobust.distributed.replicas import ReplicaLost, ReplicaPool, ReplicaSpec
-from mmrobust.distributed.session import RaySession, ray_session, worker_request
+from mmrobust.distributed.pipeline import PipelineStats, probe_model, stream
+from mmrobust.distributed.replicas import ReplicaSpec
+from mmrobust.distributed.session import RaySession, check_paths, ray_session, worker_request
 from mmrobust.models.base import MediaInput, Model, Request, Response
 from mmrobust.models.spec import PLACEMENTS, ModelSpec, parse_spec
 from mmrobust.prompts import build_prompt
@@ -72,6 +73,11 @@ class RemoteModel(Model):
         return dict(self._fingerprint)
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
 def _error_rows(processor: SampleProcessor, item: WorkItem, exc: BaseException) -> list[StoredRow]:
     """``model_error`` rows for an item no replica could finish (transient: a re-run retries)."""
     text = str(exc).strip()
@@ -104,51 +110,107 @@ def _first_media(items: Sequence[WorkItem]) -> list[str]:
     return []
 
 
-class RayEvalExecutor:
-    """An ``Executor`` (``mmrobust.run.executors``) whose work runs in a :class:`ReplicaPool`.
+@dataclass
+class Replicas:
+    """The model replicas of a run: what they load, what each reserves, how many, and what
+    the probe load reported (``Replica.ready``: name, fingerprint, run key ...).
 
-    Before the first item it asks every replica whether it sees the first
-    media file, and checks that the replicas computed the driver's run key.
-    Items whose replicas kept dying come back as ``model_error`` rows; when
-    every replica is gone the run stops like any aborted run (``RunAborted``:
-    finished rows kept, exit 3, re-run to resume).
+    The replicas themselves are the actors of a Ray Data pool started by :meth:`stream`
+    (``distributed/pipeline.py``).
     """
 
-    def __init__(self, pool: ReplicaPool, session: RaySession) -> None:
-        self.pool = pool
-        self.session = session
-        self.workers = pool.capacity
+    session: RaySession
+    spec: ReplicaSpec
+    request: dict[str, float]
+    stats: PipelineStats
+    info: dict[str, Any]
+
+    def check_paths(self, paths: Sequence[str]) -> None:
+        """Check on every node that could host a replica that it sees ``paths``.
+
+        Raises:
+            WorkerPathError: a node cannot see one (names the node and the path).
+        """
+        if paths:
+            check_paths(self.session, self.request, paths)
+
+    def stream(
+        self, items: Sequence[Any], *, method: str, args: tuple[Any, ...] = (), concurrency: int = 1
+    ) -> Iterator[list[tuple[Any, Any]]]:
+        """``pipeline.stream`` over these replicas (blocks of ``(item, result)``)."""
+        return stream(
+            self.session, self.spec, self.request, self.stats, items,
+            method=method, args=args, concurrency=concurrency,
+        )  # fmt: skip
+
+    def concurrency(self) -> int:
+        """Items a replica works on at once: ``--workers``, else the model's ``max_concurrency``."""
+        return max(1, self.spec.concurrency or int(self.info.get("max_concurrency") or 1))
+
+
+class RayEvalExecutor:
+    """An ``Executor`` (``mmrobust.run.executors``) whose work runs in a Ray Data pipeline.
+
+    Before the first item it checks that the replicas computed the driver's run
+    key and that every node that could host one sees the first media file. It
+    yields the rows of one block at a time (the driver writes them in one
+    transaction). An item whose replica raised comes back as ``model_error``
+    rows; when the pipeline fails (replicas that cannot start, a cluster
+    that went away) the run stops like any aborted run
+    (``RunAborted``: finished rows kept, exit 3, re-run to resume).
+    """
+
+    def __init__(self, replicas: Replicas) -> None:
+        self.replicas = replicas
+        self.session = replicas.session
+        self.workers = replicas.stats.replicas * replicas.concurrency()
+        self._running: Iterator[list[StoredRow]] | None = None
 
     def run(
         self, fn: Callable[[WorkItem], list[StoredRow]], items: Iterable[WorkItem]
     ) -> Iterator[list[StoredRow]]:
-        """Yield each item's rows as a replica returns them (any order)."""
+        """Yield the rows of each block of items as the replicas return them (any order)."""
         if not isinstance(fn, SampleProcessor):
             raise TypeError("RayEvalExecutor runs the runner's SampleProcessor only")
-        theirs = self.pool.first_info.get("key")
+        theirs = self.replicas.info.get("key")
         if theirs != asdict(fn.key):
             raise RuntimeError(
                 f"the Ray replicas compute another run key ({theirs}) than the driver "
                 f"({asdict(fn.key)}); install the same mmrobust on every node"
             )
-        source = iter(items)
-        head = list(itertools.islice(source, 8))
+        work = list(items)
         if not (fn.text_only or fn.model.media_input == "none"):
-            media = _first_media(head)
-            if media:
-                self.pool.check_paths(media)
+            self.replicas.check_paths(_first_media(work))
+        self._running = self._rows(fn, work)
+        return self._running
+
+    def _rows(self, fn: SampleProcessor, work: list[WorkItem]) -> Iterator[list[StoredRow]]:
         written = 0
+        blocks = self.replicas.stream(
+            work, method="eval_item", concurrency=self.replicas.concurrency()
+        )
         try:
-            for item, result in self.pool.map("eval_item", itertools.chain(head, source)):
-                rows = _error_rows(fn, item, result) if isinstance(result, Exception) else result
+            for block in blocks:
+                rows: list[StoredRow] = []
+                for item, result in block:
+                    rows += (
+                        _error_rows(fn, item, result) if isinstance(result, Exception) else result
+                    )
                 written += len(rows)
                 yield rows
-        except ReplicaLost as exc:
-            raise RunAborted(str(exc), written) from None
+        except RayError as exc:
+            raise RunAborted(
+                f"the Ray pipeline stopped ({type(exc).__name__}: {_first_line(exc)}); "
+                "finished rows are kept, re-run the same command to resume",
+                written,
+            ) from None
 
     def cancel(self) -> None:
-        """Hand out no more items; cancel the queued ones."""
-        self.pool.cancel()
+        """Stop the pipeline (blocks in flight are dropped, never written)."""
+        running, self._running = self._running, None
+        close = getattr(running, "close", None)
+        if close is not None:
+            close()
 
     def describe(self) -> dict[str, Any]:
         """The ``executor`` block of ``run.json``."""
@@ -156,7 +218,7 @@ class RayEvalExecutor:
             "name": "ray",
             "address": self.session.address,
             "ray_version": ray.__version__,
-            **self.pool.describe(),
+            **self.replicas.stats.describe(),
         }
 
 
@@ -209,8 +271,9 @@ def start_replicas(
     model_args: dict[str, str],
     eval_config: EvalConfig | None = None,
     concurrency: int | None = None,
-) -> ReplicaPool:
-    """Start the replicas of ``model`` with the resources of ``options``; wait until loaded.
+) -> Replicas:
+    """Size the replicas of ``model`` (resources of ``options``) and load the model once in a
+    probe task with a replica's resources (its name, fingerprint and run key).
 
     Raises:
         ValueError, WorkerPathError: bad spec, no room, a replica that cannot load or see a path.
@@ -226,7 +289,8 @@ def start_replicas(
         eval_config=eval_config,
         concurrency=concurrency,
     )
-    return ReplicaPool.start(session, replica, request, n)
+    info = probe_model(session, replica, request)
+    return Replicas(session, replica, request, PipelineStats(n, dict(request)), info)
 
 
 def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = True) -> RunResult:
@@ -243,7 +307,7 @@ def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = Tr
     config.policy()  # bad frame options fail before any replica starts
     parse_spec(config.model, config.model_args)
     with ray_session(options) as session:
-        pool = start_replicas(
+        replicas = start_replicas(
             session,
             options,
             model=config.model,
@@ -251,18 +315,16 @@ def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = Tr
             eval_config=config,
             concurrency=config.workers,
         )
-        try:
-            executor = RayEvalExecutor(pool, session)
-            model = RemoteModel.from_info(pool.first_info)
-            return run_eval(config, progress=progress, model=model, executor=executor)
-        finally:
-            pool.shutdown()
+        executor = RayEvalExecutor(replicas)
+        model = RemoteModel.from_info(replicas.info)
+        return run_eval(config, progress=progress, model=model, executor=executor)
 
 
 __all__ = [
     "API_BACKENDS",
     "RayEvalExecutor",
     "RemoteModel",
+    "Replicas",
     "gpus_per_replica",
     "local_checkpoint",
     "replica_count",

@@ -50,7 +50,7 @@ from mmrobust.run.keys import config_record, git_sha, run_block, run_key, versio
 from mmrobust.run.process import ABORT_AFTER, RunAborted, SampleProcessor, StopRules, score_rows
 from mmrobust.runlock import LOCK_FILE, RunLock
 from mmrobust.status import Status
-from mmrobust.store import ResultStore, RunFolderWriteError, RunKey
+from mmrobust.store import ResultStore, RunFolderWriteError, RunKey, StoredRow
 from mmrobust.tasks import derive_task, option_keys
 
 if TYPE_CHECKING:
@@ -303,7 +303,8 @@ def _drive(
     *,
     label: str = "eval",
 ) -> None:
-    """Run items through the executor and store each row at once; ``written[0]`` counts rows.
+    """Run items through the executor and store each yielded list of rows (one item's; a Ray
+    run: one block's) in one transaction at once; ``written[0]`` counts rows.
 
     ``label`` names the bar (the model and the dataset), so several runs in one log stay apart.
 
@@ -336,12 +337,19 @@ def _drive(
         task = bar.add_task(escape(label), total=total, errors=0)
         failed = 0
         for rows in executor.run(processor, items):
-            for row in rows:
-                stops.before_store(row, written[0])
-                store.put(row)
-                written[0] += 1
-                failed += row.status is not Status.OK
-                stops.stored(row)
+            keep: list[
+                StoredRow
+            ] = []  # the rows before one a stop rule refuses: written, then stop
+            try:
+                for row in rows:
+                    stops.before_store(row, written[0] + len(keep))
+                    keep.append(row)
+            finally:
+                store.put_many(keep)  # one transaction per item (a Ray run: per block)
+                written[0] += len(keep)
+                for row in keep:
+                    failed += row.status is not Status.OK
+                    stops.stored(row)
             bar.update(task, advance=len(rows), errors=failed)
             stops.check(written[0])
 

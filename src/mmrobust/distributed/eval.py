@@ -1,13 +1,15 @@
-"""``mmrobust eval --executor ray``: model replicas on a Ray cluster, the store on the driver.
+"""``mmrobust eval --executor ray``: model replicas in a Ray Data pipeline, the store on the driver.
 
-:func:`run_eval_ray` starts the replicas (each loads the model once), then runs
-the ordinary :func:`mmrobust.run.eval.run_eval` with two stand-ins: a
-:class:`RemoteModel` on the driver that carries the replicas' name,
-fingerprint, media input and batch size (so the run key, ``run.json`` and
-resume are exactly those of a local run), and a :class:`RayEvalExecutor`
-that sends each ``WorkItem`` to a replica and yields the rows it returns.
-The driver alone writes ``results.sqlite``; metrics are computed from the
-store as in a local run.
+:func:`run_eval_ray` loads the model once in a probe task with a replica's
+resources (name, fingerprint, run key), then runs the ordinary
+:func:`mmrobust.run.eval.run_eval` with two stand-ins: a :class:`RemoteModel`
+on the driver that carries the replicas' name, fingerprint, media input,
+frame encoding and batch size (so the run key, ``run.json`` and resume are
+exactly those of a local run), and a :class:`RayEvalExecutor` that runs the
+unfinished ``WorkItem`` s through ``distributed/pipeline.py`` (a Ray Data
+``map_batches`` over an actor pool of replicas) and yields each block's rows.
+The driver alone writes ``results.sqlite``, one transaction per block; metrics
+are computed from the store as in a local run.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from mmrobust.distributed import RayOptions
 from mmrobust.distributed.pipeline import PipelineStats, probe_model, stream
 from mmrobust.distributed.replicas import ReplicaSpec
 from mmrobust.distributed.session import RaySession, check_paths, ray_session, worker_request
+from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models.base import MediaInput, Model, Request, Response
 from mmrobust.models.spec import PLACEMENTS, ModelSpec, parse_spec
 from mmrobust.prompts import build_prompt
@@ -45,8 +48,8 @@ class RemoteModel(Model):
     """The driver's stand-in for a model loaded in Ray replicas.
 
     Carries what the runner reads from a model (``name``, ``fingerprint()``,
-    ``media_input``, ``batch_size``, ``max_concurrency``) as a replica reported
-    it; :meth:`generate` is never called on the driver.
+    ``media_input``, ``frame_format``, ``frame_encoding()``, ``batch_size``,
+    ``max_concurrency``) as a replica reported it; :meth:`generate` is never called on the driver.
     """
 
     media_input: ClassVar[MediaInput] = "frames"
@@ -56,13 +59,20 @@ class RemoteModel(Model):
         self.batch_size = int(info["batch_size"])
         self.max_concurrency = int(info["max_concurrency"])
         self._fingerprint = dict(info["fingerprint"])
+        self._encoding: FrameEncoding | None = info.get("frame_encoding")
 
     @classmethod
     def from_info(cls, info: dict[str, Any]) -> RemoteModel:
         """The stand-in for the model a replica described in ``Replica.ready``."""
         media: MediaInput = info["media_input"]
-        sub = type("RemoteModel", (cls,), {"media_input": media})
+        fmt = info.get("frame_format", "arrays")
+        sub = type("RemoteModel", (cls,), {"media_input": media, "frame_format": fmt})
         return sub(info)
+
+    def frame_encoding(self) -> FrameEncoding:
+        """The replicas' frame encoding (part of the run key: an ``openai:`` model's JPEG
+        quality and size cap differ from the default)."""
+        return self._encoding if self._encoding is not None else super().frame_encoding()
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         """Not available on the driver (the model lives in the replicas)."""

@@ -163,8 +163,20 @@ class PipelineStats:
         pids = self.seen.get(actor, (ip, node_id, set()))[2]
         self.seen[actor] = (ip, node_id, pids | {pid})
 
+    def placed(self, actors: Sequence[Mapping[str, Any]]) -> None:
+        """Take the pool's actors from the GCS actor table: where each was (last) placed, and
+        Ray's restart count."""
+        self.restarts = max(self.restarts, sum(int(a.get("NumRestarts") or 0) for a in actors))
+        for a in actors:
+            address = a.get("Address") or {}
+            ip, node_id = address.get("IPAddress"), address.get("NodeID")
+            if ip and node_id:
+                pids = self.seen.get(str(a.get("ActorID")), ("", "", set()))[2]
+                self.seen[str(a.get("ActorID"))] = (str(ip), str(node_id), pids)
+
     def describe(self) -> dict[str, Any]:
-        """``replicas``, where they ran, restarts seen (an actor in a new process)."""
+        """``replicas``, where they ran, restarts (Ray's count, or an actor seen in a new
+        process)."""
         nodes: dict[str, int] = {}
         for ip, _, _ in self.seen.values():
             nodes[ip] = nodes.get(ip, 0) + 1
@@ -176,7 +188,7 @@ class PipelineStats:
             "nodes": nodes,
             "n_nodes": len({node_id for _, node_id, _ in self.seen.values()}),
             "replica_failures": max(
-                self.restarts, sum(len(p) - 1 for _, _, p in self.seen.values())
+                self.restarts, sum(max(0, len(p) - 1) for _, _, p in self.seen.values())
             ),
             "dispatch": "ray.data map_batches (actor pool)",
         }
@@ -198,7 +210,7 @@ def probe_model(
         ValueError: the model does not load (its first error line), or no node gave the
             task its resources within ``timeout`` seconds.
     """
-    from ray.exceptions import GetTimeoutError
+    from ray.exceptions import GetTimeoutError, RayTaskError
 
     from mmrobust.distributed.session import raise_path_problems
 
@@ -208,6 +220,12 @@ def probe_model(
     ref = task.remote(spec)
     try:
         info: dict[str, Any] = ray.get(ref, timeout=timeout)
+    except RayTaskError as exc:  # the task could not even run (mmrobust missing on the node)
+        cause = exc.cause if isinstance(exc.cause, BaseException) else exc
+        raise ValueError(
+            f"a Ray replica cannot start: {type(cause).__name__}: {_last_line(cause)} "
+            "(install the same mmrobust on every node)"
+        ) from None
     except GetTimeoutError:
         ray.cancel(ref, force=True)
         asks = ", ".join(f"{k}={v:g}" for k, v in request.items())
@@ -247,8 +265,8 @@ def stream(
     method's return value or the exception it raised for that item.
 
     Raises:
-        ray.exceptions.RayError: the pipeline failed (a block's replica died
-            replicas cannot start, the cluster went away).
+        ray.exceptions.RayError: the pipeline failed (replicas cannot start, the cluster
+            went away).
     """
     if not items:
         return
@@ -258,7 +276,7 @@ def stream(
     k = block_items(n, stats.replicas, concurrency)
     stats.items_per_block = k
     blocks = [np.arange(a, min(n, a + k), dtype=np.int64) for a in range(0, n, k)]
-    ds = _dataset(session, spec, request, stats, ref, blocks, method, args, concurrency)
+    ds = _dataset(session, spec, request, stats, ref, blocks, k, method, args, concurrency)
     try:
         for batch in ds.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0):
             where = zip(batch["node"], batch["node_id"], batch["actor"], batch["pid"], strict=True)
@@ -267,23 +285,22 @@ def stream(
                 stats.saw(str(ip), str(node_id), str(actor), int(pid))
                 yield [(items[i], r) for i, r in zip(idx, results, strict=True)]
     finally:
-        stats.restarts = max(stats.restarts, _restarts())
+        stats.placed(_pool_actors())
 
 
-def _restarts() -> int:
-    """Restarts of this job's replica actors, from the GCS actor table (0 if unavailable)."""
+def _pool_actors() -> list[dict[str, Any]]:
+    """This job's replica actors in the GCS actor table (``[]`` if unavailable)."""
     try:
         from ray._private import state
 
         job = ray.get_runtime_context().get_job_id()
-        actors = state.actors().values()
-        return sum(
-            int(a.get("NumRestarts") or 0)
-            for a in actors
+        return [
+            a
+            for a in state.actors().values()
             if STAGE_NAME in str(a.get("ActorClassName", "")) and a.get("JobID") == job
-        )
-    except Exception:  # a private API: the figure is informative only
-        return 0
+        ]
+    except Exception:  # a private API: the figures are informative only
+        return []
 
 
 def _dataset(
@@ -293,6 +310,7 @@ def _dataset(
     stats: PipelineStats,
     ref: Any,
     blocks: list[np.ndarray],
+    k: int,
     method: str,
     args: tuple[Any, ...],
     concurrency: int,
@@ -302,7 +320,7 @@ def _dataset(
     return ray.data.from_numpy(blocks).map_batches(
         ReplicaStage,
         fn_constructor_args=(spec, [ref], method, tuple(args), max(1, concurrency)),
-        batch_size=None,  # one call per block; the replica cuts it into the model's batches
+        batch_size=k,  # one call per block; the replica cuts it into the model's batches
         batch_format="numpy",
         concurrency=stats.replicas,  # a fixed pool of replicas
         num_cpus=resources["num_cpus"],
@@ -310,6 +328,11 @@ def _dataset(
         resources=resources["resources"] or None,
         runtime_env=session.runtime_env(),
     )  # Ray Data's defaults: max_restarts=-1, max_task_retries=-1 (see module docstring)
+
+
+def _last_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[-1] if text else ""
 
 
 def _first_line(exc: BaseException) -> str:

@@ -115,6 +115,8 @@ class Replica:
                 name=self.model.name,
                 fingerprint=self.model.fingerprint(),
                 media_input=self.model.media_input,
+                frame_format=self.model.frame_format,
+                frame_encoding=self.model.frame_encoding(),
                 batch_size=int(self.model.batch_size),
                 max_concurrency=int(self.model.max_concurrency),
                 key=asdict(self.key) if self.key is not None else None,

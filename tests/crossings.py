@@ -35,6 +35,26 @@ EXECUTORS = ("serial", "threads", "ray")
 FRAMES = ("--frames", "2")
 """The fewest frames that still show a window and a clip's motion."""
 
+VARIANTS = {
+    "frames": FRAMES,
+    "fps": ("--fps", "10", "--max-frames", "3"),
+    "text-only": (*FRAMES, "--text-only"),
+    "official": (*FRAMES, "--official"),
+}
+"""Options of a cell: the matrix's ``--frames 2``; ``--fps`` with a cap (another frame
+policy, so another run key); ``--text-only`` (no media sent; what worked on Ray before item 1);
+``--official`` (the reference's prompt and decisions, which the replicas must apply too)."""
+
+RAY_VARIANTS = (
+    ("random", "fps"),
+    ("openai", "fps"),
+    ("openai", "text-only"),
+    ("openai", "official"),
+)
+"""``(backend, variant)`` also run on Ray (``detect``) beside the matrix's ``--frames 2``: the
+options that item 1's run key mismatch depended on, for a backend that decodes frames on the
+replicas and for the API backend that encodes them its own way, and the official protocol."""
+
 MMR_LIMIT = ("--limit", "4")
 """The first 4 ``mmr-demo`` records: 2 positive/negative pairs."""
 
@@ -50,6 +70,7 @@ class Backend:
         images: the backend answers questions about a photo (MMR cells).
         exit_code: what ``eval`` exits with on the tiny data (``hf``: 1, its random
             weights reply noise, so no sample is scored; the run is stored as usual).
+        ray_args: extra options of its Ray cells.
     """
 
     name: str
@@ -57,6 +78,7 @@ class Backend:
     args: tuple[str, ...] = ()
     images: bool = True
     exit_code: int = 0
+    ray_args: tuple[str, ...] = ()
 
     def argv(self, *, ckpt: Path | None, base_url: str | None) -> list[str]:
         """``--model SPEC --model-arg ...`` with the placeholders filled in."""
@@ -78,16 +100,18 @@ BACKENDS = {
             "openai:test",
             ("base_url={base_url}", "max_retries=0", "api_key_env=MMROBUST_CROSSINGS_KEY"),
         ),
-        Backend("hf", "hf:{ckpt}", ("device=cpu", "max_new_tokens=4"), exit_code=1),
+        # One replica on Ray: each loads torch (seconds of CPU); two replicas on two
+        # (declared) GPUs equal serial in tests/test_ray.py.
+        Backend(
+            "hf",
+            "hf:{ckpt}",
+            ("device=cpu", "max_new_tokens=4"),
+            exit_code=1,
+            ray_args=("--replicas", "1"),
+        ),
     )
 }
 
-ITEM_1 = pytest.mark.xfail(
-    strict=True, reason="issue 27 item 1: --executor ray with openai: computes another run key"
-)
-ITEM_3 = pytest.mark.xfail(
-    strict=True, reason="issue 27 item 3: resume with a differently spelled --data re-asks all"
-)
 
 RAY_TASKS_WITH = "random"
 """The backend that runs every task on Ray (frames decoded on the replicas)."""
@@ -113,6 +137,8 @@ def cells() -> Iterator[Any]:
             for executor in EXECUTORS:
                 marks: list[Any] = []
                 if task == "mmr" and not b.images:
+                    if executor == "ray":
+                        continue  # the serial and threads cells say why
                     marks.append(
                         pytest.mark.skip(
                             reason="forensic reads video files: it has no answer about a photo "
@@ -121,8 +147,6 @@ def cells() -> Iterator[Any]:
                     )
                 elif executor == "ray" and not ray_cell(backend, task):
                     continue  # see ray_cell: not meaningless, left out for the CI budget
-                elif executor == "ray" and backend == "openai":
-                    marks.append(ITEM_1)
                 yield pytest.param(
                     backend, task, executor, id=f"{backend}-{task}-{executor}", marks=marks
                 )
@@ -194,11 +218,11 @@ __all__ = [
     "BACKENDS",
     "EXECUTORS",
     "FRAMES",
-    "ITEM_1",
-    "ITEM_3",
     "MMR_LIMIT",
+    "RAY_VARIANTS",
     "ROW_FIELDS",
     "TASKS",
+    "VARIANTS",
     "VOLATILE",
     "Backend",
     "build_tiny_set",

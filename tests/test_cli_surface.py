@@ -90,3 +90,69 @@ def test_a_missing_image_hint_is_given_once_and_names_media(tmp_path: Path) -> N
     assert line.startswith("error: none of the 2 samples can be evaluated: image not found: ")
     assert line.count("pass --media DIR, or --text-only") == 1
     assert "--images" not in line
+
+
+@pytest.mark.parametrize("flag", ["--model-args", "--model_args"])
+@pytest.mark.parametrize(
+    ("command", "required"),
+    [
+        ("eval", ["--data", "d.json", "--model", "openai:m", "--out", "runs/x"]),
+        ("mmr-data", ["photos/", "--model", "openai:m", "--out", "mmr-data/"]),
+        ("demo", ["--model", "openai:m"]),
+    ],
+)
+def test_model_args_comma_form_on_every_command_with_model_arg(
+    command: str, required: list[str], flag: str
+) -> None:
+    """lm-eval's ``--model_args k=v,k=v`` parses wherever ``--model-arg`` does (issue 30)."""
+    ctx = parse_command((command, *required, flag, "base_url=http://h:8000/v1,concurrency=4"))
+    assert ctx.params["model_args"] == ["base_url=http://h:8000/v1,concurrency=4"]
+
+
+def test_demo_passes_the_comma_form_to_its_extra_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mmrobust.demo
+
+    seen: dict[str, object] = {}
+
+    def fake_run_demo(config: object, log: object) -> object:
+        seen["args"] = config.model_args  # type: ignore[attr-defined]
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(mmrobust.demo, "run_demo", fake_run_demo)
+    result = CliRunner().invoke(
+        app,
+        ["demo", "--model", "openai:m", "--model-args", "base_url=http://h/v1,concurrency=4",
+         "--model-arg", "max_retries=0"],
+    )  # fmt: skip
+    assert result.exit_code == 2 and "stop here" in result.output
+    assert seen["args"] == {"base_url": "http://h/v1", "concurrency": "4", "max_retries": "0"}
+
+
+def test_mmr_data_takes_the_comma_form(tmp_path: Path) -> None:
+    import cv2
+    import numpy as np
+
+    from tests.fake_openai_server import FakeOpenAIServer
+    from tests.finetune_data import responder
+    from tests.test_mmr_pipeline import COLOURS
+
+    images = tmp_path / "images"
+    images.mkdir()
+    for name, rgb in COLOURS.items():
+        cv2.imwrite(str(images / f"{name}.png"), np.full((32, 32, 3), rgb[::-1], np.uint8))
+    with FakeOpenAIServer(responder=responder) as server:
+        result = CliRunner().invoke(
+            app,
+            ["mmr-data", str(images), "--model", "openai:fake", "--model-args",
+             f"base_url={server.base_url},max_retries=0", "--out", str(tmp_path / "o"),
+             "--pairs", "2"],
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "pairs kept 8 of 8" in result.output
+    swallowed = CliRunner().invoke(
+        app,
+        ["mmr-data", str(images), "--model", "openai:fake", "--model-arg",
+         "base_url=http://127.0.0.1:9/v1,max_retries=0", "--out", str(tmp_path / "o2")],
+    )  # fmt: skip
+    assert swallowed.exit_code == 2 and "looks like several settings" in swallowed.output
+    assert len(swallowed.output.strip().splitlines()) == 1  # one line (rich wrapped it at 80)

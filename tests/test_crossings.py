@@ -14,14 +14,24 @@ are left out.
 Checked: every cell stores one row per sample, written once; its
 ``metrics.json`` (less timestamps and the executor block) and its rows
 (status, letter, reply, rule, error, frame indices, extras) equal the serial
-cell's; a finished run resumed from another working directory with a
+cell's; on Ray also with ``--fps/--max-frames``, ``--text-only``, ``--official``, with a
+relative ``--data``; a finished run resumed from another working directory with a
 relative ``--data`` asks nothing (zero requests at the fake server, ``0 new
-rows``). One Ray cluster, one fake server, one tiny checkpoint and one frame
+rows``), and so does a serial run resumed on Ray. One Ray cluster, one fake server, one tiny checkpoint and one frame
 cache serve the module; the tiny set is built once.
+
+Issue 27 item 8 (``TestANodeThatLacksPartOfTheData``): one more node joins the
+cluster whose raylet runs in its own mount namespace, with empty folders
+mounted over the tamper sources and over one sub-folder of the built set
+(``tests/ray_node_view.py``): ``tamper`` and ``eval`` stop before any work,
+naming the node and the file; a file the node loses after the check is a
+``model_error`` (retried), and a local re-run repairs the run to the serial
+rows and metrics.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -34,9 +44,9 @@ from typer.testing import CliRunner
 from mmrobust.cli import app
 from tests.crossings import (
     BACKENDS,
-    FRAMES,
-    ITEM_3,
     MMR_LIMIT,
+    RAY_VARIANTS,
+    VARIANTS,
     build_tiny_set,
     cells,
     metrics,
@@ -75,20 +85,40 @@ class Matrix:
         self.root = root
         self.tiny_set = tiny_set
         self.cache = root / "frame-cache"
-        self.done: dict[tuple[str, str, str], Path] = {}
+        self.done: dict[tuple[str, ...], Path] = {}
 
     def fixture(self, name: str) -> Any:
         return self.request.getfixturevalue(name)
 
-    def argv(self, backend: str, task: str, executor: str, out: Path, data: str) -> list[str]:
+    def argv(
+        self,
+        backend: str,
+        task: str,
+        executor: str,
+        out: Path,
+        data: str,
+        *,
+        cache: bool = True,
+        variant: str = "frames",
+    ) -> list[str]:
+        """The ``eval`` command of a cell (``cache=False``: no frame cache, every file is read;
+        ``variant``: frame options, ``VARIANTS``)."""
         b = BACKENDS[backend]
         ckpt = self.fixture("checkpoint") if backend == "hf" else None
         url = self.fixture("server").base_url if backend == "openai" else None
         args = ["eval", "--data", data, *b.argv(ckpt=ckpt, base_url=url), "--out", str(out)]
-        args += [*FRAMES, "--bootstrap", "0", "--cache-dir", str(self.cache), "-q"]
+        args += [
+            *VARIANTS[variant],
+            "--bootstrap",
+            "0",
+            "--cache-dir",
+            str(self.cache) if cache else "none",
+        ]
+        args += ["-q"]
         args += [*MMR_LIMIT] if task == "mmr" else ["--task", task]
         if executor == "ray":
             args += ["--executor", "ray", "--ray-address", self.fixture("cluster").address]
+            args += b.ray_args
         else:
             args += EXECUTOR_ARGS[executor]
         return args
@@ -96,12 +126,12 @@ class Matrix:
     def data(self, task: str) -> str:
         return "mmr-demo" if task == "mmr" else str(self.tiny_set)
 
-    def run(self, backend: str, task: str, executor: str) -> Path:
+    def run(self, backend: str, task: str, executor: str, variant: str = "frames") -> Path:
         """The run folder of a cell (evaluated on first use; asserts its exit code)."""
-        cell = (backend, task, executor)
+        cell = (backend, task, executor, variant)
         if cell not in self.done:
             out = self.root / "-".join(cell)
-            args = self.argv(backend, task, executor, out, self.data(task))
+            args = self.argv(backend, task, executor, out, self.data(task), variant=variant)
             invoke(args, BACKENDS[backend].exit_code)
             self.done[cell] = out
         return self.done[cell]
@@ -170,7 +200,21 @@ def test_a_cell_equals_the_serial_run(
     assert metrics(run) == metrics(serial)
 
 
-@pytest.mark.parametrize("backend", [pytest.param(b, marks=ITEM_3) for b in BACKENDS])
+@pytest.mark.parametrize(("backend", "variant"), RAY_VARIANTS)
+def test_other_frame_options_on_ray_equal_serial(
+    matrix: Matrix, backend: str, variant: str
+) -> None:
+    """``--fps/--max-frames``, ``--text-only``, ``--official`` on Ray: the serial run's key,
+    rows and metrics."""
+    ray, serial = (matrix.run(backend, "detect", ex, variant) for ex in ("ray", "serial"))
+    assert run_info(ray)["key"] == run_info(serial)["key"]
+    assert run_info(ray)["n_new"] == 6
+    assert rows(ray) == rows(serial)
+    assert metrics(ray) == metrics(serial)
+    assert run_info(ray)["key"] != run_info(matrix.run(backend, "detect", "serial"))["key"]
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
 def test_resume_from_another_directory_with_a_relative_data_asks_nothing(
     matrix: Matrix,
     backend: str,
@@ -194,5 +238,126 @@ def test_resume_from_another_directory_with_a_relative_data_asks_nothing(
     assert (info["n_new"], info["n_rows"]) == (0, SAMPLES["detect"]), result.output
     if backend == "openai":
         assert len(request.getfixturevalue("server").chat_requests) == asked
+    assert rows(out) == rows(done)
+    assert metrics(out) == metrics(done)
+
+
+ITEM_8 = "item8"
+"""The custom resource of the node that lacks part of the data (pins a replica to it)."""
+
+
+@pytest.fixture(scope="class")
+def hiding_node(matrix: Matrix) -> Iterator[Any]:
+    """One more node on the cluster on which the tamper sources' folder is an empty mount and
+    the built set's ``videos/clip1`` sub-folder is empty (``tests/ray_node_view.py``)."""
+    from tests.ray_node_view import HidingNode, unshare_prefix
+
+    if unshare_prefix() is None:
+        pytest.skip("needs a mount namespace (unshare -m as root, or unshare -rm)")
+    hide = [matrix.tiny_set.parent / "set-sources", matrix.tiny_set / "videos" / "clip1"]
+    with HidingNode(matrix.fixture("cluster"), hide=hide, resources={ITEM_8: 1}) as node:
+        yield node
+
+
+@pytest.mark.usefixtures("hiding_node")
+class TestANodeThatLacksPartOfTheData:
+    """Issue 27 item 8: what each node will read is checked, and a node-local failure is retried."""
+
+    def test_tamper_stops_before_building_when_a_node_sees_an_empty_data_folder(
+        self, matrix: Matrix, tmp_path: Path
+    ) -> None:
+        sources = matrix.tiny_set.parent / "set-sources"
+        out = tmp_path / "set"
+        args = ["tamper", str(sources), "--out", str(out), "--effects", "dropping"]
+        args += ["--executor", "ray", "--ray-address", matrix.fixture("cluster").address]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2, result.output
+        line = result.output.strip().splitlines()[-1]
+        assert line.startswith(f"error: Ray worker on 127.0.0.1 cannot see {sources}/clip0.mp4")
+        assert "(and 1 more); workers read and write the driver's paths" in line
+        assert not out.exists()  # nothing built, no folder left
+
+    def test_a_source_a_node_loses_mid_build_names_the_node_and_a_rerun_builds_it(
+        self, matrix: Matrix, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # The mount goes away after the check: the check sees nothing to complain about.
+        monkeypatch.setattr("mmrobust.distributed.tamper.planned_files", lambda *a: [])
+        sources = matrix.tiny_set.parent / "set-sources"
+        out = tmp_path / "set"
+        args = ["tamper", str(sources), "--out", str(out), "--effects", "dropping"]
+        ray = ["--executor", "ray", "--ray-address", matrix.fixture("cluster").address]
+        invoke([*args, *ray, "--ray-resource", f"{ITEM_8}=1"], 1)  # no clip built
+        errors = [json.loads(line) for line in (out / "errors.jsonl").read_text().splitlines()]
+        assert [e["reason"] for e in errors] == [
+            f"Ray node 127.0.0.1 cannot see {sources}/clip{i}.mp4 (the driver does; node-local)"
+            for i in range(2)
+        ]
+        again = invoke([*args, "--preset", "ultrafast"])
+        assert "4 clips (4 built, 0 already done), 0 errors" in again.output
+
+    def test_eval_stops_before_asking_when_a_node_lacks_a_sub_folder(
+        self, matrix: Matrix, tmp_path: Path
+    ) -> None:
+        out = tmp_path / "run"
+        args = matrix.argv("random", "detect", "ray", out, str(matrix.tiny_set), cache=False)
+        result = CliRunner().invoke(app, [*args, "--ray-resource", f"{ITEM_8}=1"])
+        assert result.exit_code == 2, result.output
+        line = result.output.strip().splitlines()[-1]
+        hidden = matrix.tiny_set / "videos" / "clip1"
+        assert line.startswith(f"error: Ray worker on 127.0.0.1 cannot see {hidden}/"), line
+        assert "(and 2 more)" in line  # clip1's 3 clips; clip0's are seen
+        assert not (out / "results.sqlite").exists() or rows(out) == {}
+
+    def test_a_file_a_node_loses_mid_run_is_retried_and_a_local_rerun_repairs_it(
+        self, matrix: Matrix, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # The mount goes away after the check: the check sees nothing to complain about.
+        monkeypatch.setattr("mmrobust.distributed.eval.media_paths", lambda items: [])
+        out = tmp_path / "run"
+        args = matrix.argv("random", "detect", "ray", out, str(matrix.tiny_set), cache=False)
+        invoke([*args, "--ray-resource", f"{ITEM_8}=1"])
+        lost = {sid: r for sid, r in rows(out).items() if r[0] != "ok"}
+        assert sorted(lost) == ["clip1__dropping", "clip1__masking", "clip1__original"]
+        for status, _letter, _raw, rule, error, *_ in lost.values():
+            assert (status, rule) == ("model_error", "model_error")
+            assert error.startswith(f"ray: the node 127.0.0.1 cannot see {matrix.tiny_set}/")
+            assert error.endswith("(the driver does; node-local: a re-run asks again)")
+        again = invoke(
+            matrix.argv("random", "detect", "serial", out, str(matrix.tiny_set), cache=False)
+        )
+        assert "3 new rows, 3 resumed" in again.output
+        serial = matrix.run("random", "detect", "serial")
+        assert rows(out) == rows(serial)
+        assert metrics(out) == metrics(serial)
+
+
+def test_a_relative_data_on_ray_equals_serial(
+    matrix: Matrix, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replicas resolve a relative ``--data`` (and so every media path) against the driver's
+    working directory, not their own."""
+    monkeypatch.chdir(matrix.tiny_set.parent)
+    out = tmp_path / "run"
+    invoke(matrix.argv("random", "detect", "ray", out, matrix.tiny_set.name, cache=False))
+    serial = matrix.run("random", "detect", "serial")
+    assert run_info(out)["n_new"] == 6
+    assert rows(out) == rows(serial)
+    assert metrics(out) == metrics(serial)
+
+
+@pytest.mark.parametrize("backend", ["random", "openai"])
+def test_a_serial_run_resumed_on_ray_asks_nothing(
+    matrix: Matrix, backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Ray's replicas compute the key the serial run stored: every row is found finished."""
+    done = matrix.run(backend, "detect", "serial")
+    out = tmp_path / "run"
+    shutil.copytree(done, out)
+    server = request.getfixturevalue("server")
+    asked = len(server.chat_requests)
+    invoke(matrix.argv(backend, "detect", "ray", out, str(matrix.tiny_set)))
+    info = run_info(out)
+    assert (info["n_new"], info["n_rows"], info["executor"]["name"]) == (0, 6, "ray")
+    assert len(server.chat_requests) == asked
     assert rows(out) == rows(done)
     assert metrics(out) == metrics(done)

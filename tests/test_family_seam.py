@@ -256,3 +256,44 @@ def test_the_literal_check_sees_the_old_forms() -> None:
         'w = metrics.get("benchmark") == "mmr"\n'
     )
     assert sorted(_benchmark_literal_comparisons(ast.parse(old))) == [1, 2, 3, 4, 5]
+
+
+def _imports(path: Path) -> set[str]:
+    """Every ``mmrobust`` module a file imports, at module level or inside a function."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("mmrobust"):
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("mmrobust"))
+    return found
+
+
+def _module(path: Path) -> str:
+    parts = ("mmrobust", *path.relative_to(SRC).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_report_and_families_import_without_cycles_or_upward_edges() -> None:
+    files = [*(SRC / "report").glob("*.py"), *(SRC / "families").glob("*.py")]
+    names = {_module(p) for p in files}
+    graph = {_module(p): (_imports(p) & names) - {_module(p)} for p in files}
+    # the families import nothing above them (metrics, report, run, models: named lazily)
+    for p in (SRC / "families").glob("*.py"):
+        upward = {m for m in _imports(p) if m.split(".")[1] in ("metrics", "report", "run")}
+        assert upward == set(), (p.name, upward)
+    # no cycle among the report modules (plots -> tables -> tasks -> plots was one)
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for d in sorted(graph.get(m, ())):
+            assert state.get(d) != 1, " -> ".join([*path, m, d])
+            if d not in state:
+                visit(d, [*path, m])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])

@@ -183,14 +183,28 @@ def _shapes_run(tmp_path: Path, videos: dict[str, Path]) -> tuple[_Shapes, dict[
     return model, stored_rows(tmp_path / "run")
 
 
-def test_huge_png_renamed_mp4_reaches_the_model_capped(tmp_path: Path) -> None:
-    import cv2
+def _one_frame_video(path: Path, frame: np.ndarray) -> Path:
+    """A one-frame H.264 mp4 of ``frame`` ``(H, W, 3) uint8 RGB`` (even sizes)."""
+    import av
 
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height = frame.shape[1], frame.shape[0]
+        stream.pix_fmt = "yuv420p"
+        stream.options = {"preset": "ultrafast"}
+        for packet in stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
+            out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+def test_huge_frames_reach_the_model_capped(tmp_path: Path) -> None:
+    # a real one-frame video (an image renamed .mp4 is refused since issue 27 item 12)
     big = np.zeros((2000, 3700, 3), np.uint8)  # over the 3584 px cap
     big[:, :1800] = 255
-    cv2.imwrite(str(tmp_path / "big.png"), big)
-    os.replace(tmp_path / "big.png", tmp_path / "big.mp4")
-    model, rows = _shapes_run(tmp_path, {"big": tmp_path / "big.mp4"})
+    video = _one_frame_video(tmp_path / "big.mp4", big)
+    model, rows = _shapes_run(tmp_path, {"big": video})
     assert rows["big"]["status"] == "ok"
     # 3700x2000 scaled; a one-frame clip is sent once, not repeated for --frames 2 (issue 16)
     assert model.shapes == [(1937, 3584, 3)]
@@ -199,27 +213,13 @@ def test_huge_png_renamed_mp4_reaches_the_model_capped(tmp_path: Path) -> None:
 def test_an_absurd_frame_size_is_a_media_error_before_decoding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the pixel limit scaled down 13x (the real one, 2**27, refuses the issue's 12000x12000 PNG)
+    # the pixel limit scaled down 13x (the real one, 2**27, refuses the issue's 12000x12000 frame)
     monkeypatch.setattr("mmrobust.media.limits.MAX_FRAME_PIXELS", 10_000_000)
-    (tmp_path / "absurd.mp4").write_bytes(_png_header(4000, 3000))
-    model, rows = _shapes_run(tmp_path, {"absurd": tmp_path / "absurd.mp4"})
+    video = _one_frame_video(tmp_path / "absurd.mp4", np.zeros((3000, 4000, 3), np.uint8))
+    model, rows = _shapes_run(tmp_path, {"absurd": video})
     assert rows["absurd"]["status"] == "media_error" and model.shapes == []
     assert "4000x3000" in rows["absurd"]["error"]
     assert "larger than the 10,000,000 pixels" in rows["absurd"]["error"]
-
-
-def _png_header(width: int, height: int) -> bytes:
-    """A PNG whose header says ``width`` x ``height`` (its pixel data is one tiny IDAT)."""
-    import struct
-    import zlib
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    idat = zlib.compress(b"\x00" * 64)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
 
 
 # -- item 4: a full disk under --out stops the run cleanly ----------------------------------

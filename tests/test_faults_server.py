@@ -335,3 +335,42 @@ def test_a_dead_judge_stores_its_reason_and_stops_the_run(tmp_path: Path) -> Non
         assert fixed.exit_code == 0, fixed.output
     assert {r["status"] for r in stored_rows(out).values()} == {"ok"}
     assert {r["error"] for r in stored_rows(out).values()} == {None}
+
+
+# -- issue 30: a dead server or a base_url without http:// gives up at once ------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_eval_against_a_dead_server_stops_after_one_attempt_per_sample(
+    tmp_path: Path, backend: str
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    data = _jsonl(tmp_path / "d.jsonl", [f"s{i}" for i in range(20)])
+    keyless = ["--model-arg", "api_key_env="] if backend == "anthropic" else []
+    cli = ["eval", "--data", str(data), "--model", f"{backend}:test", *keyless]
+    cli += ["--model-arg", f"base_url=http://127.0.0.1:{port}/v1", "--model-arg", "concurrency=1"]
+    cli += ["--out", str(tmp_path / "run"), "--bootstrap", "0", "-q"]
+    res = CliRunner().invoke(app, cli)
+    assert res.exit_code == 3, res.output  # 8 in a row stop the run, as before
+    assert "is it running, and is base_url right?" in res.output
+    rows = stored_rows(tmp_path / "run")
+    assert len(rows) == 8 and {r["status"] for r in rows.values()} == {"api_error"}
+    assert all(r["error"].endswith("(attempts: 1)") for r in rows.values())  # was 6 each
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_eval_with_a_base_url_without_http_exits_2_before_any_request(
+    tmp_path: Path, backend: str
+) -> None:
+    data = _jsonl(tmp_path / "d.jsonl", ["s0"])
+    keyless = ["--model-arg", "api_key_env="] if backend == "anthropic" else []
+    cli = ["eval", "--data", str(data), "--model", f"{backend}:test", *keyless]
+    cli += ["--model-arg", "base_url=localhost:8000/v1", "--out", str(tmp_path / "run"), "-q"]
+    res = CliRunner().invoke(app, cli)
+    assert res.exit_code == 2, res.output
+    assert "did you mean 'http://localhost:8000/v1'?" in res.output
+    assert "Traceback" not in res.output

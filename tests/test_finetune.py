@@ -365,8 +365,10 @@ def test_finetune_closes_the_mmr_loop(
             ],
         )
         assert report.exit_code == 0, report.output
-        assert f"hf:{base} [before] | RA ↑ | 0.00" in report.output
-        assert f"hf:{base} [after] | RA ↑ | 100.00" in report.output
+        # the command prints a summary and the paths (3598888); the table is in report.md
+        table = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+        assert f"hf:{base} [before] | RA ↑ | 0.00" in table
+        assert f"hf:{base} [after] | RA ↑ | 100.00" in table
 
     card = json.loads((out / "training_card.json").read_text())
     assert card["status"] == "finished" and card["base"]["model"] == str(base)

@@ -416,6 +416,37 @@ def test_more_replicas_than_fit_fails_before_starting_any(
     assert line.endswith("lower --replicas or the per-worker resources")
 
 
+def test_an_openai_model_on_ray_keys_the_run_like_a_local_run(
+    cluster: LoopbackCluster, real_tamper_set: Path, tmp_path: Path
+) -> None:
+    """Issue 27 item 1: the driver keyed the run with the default frame encoding (JPEG q95,
+    full size) while the replicas' OpenAI backend sends q90 at most 1024 px: every
+    ``--executor ray --model openai:`` run exited 1 with "another run key"."""
+    from tests.fake_openai_server import FakeOpenAIServer
+
+    runs = {}
+    with FakeOpenAIServer() as server:  # answers "A"; on 127.0.0.1, asked by the replicas
+        model_args = ["--model-arg", f"base_url={server.base_url}", "--model-arg", "max_retries=0"]
+        for name, extra in (("local", []), ("ray", _ray_args(cluster))):
+            runs[name] = tmp_path / name
+            args = _eval(
+                real_tamper_set, runs[name], "openai:fake", "--frames", "4", "--limit", "6"
+            )
+            _invoke([*args, *model_args, "--bootstrap", "50", *extra])
+        n_requests = len(server.chat_requests)
+        local, remote = _run_info(runs["local"]), _run_info(runs["ray"])
+        a, b = _metrics(runs["local"]), _metrics(runs["ray"])
+        # the ray run resumes locally: same key, nothing asked again
+        again = _invoke([*_eval(real_tamper_set, runs["ray"], "openai:fake", "--frames", "4"),
+                         "--limit", "6", *model_args, "--bootstrap", "50"])  # fmt: skip
+        assert "0 new rows, 6 resumed" in again.output
+        assert len(server.chat_requests) == n_requests == 12
+    assert remote["key"] == local["key"]
+    assert remote["executor"]["name"] == "ray"
+    assert remote["run"]["frame_encoding"] == "JPEG q90, longer side <= 1024 px"
+    assert a == b
+
+
 def _same_rows(run: Path, ref: Path) -> None:
     """The stored rows of ``run`` equal ``ref``'s, column by column, less timestamps and
     latencies."""

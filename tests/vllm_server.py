@@ -48,6 +48,18 @@ def vllm_python() -> tuple[str | None, str]:
     )
 
 
+def start_timeout() -> float:
+    """Seconds the server may take to answer ``/models`` (``MMROBUST_VLLM_START_TIMEOUT``, 900)."""
+    return float(os.environ.get(ENV_START_TIMEOUT, "900"))
+
+
+def suite_timeout_s() -> float:
+    """The opt-in test's own pytest timeout: the server's start timeout twice over (the start,
+    then the evaluations through ``openai:`` and ``hf:``, about as long again on 2 busy cores;
+    pytest's global 600 s cut a passing run that took 563-593 s, issue 31 item 5)."""
+    return 2 * start_timeout()
+
+
 def build_checkpoint(python: str, family: str, out: Path, *, seed: int = 0) -> Path:
     """Build a family's tiny checkpoint with ``python``'s transformers (vLLM's), return ``out``.
 
@@ -133,7 +145,7 @@ def vllm_server(
         "VLLM_NO_USAGE_STATS": "1",
         "DO_NOT_TRACK": "1",
     }
-    timeout = timeout_s or float(os.environ.get(ENV_START_TIMEOUT, "900"))
+    timeout = timeout_s or start_timeout()
     base_url = f"http://127.0.0.1:{port}/v1"
     with log.open("w") as out:
         proc = subprocess.Popen(

@@ -26,6 +26,7 @@ window (known from the manifest, or derived by the released rule).
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -358,7 +359,27 @@ def audit_text(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+AUDIT_NAME = "audit.json"
+"""The file ``mmrobust audit --out DIR`` writes (``report --audit`` reads it)."""
+
+
+def write_audit(result: dict[str, Any], out_dir: str | Path) -> Path:
+    """Write ``result`` (:func:`audit_dataset`'s) to ``out_dir/audit.json`` (folder created).
+
+    Raises:
+        ValueError: the file cannot be written (read-only or full ``out_dir``), one line.
+    """
+    path = Path(out_dir) / AUDIT_NAME
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot write {path}: {exc.strerror or type(exc).__name__}") from None
+    return path
+
+
 __all__ = [
+    "AUDIT_NAME",
     "FIELDS",
     "ClipFacts",
     "audit_dataset",
@@ -366,4 +387,5 @@ __all__ = [
     "benchmark_scores",
     "clip_facts",
     "coverage_under",
+    "write_audit",
 ]

@@ -27,13 +27,16 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmrobust.datasets.mmr import DEMO_NAME
 from mmrobust.families import get_family
 from mmrobust.media import sample_clips
 from mmrobust.runner import EvalConfig, RunResult, run_eval
 from mmrobust.tamper import BuildConfig, BuildReport, build
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 TAMPER_BASELINES: tuple[str, ...] = ("forensic", "constant:A", "constant:B", "random:0")
 """Models the demo always evaluates on the tampered set ("A" is "Yes", "B" is "No")."""
@@ -278,6 +281,26 @@ def _summary_row(name: str, result: RunResult) -> dict[str, Any]:
     return row
 
 
+def summary_table(result: DemoResult) -> Table:
+    """The table ``mmrobust demo`` prints: one row per run (benchmark, input, n, score,
+    parse-fail and error rates in %)."""
+    from rich.table import Table
+
+    from mmrobust.report.units import pct_sign
+
+    table = Table(title="mmrobust demo (scores and rates in %)", expand=False)
+    for col in ("run", "benchmark", "input", "n", "score", "parse-fail", "errors"):
+        left = col in ("run", "benchmark", "input", "score")
+        table.add_column(col, justify="left" if left else "right", no_wrap=True)
+    for row in result.summary:
+        table.add_row(
+            row["run"], str(row["benchmark"]), row["input"], str(row["n"]),
+            str(row.get("score", "")), pct_sign(row["parse_fail_rate"] or 0),
+            pct_sign(row["error_rate"] or 0),
+        )  # fmt: skip
+    return table
+
+
 __all__ = [
     "MMR_BASELINES",
     "TAMPER_BASELINES",
@@ -287,4 +310,5 @@ __all__ = [
     "build_positions_set",
     "run_demo",
     "slug",
+    "summary_table",
 ]

@@ -23,14 +23,28 @@ from __future__ import annotations
 
 import importlib.util
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from mmrobust.registry import Registry
 
 ExecutorName = Literal["local", "ray"]
 EXECUTORS: tuple[str, ...] = ("local", "ray")
 
 INSTALL_HINT = "--executor ray needs Ray: pip install -e '.[ray]'"
+
+RAY_RUNNERS: Registry[Callable[..., Any]] = Registry("Ray runner")
+"""What ``--executor ray`` runs for each command, named lazily (``"module:attr"``).
+
+The local entry points (``run.eval.evaluate``, ``tamper.console.run_tamper``,
+``mmrdata.command.generate``) look their Ray path up here instead of importing
+``distributed.eval`` / ``.tamper`` / ``.mmrdata``, which import them: no import cycle
+and no import from a lower layer into this one (issue 26, ``tests/test_layering.py``).
+"""
+RAY_RUNNERS.register("eval", "mmrobust.distributed.eval:run_eval_ray")
+RAY_RUNNERS.register("tamper", "mmrobust.distributed.tamper:build_on_ray")
+RAY_RUNNERS.register("mmr-data", "mmrobust.distributed.mmrdata:run_mmr_data_ray")
 
 
 class RayUnavailableError(ImportError):

@@ -14,10 +14,12 @@ are computed from the store as in a local run.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from queue import Empty, Queue
 from typing import Any, ClassVar
 
 import ray
@@ -29,11 +31,13 @@ from mmrobust.distributed.replicas import ReplicaSpec
 from mmrobust.distributed.session import RaySession, check_paths, ray_session, worker_request
 from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models.base import MediaInput, Model, Request, Response
-from mmrobust.models.spec import PLACEMENTS, ModelSpec, parse_spec
+from mmrobust.models.spec import PLACEMENTS, ModelSpec, frame_encoding_of, parse_spec
 from mmrobust.prompts import build_prompt
 from mmrobust.run.config import EvalConfig
 from mmrobust.run.eval import RunResult, run_eval
 from mmrobust.run.executors import WorkItem
+from mmrobust.run.interrupts import INTERRUPTS, POLL_S
+from mmrobust.run.keys import key_difference, key_parts
 from mmrobust.run.process import RunAborted, SampleProcessor
 from mmrobust.status import Status
 from mmrobust.store import StoredRow
@@ -48,31 +52,32 @@ class RemoteModel(Model):
     """The driver's stand-in for a model loaded in Ray replicas.
 
     Carries what the runner reads from a model (``name``, ``fingerprint()``,
-    ``media_input``, ``frame_format``, ``frame_encoding()``, ``batch_size``,
-    ``max_concurrency``) as a replica reported it; :meth:`generate` is never called on the driver.
+    ``media_input``, ``batch_size``, ``max_concurrency``) as a replica reported
+    it, and the frame encoding of the model spec (``models.spec.frame_encoding_of``,
+    computed without a client), so the driver's run key is a local run's;
+    :meth:`generate` is never called on the driver.
     """
 
     media_input: ClassVar[MediaInput] = "frames"
 
-    def __init__(self, info: dict[str, Any]) -> None:
+    def __init__(self, info: dict[str, Any], encoding: FrameEncoding | None = None) -> None:
         self.name = str(info["name"])
         self.batch_size = int(info["batch_size"])
         self.max_concurrency = int(info["max_concurrency"])
         self._fingerprint = dict(info["fingerprint"])
-        self._encoding: FrameEncoding | None = info.get("frame_encoding")
+        self._encoding = encoding or FrameEncoding()
 
     @classmethod
-    def from_info(cls, info: dict[str, Any]) -> RemoteModel:
-        """The stand-in for the model a replica described in ``Replica.ready``."""
+    def from_info(cls, info: dict[str, Any], encoding: FrameEncoding | None = None) -> RemoteModel:
+        """The stand-in for the model a replica described in ``Replica.ready``; ``encoding``:
+        the spec's frame encoding (default: JPEG q95, decoded size)."""
         media: MediaInput = info["media_input"]
-        fmt = info.get("frame_format", "arrays")
-        sub = type("RemoteModel", (cls,), {"media_input": media, "frame_format": fmt})
-        return sub(info)
+        sub = type("RemoteModel", (cls,), {"media_input": media})
+        return sub(info, encoding)
 
     def frame_encoding(self) -> FrameEncoding:
-        """The replicas' frame encoding (part of the run key: an ``openai:`` model's JPEG
-        quality and size cap differ from the default)."""
-        return self._encoding if self._encoding is not None else super().frame_encoding()
+        """The model spec's frame encoding (what the replicas' backend sends)."""
+        return self._encoding
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         """Not available on the driver (the model lives in the replicas)."""
@@ -110,14 +115,18 @@ def _error_rows(processor: SampleProcessor, item: WorkItem, exc: BaseException) 
     return rows
 
 
-def _first_media(items: Sequence[WorkItem]) -> list[str]:
-    """The first media path the driver itself can see (what every replica must see too)."""
+def media_paths(items: Sequence[WorkItem]) -> list[str]:
+    """Every media file of ``items`` the driver itself can see, once, in item order: what each
+    replica must see too (a file the driver lacks is the sample's ``data_error`` already)."""
+    seen: dict[str, None] = {}
     for item in items:
         for sample in item.samples:
             for path in (sample.video, sample.image):
-                if path is not None and not sample.error and Path(path).exists():
-                    return [str(path)]
-    return []
+                if path is None or sample.error or str(path) in seen:
+                    continue
+                if Path(path).exists():
+                    seen[str(path)] = None
+    return list(seen)
 
 
 @dataclass
@@ -158,6 +167,10 @@ class Replicas:
         return max(1, self.spec.concurrency or int(self.info.get("max_concurrency") or 1))
 
 
+_DONE = object()
+"""End of the pipeline's blocks (``RayEvalExecutor._pump``)."""
+
+
 class RayEvalExecutor:
     """An ``Executor`` (``mmrobust.run.executors``) whose work runs in a Ray Data pipeline.
 
@@ -174,7 +187,7 @@ class RayEvalExecutor:
         self.replicas = replicas
         self.session = replicas.session
         self.workers = replicas.stats.replicas * replicas.concurrency()
-        self._running: Iterator[list[StoredRow]] | None = None
+        self._stop = False
 
     def run(
         self, fn: Callable[[WorkItem], list[StoredRow]], items: Iterable[WorkItem]
@@ -183,44 +196,79 @@ class RayEvalExecutor:
         if not isinstance(fn, SampleProcessor):
             raise TypeError("RayEvalExecutor runs the runner's SampleProcessor only")
         theirs = self.replicas.info.get("key")
-        if theirs != asdict(fn.key):
-            raise RuntimeError(
+        if theirs != asdict(fn.key):  # run_eval_ray checked the parts; another caller may not
+            raise ValueError(
                 f"the Ray replicas compute another run key ({theirs}) than the driver "
                 f"({asdict(fn.key)}); install the same mmrobust on every node"
             )
         work = list(items)
         if not (fn.text_only or fn.model.media_input == "none"):
-            self.replicas.check_paths(_first_media(work))
-        self._running = self._rows(fn, work)
-        return self._running
+            self.replicas.check_paths(media_paths(work))
+        return self._rows(fn, work)
 
     def _rows(self, fn: SampleProcessor, work: list[WorkItem]) -> Iterator[list[StoredRow]]:
-        written = 0
-        blocks = self.replicas.stream(
-            work, method="eval_item", concurrency=self.replicas.concurrency()
+        """The blocks' rows; the pipeline is read in a thread so a stop request (Ctrl-C) is
+        seen every ``POLL_S`` seconds however long a block takes."""
+        blocks: Queue[Any] = Queue()
+        thread = threading.Thread(
+            target=self._pump, args=(work, blocks), daemon=True, name="mmrobust-ray-pipeline"
         )
+        thread.start()
+        written = 0
         try:
-            for block in blocks:
+            while not self._stop:
+                try:
+                    got = blocks.get(timeout=POLL_S)
+                except Empty:
+                    continue
+                if got is _DONE:
+                    return
+                if isinstance(got, BaseException):
+                    if isinstance(got, RayError):
+                        raise RunAborted(
+                            f"the Ray pipeline stopped ({type(got).__name__}: "
+                            f"{_first_line(got)}); finished rows are kept, re-run the same "
+                            "command to resume",
+                            written,
+                        ) from None
+                    raise got
                 rows: list[StoredRow] = []
-                for item, result in block:
+                for item, result in got:
                     rows += (
                         _error_rows(fn, item, result) if isinstance(result, Exception) else result
                     )
                 written += len(rows)
                 yield rows
-        except RayError as exc:
-            raise RunAborted(
-                f"the Ray pipeline stopped ({type(exc).__name__}: {_first_line(exc)}); "
-                "finished rows are kept, re-run the same command to resume",
-                written,
-            ) from None
+        finally:
+            self._stop = True  # the thread drops what is still in flight and ends
+
+    def _pump(self, work: list[WorkItem], blocks: Queue[Any]) -> None:
+        """Thread body: stream the blocks into ``blocks``; then ``_DONE`` (or the error)."""
+        stream = self.replicas.stream(
+            work, method="eval_item", concurrency=self.replicas.concurrency()
+        )
+        try:
+            for block in stream:
+                if self._stop:
+                    break
+                blocks.put(block)
+        except BaseException as exc:  # handed to the driver's thread
+            blocks.put(exc)
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+            blocks.put(_DONE)
+
+    def request_stop(self) -> None:
+        """Take no further block (signal-safe: sets a flag; Ctrl-C). Blocks in flight are
+        dropped (a re-run asks for them again): Ray Data cannot finish the blocks it holds
+        without starting new ones."""
+        self._stop = True
 
     def cancel(self) -> None:
         """Stop the pipeline (blocks in flight are dropped, never written)."""
-        running, self._running = self._running, None
-        close = getattr(running, "close", None)
-        if close is not None:
-            close()
+        self._stop = True
 
     def describe(self) -> dict[str, Any]:
         """The ``executor`` block of ``run.json``."""
@@ -303,6 +351,26 @@ def start_replicas(
     return Replicas(session, replica, request, PipelineStats(n, dict(request)), info)
 
 
+def check_same_key(config: EvalConfig, model: Model, info: dict[str, Any]) -> None:
+    """Refuse to run when the replicas key the run otherwise than the driver, naming the
+    fields that differ in one line (another mmrobust or library version on a node).
+
+    Raises:
+        ValueError: the key parts differ.
+    """
+    ours = key_parts(
+        model, config.prompt_config(), config.policy(), text_only=config.text_only,
+        task=config.task,
+    )  # fmt: skip
+    theirs = info.get("key_parts")
+    diff = key_difference(ours, theirs) if isinstance(theirs, dict) else "key_parts missing"
+    if diff:
+        raise ValueError(
+            f"the Ray replicas key this run otherwise than the driver ({diff}); "
+            "install the same mmrobust on every node"
+        )
+
+
 def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = True) -> RunResult:
     """:func:`mmrobust.run.eval.run_eval` with the model in Ray replicas (see module docstring).
 
@@ -314,9 +382,9 @@ def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = Tr
             a replica that cannot load the model or see the media.
         FileNotFoundError, DatasetError, UnknownNameError: as ``run_eval``.
     """
-    config.policy()  # bad frame options fail before any replica starts
+    config.validate()  # bad options fail before any replica starts
     parse_spec(config.model, config.model_args)
-    with ray_session(options) as session:
+    with INTERRUPTS.watch(), ray_session(options) as session:
         replicas = start_replicas(
             session,
             options,
@@ -326,7 +394,9 @@ def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = Tr
             concurrency=config.workers,
         )
         executor = RayEvalExecutor(replicas)
-        model = RemoteModel.from_info(replicas.info)
+        encoding = frame_encoding_of(config.model, config.model_args)
+        model = RemoteModel.from_info(replicas.info, encoding)
+        check_same_key(config, model, replicas.info)
         return run_eval(config, progress=progress, model=model, executor=executor)
 
 
@@ -335,8 +405,10 @@ __all__ = [
     "RayEvalExecutor",
     "RemoteModel",
     "Replicas",
+    "check_same_key",
     "gpus_per_replica",
     "local_checkpoint",
+    "media_paths",
     "replica_count",
     "run_eval_ray",
     "start_replicas",

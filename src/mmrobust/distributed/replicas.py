@@ -23,6 +23,7 @@ from typing import Any
 
 import ray
 
+from mmrobust.distributed.nodelocal import node_local_failures
 from mmrobust.distributed.session import probe_paths
 
 
@@ -60,6 +61,7 @@ class Replica:
         self.model: Any = None
         self.processor: Any = None
         self.key: Any = None
+        self.key_parts: Any = None
         self._gate = threading.Semaphore(1)
         _, missing = probe_paths(spec.cwd, list(spec.must_see))
         if missing:
@@ -83,11 +85,14 @@ class Replica:
 
         from mmrobust.judge import load_judge
         from mmrobust.run.config import frame_cache
-        from mmrobust.run.keys import run_key
+        from mmrobust.run.keys import key_from_parts, key_parts
         from mmrobust.run.process import SampleProcessor
 
         pconf, policy = cfg.prompt_config(), cfg.policy()
-        self.key = run_key(self.model, pconf, policy, text_only=cfg.text_only, task=cfg.task)
+        self.key_parts = key_parts(
+            self.model, pconf, policy, text_only=cfg.text_only, task=cfg.task
+        )
+        self.key = key_from_parts(self.key_parts)
         self.processor = SampleProcessor(
             self.model,
             self.key,
@@ -97,6 +102,7 @@ class Replica:
             text_only=cfg.text_only,
             cache=frame_cache(cfg),
             judge=load_judge(cfg.judge, cfg.judge_args) if cfg.judge else None,
+            reference=cfg.reference,
         )
 
     def ready(self, paths: Sequence[str] = ()) -> dict[str, Any]:
@@ -115,11 +121,10 @@ class Replica:
                 name=self.model.name,
                 fingerprint=self.model.fingerprint(),
                 media_input=self.model.media_input,
-                frame_format=self.model.frame_format,
-                frame_encoding=self.model.frame_encoding(),
                 batch_size=int(self.model.batch_size),
                 max_concurrency=int(self.model.max_concurrency),
                 key=asdict(self.key) if self.key is not None else None,
+                key_parts=self.key_parts,
                 gpu_ids=[str(g) for g in ray.get_gpu_ids()],
             )
         return info
@@ -129,9 +134,15 @@ class Replica:
         return probe_paths(os.getcwd(), list(paths))
 
     def eval_item(self, item: Any) -> list[Any]:
-        """One eval ``WorkItem`` -> its ``StoredRow`` s (``SampleProcessor``; frames decoded here)."""
+        """One eval ``WorkItem`` -> its ``StoredRow`` s (``SampleProcessor``; frames decoded here).
+
+        A ``media_error`` whose file this node cannot read comes back as a ``model_error``
+        (:func:`node_local_failures`): the driver saw the file, so it is this node's view of
+        the data, not the sample, and a re-run must ask again.
+        """
         with self._gate:
-            return list(self.processor(item))
+            rows = list(self.processor(item))
+        return node_local_failures(rows, ray.util.get_node_ip_address())
 
     def mmr_image(self, image: str, n_pairs: int) -> Any:
         """One image -> its ``mmr-data`` ``ItemResult`` (both stages, parsed and filtered)."""

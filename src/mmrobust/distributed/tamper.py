@@ -8,7 +8,10 @@ directory, so outputs are byte-identical to a local build of the same command
 (same seeds, same donors: both are drawn from the plan, not from where a
 task runs; and the same encoder thread count: a task lets its encoders see
 as many CPUs as the driver has, see :func:`encoder_cpus`). The driver appends ``manifest.jsonl`` as results arrive and writes
-``errors.jsonl``. A task whose worker or node dies is retried by Ray
+``errors.jsonl``. Before the first task, every node that could run one is
+asked whether it sees every planned source and donor file (a node whose data
+mount is an empty folder stops the build in one line, before anything is
+written). A task whose worker or node dies is retried by Ray
 (``MAX_TASK_RETRIES``); its half-written temporary files are removed once
 every task has finished.
 """
@@ -26,6 +29,7 @@ from ray.exceptions import RayError
 from rich.console import Console
 
 from mmrobust.distributed import RayOptions
+from mmrobust.distributed.nodelocal import unreadable_here
 from mmrobust.distributed.session import (
     RaySession,
     check_paths,
@@ -91,14 +95,34 @@ def _build_remote(
     cpus: int,
 ) -> tuple[SourceResult, str, str, bool]:
     """On a worker: ``build_source`` in the driver's working directory, encoding with the
-    driver's CPU count; ``(result, node ip, node id, encoded as on the driver)``."""
+    driver's CPU count; ``(result, node ip, node id, encoded as on the driver)``.
+
+    A source this node cannot see or read (its mount lost after the check) is not built: its
+    error names the node, so it does not read as a bad file (a re-run builds it again, as
+    any source with no clip in the manifest)."""
+    ip = ray.util.get_node_ip_address()
     with in_dir(cwd), encoder_cpus(cpus) as same:
-        result = build_source(plan, config, out_dir, pool, done)
+        why = unreadable_here(plan.path)
+        if why is not None:
+            reason = f"Ray node {ip} {why} {plan.path} (the driver does; node-local)"
+            result = SourceResult(
+                source=str(plan.path), errors=[BuildError(source=str(plan.path), reason=reason)]
+            )
+        else:
+            result = build_source(plan, config, out_dir, pool, done)
     node = ray.get_runtime_context().get_node_id()
-    return result, ray.util.get_node_ip_address(), node, same
+    return result, ip, node, same
 
 
 _build_task = ray.remote(_build_remote)
+
+
+def planned_files(plans: Sequence[SourcePlan], pool: Sequence[PoolVideo]) -> list[str]:
+    """The files a build reads: each planned source and each donor, once, in plan order."""
+    seen: dict[str, None] = {}
+    for path in [*(p.path for p in plans), *(v.path for v in pool)]:
+        seen.setdefault(str(path), None)
+    return list(seen)
 
 
 class RaySourceMap:
@@ -132,7 +156,17 @@ class RaySourceMap:
         pool: Sequence[PoolVideo],
         done: Mapping[str, ManifestEntry],
     ) -> Iterator[SourceResult]:
-        """Build ``plans`` on the cluster; yield each source's result as it completes."""
+        """Build ``plans`` on the cluster; yield each source's result as it completes.
+
+        Before the first task, every node that could run one is asked whether it sees every
+        planned source and donor file (not only the folders named on the command line: a
+        node whose data mount is empty still has the folder).
+
+        Raises:
+            WorkerPathError: a node cannot see one of these files (names the node, the first
+                file and how many more).
+        """
+        check_paths(self.session, self.request, planned_files(plans, pool))
         task = _build_task.options(
             max_retries=MAX_TASK_RETRIES,
             retry_exceptions=False,
@@ -269,6 +303,7 @@ __all__ = [
     "RaySourceMap",
     "build_on_ray",
     "encoder_cpus",
+    "planned_files",
     "ray_source_map",
     "usable_cpus",
 ]

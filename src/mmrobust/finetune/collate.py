@@ -9,14 +9,21 @@ Family-agnostic, through the processor's own chat template and call:
    and finds each assistant turn's character span by rendering the prefixes
    (messages before the turn with the generation prompt; through the turn).
    The span is the answer plus the template's end-of-turn token (so the
-   model learns to stop), trailing whitespace excluded. A template that is not
+   model learns to stop), trailing whitespace excluded. A template that writes
+   nothing after the answer (LLaVA-NeXT-Video's Vicuna style ``USER: ...
+   ASSISTANT: A``) gets the tokenizer's EOS after each answer, inside the span,
+   as LLaVA's own training writes ``</s>`` (issue 31 item 2: the span was ``' A'``
+   alone and the model never learnt to stop). A template that is not
    prefix-preserving is refused with a clear error.
 3. The text is tokenized once without image expansion (offsets give the
    trainable tokens) and once by the processor with the images (the real
    inputs); :func:`align_labels` carries the trainable marks over with a
    linear-time subsequence alignment (the model ids are the plain ids with
    image placeholders expanded), so image-token expansion, whatever the family
-   does, never shifts a label. Every trainable token must be found.
+   does, never shifts a label. Every trainable token must be found. Special
+   tokens follow ``hf:`` evaluation's rule (:func:`add_special_tokens`): the
+   tokenizer's own (BOS) are added unless the template wrote BOS itself (Gemma 3),
+   so training ids start as evaluation's do (``<s> USER: ...`` for LLaVA-NeXT-Video).
 4. :func:`prepare_rows` measures first: a conversation whose plain token count
    (a lower bound of the model's, images not yet expanded) is past
    ``--max-length`` is skipped and counted before the processor or the
@@ -106,7 +113,7 @@ class ChatRenderer:
         return str(text)
 
     def render(self, conversation: Conversation) -> Rendered:
-        """Full text and assistant spans.
+        """Full text and assistant spans (EOS added after answers the template leaves open).
 
         Raises:
             TemplateError: rendering a prefix of the conversation does not give a
@@ -114,7 +121,9 @@ class ChatRenderer:
         """
         messages = to_messages(conversation)
         full = self._apply(messages, False)
-        spans = []
+        spans: list[tuple[int, int]] = []
+        open_ends: list[int] = []  # span ends where the template wrote no end-of-turn token
+        eos = getattr(getattr(self.processor, "tokenizer", None), "eos_token", None)
         for index, message in enumerate(messages):
             if message["role"] != "assistant":
                 continue
@@ -128,7 +137,36 @@ class ChatRenderer:
                 )
             if len(through) > len(before):
                 spans.append((len(before), len(through)))
-        return Rendered(full, tuple(spans))
+                answer = "".join(p.get("text", "") for p in message["content"]).strip()
+                if eos and answer and through.endswith(answer):
+                    open_ends.append(len(through))
+        return _close_turns(full, spans, open_ends, eos or "")
+
+
+def _close_turns(
+    text: str, spans: Sequence[tuple[int, int]], open_ends: Sequence[int], eos: str
+) -> Rendered:
+    """Insert ``eos`` at each position of ``open_ends`` (span ends), spans shifted (pure)."""
+    if not open_ends:
+        return Rendered(text, tuple(spans))
+    cut = sorted(set(open_ends))
+    pieces, last = [], 0
+    for at in cut:
+        pieces += [text[last:at], eos]
+        last = at
+    pieces.append(text[last:])
+
+    def shift(position: int) -> int:  # an insertion at a span's end falls inside that span
+        return position + len(eos) * sum(at <= position for at in cut)
+
+    return Rendered("".join(pieces), tuple((shift(s), shift(e)) for s, e in spans))
+
+
+def add_special_tokens(tokenizer: Any, text: str) -> bool:
+    """``hf:`` evaluation's rule: the tokenizer adds its special tokens (BOS) unless the
+    text already starts with BOS (a template that writes it, Gemma 3); ``models/hf.py``."""
+    bos = getattr(tokenizer, "bos_token", None)
+    return not (bos and text.startswith(bos))
 
 
 def trainable_tokens(
@@ -219,7 +257,11 @@ class Encoder:
 
     def plain(self, rendered: Rendered) -> tuple[list[int], list[bool]]:
         """Token ids of the rendered text (no image expansion) and their trainable marks."""
-        enc = self.tokenizer(rendered.text, add_special_tokens=False, return_offsets_mapping=True)
+        enc = self.tokenizer(
+            rendered.text,
+            add_special_tokens=add_special_tokens(self.tokenizer, rendered.text),
+            return_offsets_mapping=True,
+        )
         return list(enc["input_ids"]), trainable_tokens(enc["offset_mapping"], rendered.spans)
 
     def encode(
@@ -239,7 +281,7 @@ class Encoder:
             "return_tensors": "pt",
             "padding": True,
             "padding_side": "right",
-            "add_special_tokens": False,
+            "add_special_tokens": all(add_special_tokens(self.tokenizer, r.text) for r in rendered),
             **self.processor_call,
         }
         if any(pictures):
@@ -346,6 +388,7 @@ __all__ = [
     "Encoder",
     "Rendered",
     "TemplateError",
+    "add_special_tokens",
     "align_labels",
     "load_images",
     "prepare_rows",

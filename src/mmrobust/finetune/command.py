@@ -124,6 +124,24 @@ def finetune_command(
     workers: int = typer.Option(
         _D["num_workers"], "--workers", help="Data-loader worker processes."
     ),
+    eval_fraction: float = typer.Option(
+        0.0, "--eval-fraction", help="Hold out this share of the data for an eval loss (0: none)."
+    ),
+    eval_data: list[Path] = typer.Option(
+        [], "--eval-data", help="Evaluation files instead of --eval-fraction (repeatable)."
+    ),
+    eval_steps: int | None = typer.Option(
+        None, "--eval-steps", help="Also evaluate every N steps (default: before and after)."
+    ),
+    report_to: str = typer.Option(
+        _D["report_to"], "--report-to", help="none | tensorboard | wandb (loss.csv always)."
+    ),
+    push_to_hub: str | None = typer.Option(
+        None, "--push-to-hub", help="Hub repo id to push the result to (needs network, login)."
+    ),
+    load_in_4bit: bool = typer.Option(
+        False, "--load-in-4bit", help="QLoRA: 4-bit NF4 base (bitsandbytes, CUDA only)."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Fine-tune a VLM on MMR paired data (LoRA, TRL SFT, the paper's Table 10 defaults). Re-running resumes."""
@@ -151,7 +169,9 @@ def finetune_command(
             save_total_limit=save_total_limit, logging_steps=logging_steps, deepspeed=deepspeed,
             resume=not no_resume, merge=merge, chat_template=chat_template,
             processor_kwargs=kwargs, revision=revision, trust_remote_code=trust_remote_code,
-            num_workers=workers,
+            num_workers=workers, eval_fraction=eval_fraction, eval_data=eval_data,
+            eval_steps=eval_steps, report_to=report_to, push_to_hub=push_to_hub,
+            load_in_4bit=load_in_4bit,
         )  # fmt: skip
     except ValidationError as exc:
         first = exc.errors()[0]
@@ -171,9 +191,16 @@ def finetune_command(
         raise typer.Exit(130) from None
     start = "-" if result.first_loss is None else f"{result.first_loss:.4f}"
     final = "-" if result.final_loss is None else f"{result.final_loss:.4f}"
+    ran = result.card.get("result", {})
+    held = (
+        f"; eval loss ({ran['eval_samples']} held out) {ran['eval_loss_before']:.4f} -> "
+        f"{ran['eval_loss_after']:.4f}"
+        if ran.get("eval_loss_before") is not None and ran.get("eval_loss_after") is not None
+        else ""
+    )
     typer.echo(
         f"trained on {result.samples} samples (skipped {result.skipped or 'none'}); "
-        f"{result.steps} steps; loss {start} -> {final}; wrote {result.out}"
+        f"{result.steps} steps; loss {start} -> {final}{held}; wrote {result.out}"
     )
 
 

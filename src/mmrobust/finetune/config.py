@@ -86,6 +86,16 @@ class FinetuneConfig(BaseModel):
         revision: hub revision.
         trust_remote_code: allow checkpoint code.
         num_workers: data-loader worker processes.
+        eval_fraction: share of the data held out for an evaluation loss (seeded; the
+            conversations of one image stay together); 0: none.
+        eval_data: evaluation files (same formats) instead of a held-out share.
+        eval_steps: also evaluate every N optimizer steps (``None``: before and after only).
+        report_to: ``none``, ``tensorboard`` (event files in ``out/checkpoints/runs``) or
+            ``wandb`` (needs ``wandb`` installed and logged in); the loss CSV is always written.
+        push_to_hub: a hub repository id the trainer pushes the result to (``None``: no push;
+            needs network and ``huggingface-cli login``).
+        load_in_4bit: QLoRA: load the base model 4-bit NF4 through bitsandbytes (CUDA only;
+            LoRA only); its LoRA weights train in float32 over the frozen 4-bit base.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -129,11 +139,21 @@ class FinetuneConfig(BaseModel):
     revision: str | None = None
     trust_remote_code: bool = False
     num_workers: int = Field(0, ge=0)
+    eval_fraction: float = Field(0.0, ge=0, lt=1)
+    eval_data: list[Path] = Field(default_factory=list)
+    eval_steps: int | None = Field(None, ge=1)
+    report_to: Literal["none", "tensorboard", "wandb"] = "none"
+    push_to_hub: str | None = None
+    load_in_4bit: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> FinetuneConfig:
         if self.max_steps == 0:
             raise ValueError("max_steps must be positive or -1")
+        if self.eval_fraction and self.eval_data:
+            raise ValueError("give --eval-fraction or --eval-data, not both")
+        if self.load_in_4bit and self.method != "lora":
+            raise ValueError("4-bit loading (QLoRA) trains LoRA only: use --method lora")
         return self
 
     @property
@@ -148,7 +168,8 @@ class FinetuneConfig(BaseModel):
 
     def fingerprint(self) -> dict[str, Any]:
         """Settings that change the result (a resumed run must match them)."""
-        skip = {"out", "resume", "merge", "num_workers", "save_total_limit"}
+        skip = {"out", "resume", "merge", "num_workers", "save_total_limit", "report_to"}
+        skip |= {"push_to_hub"}
         return {k: v for k, v in self.model_dump(mode="json").items() if k not in skip}
 
 

@@ -102,8 +102,12 @@ def load_for_training(
     revision: str | None = None,
     trust_remote_code: bool = False,
     processor_kwargs: dict[str, Any] | None = None,
+    load_in_4bit: bool = False,
 ) -> tuple[Any, Any]:
     """``(model, processor)`` for training, in ``dtype`` (``float32``/``bfloat16``/``float16``).
+
+    ``load_in_4bit``: QLoRA (Dettmers et al. 2023): NF4 weights with double quantization,
+    compute in ``dtype`` (bfloat16 when float32 is asked), through bitsandbytes; CUDA only.
 
     Raises:
         ImportError: torch/transformers are missing (``pip install -e '.[train]'``).
@@ -118,13 +122,14 @@ def load_for_training(
         ) from exc
 
     common: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+    loading: dict[str, Any] = {"dtype": getattr(torch, dtype)}
+    if load_in_4bit:
+        loading["quantization_config"] = _four_bit(torch, dtype)
     if revision:
         common["revision"] = revision
     try:
         processor = AutoProcessor.from_pretrained(model_id, **common, **(processor_kwargs or {}))
-        model = AutoModelForImageTextToText.from_pretrained(
-            model_id, dtype=getattr(torch, dtype), **common
-        )
+        model = AutoModelForImageTextToText.from_pretrained(model_id, **loading, **common)
     except (OSError, ValueError, KeyError, ImportError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(
@@ -138,6 +143,23 @@ def load_for_training(
             f"finetune: {model_id!r} has no image processor and tokenizer (not a vision-language model)"
         )
     return model, processor
+
+
+def _four_bit(torch: Any, dtype: str) -> Any:
+    """bitsandbytes NF4 config (QLoRA's), or a one-line ``ValueError`` where it cannot run."""
+    import importlib.util
+
+    if not torch.cuda.is_available():
+        raise ValueError("--load-in-4bit needs a CUDA GPU (bitsandbytes 4-bit); none is visible")
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise ValueError("--load-in-4bit needs bitsandbytes: pip install bitsandbytes")
+    from transformers import BitsAndBytesConfig
+
+    compute = torch.bfloat16 if dtype == "float32" else getattr(torch, dtype)
+    return BitsAndBytesConfig(
+        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=compute,
+    )  # fmt: skip
 
 
 def model_identity(model_id: str, model: Any) -> dict[str, Any]:

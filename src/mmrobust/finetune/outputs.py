@@ -11,6 +11,8 @@ Layout of ``OUT``:
   library versions, seed, final loss, tokens, time, peak memory;
 * ``loss.csv`` (``step, epoch, loss, learning_rate, grad_norm, tokens_seen``) and
   ``loss.png`` (the paper's figures 9-11 and 14 are such curves);
+* ``eval_loss.csv`` (``step, eval_loss``; with an evaluation split): before training
+  (step 0), every ``eval_steps``, and after training;
 * ``data_report.json``: every skipped record with its reason;
 * ``checkpoints/checkpoint-<step>/``: resume points (trainer state, optimizer,
   scheduler, RNG states).
@@ -56,6 +58,25 @@ def write_loss_csv(log_history: Sequence[Mapping[str, Any]], path: Path) -> list
     with tmp.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=LOSS_COLUMNS)
         writer.writeheader()
+        writer.writerows(rows)
+    tmp.replace(path)
+    return rows
+
+
+def write_eval_csv(
+    log_history: Sequence[Mapping[str, Any]], before: float | None, path: Path
+) -> list[tuple[int, float]]:
+    """Write ``eval_loss.csv`` (the loss before training at step 0, then the trainer's
+    evaluations; one row per step, the last evaluation of a step kept); return its rows."""
+    by_step: dict[int, float] = {} if before is None else {0: before}
+    for entry in log_history:
+        if "eval_loss" in entry:
+            by_step[int(entry.get("step", 0))] = float(entry["eval_loss"])
+    rows = sorted(by_step.items())
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["step", "eval_loss"])
         writer.writerows(rows)
     tmp.replace(path)
     return rows
@@ -192,5 +213,6 @@ __all__ = [
     "loss_rows",
     "plot_loss",
     "read_loss_csv",
+    "write_eval_csv",
     "write_loss_csv",
 ]

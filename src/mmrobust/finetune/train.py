@@ -13,7 +13,6 @@ the chat templates it ships patches for).
 from __future__ import annotations
 
 import os
-import platform
 import resource
 import shutil
 import sys
@@ -23,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrobust import __version__
 from mmrobust.finetune.collate import ChatRenderer, Collator, Encoder, TemplateError, prepare_rows
 from mmrobust.finetune.config import TABLE10, FinetuneConfig
 from mmrobust.finetune.data import DataReport, load_training_data
@@ -39,8 +37,18 @@ from mmrobust.finetune.outputs import (
     complete_checkpoints,
     loss_rows,
     plot_loss,
+    write_eval_csv,
     write_loss_csv,
 )
+from mmrobust.finetune.safeguards import (
+    WeightProbe,
+    optimizer_steps,
+    schedule_warning,
+    split_eval,
+    upcast_trainable,
+    warmup_steps,
+)
+from mmrobust.finetune.trainer import sft_args, trainer_class, versions
 from mmrobust.mmrdata.writers import write_json
 
 CARD = "training_card.json"
@@ -105,75 +113,20 @@ def _resolve_dtype(config: FinetuneConfig) -> str:
     return "float32"
 
 
-def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"mmrobust": __version__, "python": platform.python_version()}
-    for name in ("torch", "transformers", "peft", "trl", "accelerate", "deepspeed"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            continue
-    return out
-
-
-def _checkpointing(config_cls: Any, enabled: bool) -> dict[str, Any]:
-    """Activation checkpointing under its current name (transformers >= 5.24 renamed it)."""
-    import dataclasses
-
-    names = {f.name for f in dataclasses.fields(config_cls)}
-    key = (
-        "activation_checkpointing"
-        if "activation_checkpointing" in names
-        else "gradient_checkpointing"
-    )
-    return {key: enabled}
+FINGERPRINT_SKIP = {"data", "extra", "images", "save_steps", "logging_steps", "chat_template"}
+FINGERPRINT_SKIP |= {"eval_data", "eval_steps"}  # eval files: by path below; eval_steps: logging
 
 
 def _run_fingerprint(config: FinetuneConfig, report: DataReport) -> dict[str, Any]:
-    settings = {
-        k: v
-        for k, v in config.fingerprint().items()
-        if k not in ("data", "extra", "images", "save_steps", "logging_steps", "chat_template")
-    }
+    settings = {k: v for k, v in config.fingerprint().items() if k not in FINGERPRINT_SKIP}
     return {
         "settings": settings,
         "data": sorted([f.source, f.sha256] for f in report.files),
+        **({"eval_data": sorted(str(p) for p in config.eval_data)} if config.eval_data else {}),
         "chat_template": config.chat_template.read_text(encoding="utf-8")
         if config.chat_template
         else None,
     }
-
-
-def _trainer_class() -> Any:
-    from trl import SFTTrainer
-
-    class MMRTrainer(SFTTrainer):  # type: ignore[misc]
-        """``SFTTrainer`` with a separate learning rate for a fully trained connector (as Bunny does)."""
-
-        projector_prefix: str | None = None
-        projector_lr: float | None = None
-
-        def create_optimizer(self, model: Any = None) -> Any:
-            optimizer = super().create_optimizer(model)
-            prefix, lr = self.projector_prefix, self.projector_lr
-            if prefix is None or lr is None:
-                return optimizer
-            target: Any = model if model is not None else self.model
-            names = {id(p): n for n, p in target.named_parameters()}
-            for group in list(optimizer.param_groups):
-                moved = [p for p in group["params"] if f"{prefix}." in names.get(id(p), "")]
-                if not moved:
-                    continue
-                keep = [p for p in group["params"] if all(p is not m for m in moved)]
-                group["params"] = keep
-                settings = {k: v for k, v in group.items() if k != "params"}
-                optimizer.add_param_group({**settings, "params": moved, "lr": lr})
-                if not keep:
-                    optimizer.param_groups.remove(group)
-            return optimizer
-
-    return MMRTrainer
 
 
 def _merge_saved(config: FinetuneConfig, out: Path, say: Callable[[str], None]) -> None:
@@ -222,7 +175,6 @@ def run_finetune(
     try:
         import torch
         from peft import LoraConfig
-        from trl import SFTConfig
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ImportError(
             f"finetune needs the train extra: pip install -e '.[train]' ({exc})"
@@ -290,38 +242,23 @@ def run_finetune(
     dtype = _resolve_dtype(config)
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     accumulation = config.accumulation(world_size)
-    args = SFTConfig(
-        output_dir=str(checkpoints),
-        per_device_train_batch_size=config.per_device_batch,
-        gradient_accumulation_steps=accumulation,
-        learning_rate=config.learning_rate,
-        lr_scheduler_type=config.lr_scheduler,
-        warmup_steps=config.warmup_ratio,  # a float in [0, 1) is a ratio of the total steps
-        weight_decay=config.weight_decay,
-        num_train_epochs=config.epochs,
-        max_steps=config.max_steps,
-        optim=config.optimizer,
-        seed=config.seed,
-        data_seed=config.seed,
-        bf16=dtype == "bfloat16",
-        fp16=dtype == "float16",
-        use_cpu=config.device == "cpu",
-        logging_steps=config.logging_steps,
-        save_strategy="steps",
-        save_steps=config.save_steps,
-        save_total_limit=config.save_total_limit,
-        report_to="none",
-        disable_tqdm=True,
-        remove_unused_columns=False,
-        dataset_kwargs={"skip_prepare_dataset": True},
-        max_length=None,
-        packing=False,
-        completion_only_loss=False,
-        include_num_input_tokens_seen="non_padding",
-        dataloader_num_workers=config.num_workers,
-        deepspeed=str(config.deepspeed) if config.deepspeed else None,
-        **_checkpointing(SFTConfig, config.gradient_checkpointing),
-    )  # created before the model, so DeepSpeed ZeRO-3 can partition it while loading
+    held_out: list[Any] = []
+    if config.eval_data:
+        held_out, _ = load_training_data(
+            config.eval_data, images=config.images, polarity=config.polarity
+        )
+    elif config.eval_fraction:
+        try:
+            conversations, held_out = split_eval(conversations, config.eval_fraction, config.seed)
+        except ValueError as exc:
+            raise FinetuneError(str(exc)) from None
+    args = sft_args(
+        config,
+        checkpoints=str(checkpoints),
+        dtype=dtype,
+        accumulation=accumulation,
+        evaluates=bool(held_out),
+    )  # fmt: skip  (before the model, so DeepSpeed ZeRO-3 can partition it while loading)
 
     model, processor = load_for_training(
         config.model_id,
@@ -329,6 +266,7 @@ def run_finetune(
         revision=config.revision,
         trust_remote_code=config.trust_remote_code,
         processor_kwargs=config.processor_kwargs,
+        load_in_4bit=config.load_in_4bit,
     )
     if config.chat_template is not None:
         processor.chat_template = config.chat_template.read_text(encoding="utf-8")
@@ -342,6 +280,8 @@ def run_finetune(
             conversations, renderer, encoder, config.max_length, report.problems,
             progress=progress and main_process,
         )  # fmt: skip
+        eval_problems: list[Any] = []
+        eval_rows = prepare_rows(held_out, renderer, encoder, config.max_length, eval_problems)
     except TemplateError as exc:
         raise FinetuneError(f"finetune: {config.model_id}: {exc}") from None
     if main_process:
@@ -354,6 +294,18 @@ def run_finetune(
         )
     if not rows:
         raise FinetuneError(f"no trainable samples in the data (skipped: {counts})")
+    if held_out and not eval_rows:
+        raise FinetuneError(f"no usable evaluation sample ({len(eval_problems)} skipped)")
+    total_steps = optimizer_steps(
+        len(rows), config.per_device_batch, accumulation, config.epochs, config.max_steps,
+        world_size,
+    )  # fmt: skip
+    warning = schedule_warning(
+        len(rows), config.per_device_batch * world_size * accumulation, total_steps,
+        warmup_steps(total_steps, config.warmup_ratio),
+    )  # fmt: skip
+    if warning:
+        say(warning)
 
     parts = find_parts(model)
     trains_projector = config.projector == "full" and parts.projector is not None
@@ -370,7 +322,7 @@ def run_finetune(
     else:
         freeze_for_full(model, parts, config.projector != "frozen")
 
-    trainer_cls = _trainer_class()
+    trainer_cls = trainer_class()
     trainer_cls.projector_prefix = parts.projector if trains_projector else None
     trainer_cls.projector_lr = config.projector_lr
     loss_csv = out / "loss.csv"
@@ -379,6 +331,7 @@ def run_finetune(
         args=args,
         data_collator=Collator(encoder),
         train_dataset=Dataset.from_list(rows),
+        eval_dataset=Dataset.from_list(eval_rows) if eval_rows else None,
         processing_class=processor,
         peft_config=peft_config,
         callbacks=[LossLogCallback(loss_csv), *callbacks],
@@ -387,6 +340,9 @@ def run_finetune(
     trainer.remove_callback(HFProgress)
     if progress:
         trainer.add_callback(ProgressCallback())
+    if dtype != "float32" and not trainer.is_deepspeed_enabled:
+        upcast_trainable(trainer.model)  # float32 master weights (issue 31 item 1)
+    probe = WeightProbe(trainer.model)
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     total = sum(p.numel() for p in trainer.model.parameters())
 
@@ -396,7 +352,18 @@ def run_finetune(
         say(f"resuming from {resumed_from}")
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
+    eval_before = (
+        float(trainer.evaluate()["eval_loss"]) if eval_rows and resumed_from is None else None
+    )
     trainer.train(resume_from_checkpoint=str(resumed_from) if resumed_from else None)
+    eval_after = float(trainer.evaluate()["eval_loss"]) if eval_rows else None
+    if not trainer.is_deepspeed_enabled and probe.changed(trainer.model) == 0:
+        shutil.rmtree(checkpoints, ignore_errors=True)  # so the corrected retry starts clean
+        raise FinetuneError(
+            f"no trainable weight changed in {trainer.state.global_step} optimizer step(s) "
+            f"({warning.split(': ', 1)[1] if warning else 'learning rate 0 or no gradient'}); "
+            "nothing was trained"
+        )
 
     trainer.save_model(str(out))
     main_process = bool(trainer.is_world_process_zero())
@@ -406,7 +373,7 @@ def run_finetune(
         if trainer.is_deepspeed_enabled:  # partitioned weights: merge from the saved adapter
             say("not merged under DeepSpeed: re-run the same command in one process for OUT/merged")
         else:
-            merged = trainer.model.merge_and_unload()
+            merged = trainer.model.merge_and_unload().to(getattr(torch, dtype))
             merged.save_pretrained(str(out / "merged"))
             processor.save_pretrained(str(out / "merged"))
 
@@ -419,6 +386,8 @@ def run_finetune(
             out / "loss.png",
             f"{config.model_id}: {report.composition}, {len(rows)} samples",
         )
+    if eval_rows and main_process:
+        write_eval_csv(history, eval_before, out / "eval_loss.csv")
     summary: dict[str, Any] = next((e for e in reversed(history) if "train_runtime" in e), {})
     tokens = int(trainer.state.num_input_tokens_seen or 0)
     label_tokens = sum(r["n_labels"] for r in rows)
@@ -470,8 +439,12 @@ def run_finetune(
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "wall_s": time.monotonic() - started,
             "resumed_from": str(resumed_from) if resumed_from else None,
+            "eval_samples": len(eval_rows),
+            "eval_loss_before": eval_before,
+            "eval_loss_after": eval_after,
+            "schedule_warning": warning,
         },
-        "versions": _versions(),
+        "versions": versions(),
         "device": "cuda:" + torch.cuda.get_device_name(0)
         if torch.cuda.is_available() and config.device != "cpu"
         else "cpu",

@@ -111,6 +111,7 @@ class JoinedClips:
 
     def __init__(self, paths: Mapping[str, Path], settings: EncoderSettings) -> None:
         self.settings = settings
+        self._tick = 1 / settings.fps  # the pieces' time base (computed once, not per packet)
         self._outputs: dict[str, _Output] = {}
         self._step = 0
         first = next(iter(paths.values()), Path("joined.mp4"))
@@ -281,7 +282,7 @@ class Piece:
             MediaError: muxing failed.
         """
         pts, dts, tb = packet.pts, packet.dts, packet.time_base
-        if tb is None or tb != 1 / self._clips.settings.fps:
+        if tb is None or tb != self._clips._tick:
             where = self._outputs[0].path if self._outputs else Path("?")
             raise MediaError(where, f"packet time base {tb}, expected 1/{self._clips.settings.fps}")
         first = self.packets == 0

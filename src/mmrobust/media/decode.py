@@ -19,6 +19,7 @@ from av.video.reformatter import Interpolation
 
 from mmrobust.media import limits
 from mmrobust.media._open import decode_video, describe_av_error, open_video
+from mmrobust.media.encoder import shared_reformatter
 from mmrobust.media.errors import MediaError
 from mmrobust.media.probe import normalise_rotation, truncation
 
@@ -53,19 +54,21 @@ def _to_array(
     quarter_turns = normalise_rotation(frame.rotation) // 90 if autorotate else 0
     arr: np.ndarray
     colour: dict[str, Any] = {} if gray else {"src_color_range": frame.color_range}
+    r = shared_reformatter()  # one swscale context per thread, not one per frame
     if size is not None:
         w, h = size
         if quarter_turns % 2:  # resize in stored orientation, then rotate to (h, w)
             w, h = h, w
         fmt = "gray" if gray else "rgb24"
-        frame = frame.reformat(width=w, height=h, format=fmt, interpolation="AREA", **colour)
-        arr = frame.to_ndarray()
+        arr = r.reformat(
+            frame, width=w, height=h, format=fmt, interpolation="AREA", **colour
+        ).to_ndarray()
     elif gray:
-        arr = frame.to_ndarray(format="gray")
+        arr = r.reformat(frame, format="gray").to_ndarray()
     elif exact:
-        arr = frame.to_ndarray(format="rgb24", interpolation=EXACT_COLOUR, **colour)
+        arr = r.reformat(frame, format="rgb24", interpolation=EXACT_COLOUR, **colour).to_ndarray()
     else:
-        arr = frame.to_ndarray(format="rgb24", **colour)
+        arr = r.reformat(frame, format="rgb24", **colour).to_ndarray()
     if quarter_turns:
         arr = np.ascontiguousarray(np.rot90(arr, k=quarter_turns))
     return arr

@@ -64,6 +64,23 @@ class FramePolicy:
         if self.max_frames is not None and self.max_frames < 1:
             raise ValueError("--max-frames must be at least 1")
 
+    @classmethod
+    def choose(
+        cls, frames: int = 8, fps: float | None = None, max_frames: int | None = None
+    ) -> FramePolicy:
+        """The policy of ``--frames`` / ``--fps`` / ``--max-frames``: ``fps`` mode when ``fps``
+        is given (at most ``max_frames``), else ``frames`` segment centres.
+
+        Raises:
+            ValueError: ``fps`` not a finite positive number; as the constructor otherwise
+                (``frames`` or ``max_frames`` below 1).
+        """
+        if fps is not None:
+            if not math.isfinite(fps):  # inf would send frame 0 only, nan no frame
+                raise ValueError(f"--fps must be a finite positive number, not {fps}")
+            return cls(mode="fps", fps=fps, max_frames=max_frames)
+        return cls(mode="segments", n_frames=frames)
+
     def describe(self) -> str:
         """Human-readable summary, e.g. ``"8 segment-centre frames"``."""
         if self.mode == "segments":

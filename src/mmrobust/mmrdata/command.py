@@ -60,11 +60,12 @@ def generate(
     if not paths:
         raise ValueError("no images found")
     if ray is not None:
-        from mmrobust.distributed.mmrdata import run_mmr_data_ray
+        from mmrobust.distributed import RAY_RUNNERS  # Ray-free; the Ray path named lazily
 
-        return run_mmr_data_ray(
+        summary: MMRDataSummary = RAY_RUNNERS.get("mmr-data")(
             paths, model, args, out_dir, ray, n_pairs=n_pairs, resume=resume, on_item=on_item
         )
+        return summary
     backend = load_model(parse_spec(model, args))
     try:
         return run_mmr_data(
@@ -74,4 +75,28 @@ def generate(
         backend.close()
 
 
-__all__ = ["STAGE2_MAX_TOKENS", "generate", "model_args_for"]
+def summary_line(summary: MMRDataSummary) -> str:
+    """The one line ``mmrobust mmr-data`` prints at the end: images per status, pairs kept,
+    LLaVA samples, drops and the output folder."""
+    return (
+        f"{summary.images} images {summary.statuses}; pairs kept {summary.pairs_kept} of "
+        f"{summary.pairs_parsed}; LLaVA samples {summary.turns_kept}; dropped {summary.dropped}; "
+        f"outputs in {summary.out_dir}"
+    )
+
+
+def no_sample_error(summary: MMRDataSummary, first_error: str | None = None) -> str | None:
+    """Why a run that wrote no training sample failed (issue 30), ``None`` when it wrote some.
+
+    ``first_error`` is the first image's error (``"<image>: <error>"``) if any image failed;
+    otherwise the reason names the statuses (and the drops, when pairs were dropped).
+    """
+    if summary.turns_kept:
+        return None
+    why = first_error or f"statuses {summary.statuses}"
+    if summary.dropped and not first_error:
+        why += f", dropped {summary.dropped}"
+    return f"generated no training sample from {summary.images} images ({why})"
+
+
+__all__ = ["STAGE2_MAX_TOKENS", "generate", "model_args_for", "no_sample_error", "summary_line"]

@@ -126,6 +126,13 @@ class HttpOptions(BaseModel):
     reasoning: ReasoningMode = "keep"
 
 
+def options_encoding(options: HttpOptions) -> FrameEncoding:
+    """The frames an HTTP backend with ``options`` sends: JPEG ``jpeg_quality``, longer side
+    at most ``image_max_side`` (``HttpModel.frame_encoding``; computed without a client for
+    ``models.spec.frame_encoding_of``)."""
+    return FrameEncoding(quality=options.jpeg_quality, max_side=options.image_max_side or None)
+
+
 def check_base_url(url: str, backend: str) -> None:
     """Refuse a ``base_url`` httpx cannot send to, in one line, before any request.
 
@@ -141,6 +148,35 @@ def check_base_url(url: str, backend: str) -> None:
         )
     if not parts.hostname:
         raise ValueError(f"{backend}: base_url={scrub_url(url)!r} names no host")
+
+
+def place_prefill(
+    request: Request,
+    mode: str,
+    content: list[dict[str, Any]],
+    messages: list[dict[str, Any]],
+    *,
+    strip: bool = False,
+) -> dict[str, Any]:
+    """Put ``request.assistant_prefill`` where ``mode`` (``--model-arg prefill=``) says; shared
+    by the chat backends (``openai:``, ``anthropic:``).
+
+    ``drop`` sends none and returns ``{"prefill_dropped": True}`` (recorded with the row);
+    ``user`` appends it as a text part of the user turn's ``content``; any other mode
+    (``message``, ``continue``) appends a final assistant turn to ``messages`` (``strip``:
+    without trailing whitespace, which the Messages API refuses). No prefill: ``{}``, nothing
+    changed. ``continue``'s server flags are the backend's own.
+    """
+    text = request.assistant_prefill
+    if not text:
+        return {}
+    if mode == "drop":
+        return {"prefill_dropped": True}
+    if mode == "user":
+        content.append({"type": "text", "text": text})
+    else:
+        messages.append({"role": "assistant", "content": text.rstrip() if strip else text})
+    return {}
 
 
 def read_api_key(env: str | None) -> str | None:
@@ -257,8 +293,7 @@ class HttpModel(Model):
 
     def frame_encoding(self) -> FrameEncoding:
         """Exactly what is sent: ``jpeg_quality``, longer side at most ``image_max_side``."""
-        o = self.options
-        return FrameEncoding(quality=o.jpeg_quality, max_side=o.image_max_side or None)
+        return options_encoding(self.options)
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -443,6 +478,7 @@ __all__ = [
     "check_base_url",
     "empty_reply",
     "parse_retry_after",
+    "place_prefill",
     "read_api_key",
     "token_count",
 ]

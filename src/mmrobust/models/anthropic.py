@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Json
 
+from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models._encode import encode_jpeg
 from mmrobust.models._http import (
     AttemptError,
@@ -38,6 +39,8 @@ from mmrobust.models._http import (
     body_shape,
     check_base_url,
     empty_reply,
+    options_encoding,
+    place_prefill,
     read_api_key,
     token_count,
 )
@@ -143,16 +146,11 @@ class AnthropicModel(HttpModel):
             payload["system"] = request.system
         if o.top_k is not None:
             payload["top_k"] = o.top_k
-        extra: dict[str, Any] = {"n_media": len(media)}
-        if request.assistant_prefill:
-            if o.prefill == "drop":
-                extra["prefill_dropped"] = True
-            elif o.prefill == "user":
-                content.append({"type": "text", "text": request.assistant_prefill})
-            else:  # the API refuses a final assistant turn that ends in whitespace
-                messages.append(
-                    {"role": "assistant", "content": request.assistant_prefill.rstrip()}
-                )
+        # the API refuses a final assistant turn that ends in whitespace: strip
+        extra = {
+            "n_media": len(media),
+            **place_prefill(request, o.prefill, content, messages, strip=True),
+        }
         if o.extra_body:
             payload.update(o.extra_body)
         return payload, extra
@@ -217,6 +215,16 @@ def _image_block(jpeg: bytes) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": data}}
 
 
+def frame_encoding(arg: str | None, args: Mapping[str, str]) -> FrameEncoding:
+    """The frame encoding ``anthropic:<arg>`` with ``args`` sends, without building a client
+    (registered with ``register_backend``; a Ray driver keys its run with it).
+
+    Raises:
+        ValueError: an unknown or invalid ``--model-arg``.
+    """
+    return options_encoding(parse_options(AnthropicOptions, args, "anthropic"))
+
+
 def make(arg: str | None, args: Mapping[str, str]) -> Model:
     """Factory for ``anthropic:<model>`` (registered in ``mmrobust.models.spec``).
 
@@ -242,4 +250,10 @@ def make(arg: str | None, args: Mapping[str, str]) -> Model:
     return AnthropicModel(arg, options, api_key=api_key)
 
 
-__all__ = ["DEFAULT_KEY_ENV", "AnthropicModel", "AnthropicOptions", "make"]
+__all__ = [
+    "DEFAULT_KEY_ENV",
+    "AnthropicModel",
+    "AnthropicOptions",
+    "frame_encoding",
+    "make",
+]

@@ -84,7 +84,9 @@ class HFOptions(BaseModel):
         video_input: ``images`` (frames as a list of images) or ``video``
             (the processor's native video input).
         image_max_side: pixels; frames are downscaled so the longer side is
-            at most this before the processor sees them (0: as decoded).
+            at most this before the processor sees them (0: as decoded). 1024 by
+            default, as on ``openai:`` / ``anthropic:`` (one default, so the same
+            model sees the same pixels on every backend; issue 31 item 6).
         revision: hub revision (branch, tag or commit).
         trust_remote_code: allow checkpoint code (off by default).
         chat_template: path of a Jinja chat template overriding the processor's.
@@ -113,7 +115,7 @@ class HFOptions(BaseModel):
     temperature: float = Field(0.0, ge=0)
     seed: int = 0
     video_input: Literal["images", "video"] = "images"
-    image_max_side: int = Field(0, ge=0)
+    image_max_side: int = Field(1024, ge=0)
     revision: str | None = None
     trust_remote_code: bool = False
     chat_template: Path | None = None
@@ -390,7 +392,24 @@ class HFModel(Model):
                 call["images"] = singles
         elif any(frames):
             call["images"] = [[Image.fromarray(x) for x in f] for f in frames]
-        return self.processor(**call).to(self.model.device), frames
+        inputs = self.processor(**call)
+        self._warn_context(int(inputs["input_ids"].shape[1]))
+        return inputs.to(self.model.device), frames
+
+    def _warn_context(self, n_tokens: int) -> None:
+        """Warn once, before ``generate``, when the prompt (media tokens included) passes the
+        model's context (``max_position_embeddings`` of its text config), naming the fix."""
+        config = getattr(self.model, "config", None)
+        text = getattr(config, "text_config", None) or config
+        context = getattr(text, "max_position_embeddings", None)
+        if not isinstance(context, int) or n_tokens <= context or getattr(self, "_warned", False):
+            return
+        self._warned = True
+        log.warning(
+            "hf: the prompt is %d tokens (media included), past the model's context of %d: "
+            "pass fewer --frames or a smaller --model-arg image_max_side (now %d)",
+            n_tokens, context, self.options.image_max_side,
+        )  # fmt: skip
 
     def _generate_batch(self, chunk: list[Request]) -> list[Response]:
         import torch

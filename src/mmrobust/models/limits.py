@@ -5,8 +5,11 @@ A server that refuses a request (HTTP 4xx) usually refuses *that* request
 Some refusals are a limit of the server's configuration that every sample
 of the run hits alike; asking the other samples only repeats the refusal,
 and a run that answers only the samples under the limit (short clips) would
-be biased. These are recognised here, and the runner stops at the first one
-with the server's message and the fix:
+be biased. These are recognised here; the runner (``run.process.StopRules``)
+stops at the first count limit (``images``, ``videos``), and at a ``context``
+limit (which depends on the sample: wide or long clips) only when nearly all
+of the first samples hit it, else it stores those samples ``rejected`` and
+goes on; either way with the server's message and the fix:
 
 ========== ====================================================== ==============================
 kind       server message (vLLM, OpenAI-compatible servers)       fix

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Json
 
+from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models._encode import data_url, file_data_url, file_url, frame_data_url
 from mmrobust.models._http import (
     AttemptError,
@@ -30,7 +31,9 @@ from mmrobust.models._http import (
     body_shape,
     check_base_url,
     empty_reply,
+    options_encoding,
     parse_retry_after,
+    place_prefill,
     read_api_key,
     token_count,
 )
@@ -42,27 +45,14 @@ from mmrobust.status import Status
 
 
 class OpenAIOptions(HttpOptions):
-    """``--model-arg`` settings of the ``openai`` backend (strings are converted).
+    """``--model-arg`` settings of the ``openai`` backend (strings are converted); the settings
+    every HTTP backend shares (temperature, timeout, deadline, retries, backoff, image size and
+    quality) are documented once, in :class:`~mmrobust.models._http.HttpOptions`.
 
     Attributes:
         base_url: server root including ``/v1`` (``http://localhost:8000/v1``).
         api_key_env: name of the environment variable holding the API key;
             ``None`` sends no ``Authorization`` header (local servers).
-        temperature: sampling temperature; 0 (greedy) by default.
-        max_tokens: cap on generated tokens.
-        timeout: seconds one socket operation of an attempt may wait (connect,
-            each read, each write).
-        deadline: seconds one whole HTTP attempt may take, connect to last byte
-            (default ``3 * timeout``); past it the attempt is a ``timeout``.
-        concurrency: requests in flight at once (``Model.max_concurrency``).
-        max_retries: retries after the first attempt (0: try once).
-        backoff_initial: seconds; the n-th backoff is uniform in
-            ``[0, min(backoff_max, backoff_initial * 2**n)]``.
-        backoff_max: seconds; cap on one backoff wait.
-        retry_after_max: seconds; cap on a server's ``Retry-After``.
-        image_max_side: pixels; frames are downscaled so the longer side is
-            at most this (0: send full size).
-        jpeg_quality: JPEG quality (1..100) of the frames sent.
         image_detail: OpenAI ``detail`` hint on each image part (omitted when unset).
         video: send the video file itself as one ``video_url`` part instead of
             sampled frames (``media_input = "path"``); the server samples frames.
@@ -182,17 +172,10 @@ class OpenAICompatModel(HttpModel):
             payload["seed"] = o.seed
         if o.chat_template_kwargs:
             payload["chat_template_kwargs"] = dict(o.chat_template_kwargs)
-        extra: dict[str, Any] = {"n_media": len(media)}
-        if request.assistant_prefill:
-            if o.prefill == "drop":
-                extra["prefill_dropped"] = True
-            elif o.prefill == "user":
-                content.append({"type": "text", "text": request.assistant_prefill})
-            else:
-                messages.append({"role": "assistant", "content": request.assistant_prefill})
-                if o.prefill == "continue":
-                    payload["continue_final_message"] = True
-                    payload["add_generation_prompt"] = False
+        extra = {"n_media": len(media), **place_prefill(request, o.prefill, content, messages)}
+        if request.assistant_prefill and o.prefill == "continue":
+            payload["continue_final_message"] = True
+            payload["add_generation_prompt"] = False
         if o.extra_body:
             payload.update(o.extra_body)
         return payload, extra
@@ -300,6 +283,16 @@ def _parse_completion(
     return Completion(content, usage, finish, reasoning=reasoning)
 
 
+def frame_encoding(arg: str | None, args: Mapping[str, str]) -> FrameEncoding:
+    """The frame encoding ``openai:<arg>`` with ``args`` sends, without building a client
+    (registered with ``register_backend``; a Ray driver keys its run with it).
+
+    Raises:
+        ValueError: an unknown or invalid ``--model-arg``.
+    """
+    return options_encoding(parse_options(OpenAIOptions, args, "openai"))
+
+
 def make(arg: str | None, args: Mapping[str, str]) -> Model:
     """Factory for ``openai:<model>`` (registered in ``mmrobust.models.spec``).
 
@@ -330,6 +323,7 @@ __all__ = [
     "OpenAICompatVideoModel",
     "OpenAIOptions",
     "WaitRetryAfter",
+    "frame_encoding",
     "make",
     "parse_retry_after",
 ]

@@ -23,12 +23,17 @@ an executor can place replicas from the spec alone, before any model is loaded
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mmrobust.models.base import Model, Placement
 from mmrobust.registry import Registry
+
+if TYPE_CHECKING:
+    from mmrobust.media.jpeg import FrameEncoding
 
 ModelFactory = Callable[[str | None, Mapping[str, str]], Model]
 """``factory(arg, model_args) -> Model``; raises ``ValueError`` on bad arguments."""
@@ -38,17 +43,30 @@ MODELS: Registry[ModelFactory] = Registry("model")
 PLACEMENTS: dict[str, Placement] = {}
 """Backend name -> where its model runs (the ``placement`` of the models it makes)."""
 
+FRAME_ENCODINGS: dict[str, str] = {}
+"""Backends whose frame encoding is not the default (JPEG q95, decoded size):
+``name -> "module:function"``, ``function(arg, args) -> FrameEncoding`` (no client built)."""
+
 
 def register_backend(
-    name: str, factory: ModelFactory | str, *, placement: Placement = "cpu"
+    name: str,
+    factory: ModelFactory | str,
+    *,
+    placement: Placement = "cpu",
+    frame_encoding: str | None = None,
 ) -> None:
-    """Register a backend: its factory (or lazy ``"module:function"``) and its placement.
+    """Register a backend: its factory (or lazy ``"module:function"``), its placement and,
+    when its frames are not JPEG q95 at the decoded size, the lazy ``"module:function"``
+    ``function(arg, args) -> FrameEncoding`` that says what it sends without building a
+    client (:func:`frame_encoding_of`).
 
     Raises:
         ValueError: ``name`` is already registered with another factory.
     """
     MODELS.register(name, factory)
     PLACEMENTS[name] = placement
+    if frame_encoding is not None:
+        FRAME_ENCODINGS[name] = frame_encoding
 
 
 @dataclass(frozen=True)
@@ -199,21 +217,56 @@ def load_model(spec: str | ModelSpec, model_args: Mapping[str, str] | None = Non
     return factory(parsed.arg, parsed.args)
 
 
+def frame_encoding_of(
+    spec: str | ModelSpec, model_args: Mapping[str, str] | None = None
+) -> FrameEncoding:
+    """The frame encoding the model a spec names uses (``Model.frame_encoding()``), computed
+    from the spec alone: no client, no weights. The run key of a model that is loaded
+    elsewhere (Ray replicas) comes from here.
+
+    Raises:
+        ValueError: the backend rejected its arguments.
+    """
+    from mmrobust.media.jpeg import FrameEncoding
+
+    parsed = spec if isinstance(spec, ModelSpec) else parse_spec(spec, model_args)
+    target = FRAME_ENCODINGS.get(parsed.name)
+    if target is None:
+        return FrameEncoding()
+    module, _, func = target.partition(":")
+    encoding: FrameEncoding = getattr(importlib.import_module(module), func)(
+        parsed.arg, parsed.args
+    )
+    return encoding
+
+
 # Built-in backends, imported on first use. Each module defines ``make(arg, args)``.
 register_backend("constant", "mmrobust.models.baselines:make_constant")
 register_backend("random", "mmrobust.models.baselines:make_random")
 register_backend("forensic", "mmrobust.models.forensic:make")
 register_backend("blind-overlap", "mmrobust.models.blind:make_overlap")
 register_backend("blind-embed", "mmrobust.models.blind:make_embed")
-register_backend("openai", "mmrobust.models.openai_compat:make", placement="api")
-register_backend("anthropic", "mmrobust.models.anthropic:make", placement="api")
+register_backend(
+    "openai",
+    "mmrobust.models.openai_compat:make",
+    placement="api",
+    frame_encoding="mmrobust.models.openai_compat:frame_encoding",
+)
+register_backend(
+    "anthropic",
+    "mmrobust.models.anthropic:make",
+    placement="api",
+    frame_encoding="mmrobust.models.anthropic:frame_encoding",
+)
 register_backend("hf", "mmrobust.models.hf:make", placement="gpu")
 
 __all__ = [
+    "FRAME_ENCODINGS",
     "MODELS",
     "PLACEMENTS",
     "ModelFactory",
     "ModelSpec",
+    "frame_encoding_of",
     "load_model",
     "parse_model_args",
     "parse_spec",

@@ -11,14 +11,16 @@ sharp on high-density screens. :class:`Figure` carries that display width.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mmrobust.report.units import MISSING
 from mmrobust.schema import TABLE7_LABELS
+
+if TYPE_CHECKING:  # pandas is imported by the code that builds frames, not here
+    import pandas as pd
 
 TABLE7_COLUMNS: tuple[tuple[str, str], ...] = TABLE7_LABELS
 """Our effect names -> the column headings of the paper's Table 7, in its order
@@ -85,7 +87,7 @@ def _legend_below(fig: Any, ax: Any, n_items: int) -> None:
 
 
 def _cell(v: Any, digits: int) -> str:
-    if v is None or (isinstance(v, float) and pd.isna(v)):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
         return MISSING
     if isinstance(v, float):
         return f"{v:.{digits}f}"

@@ -76,6 +76,7 @@ class Table:
         group: ``tamper`` / ``mmr`` / ``generic`` (the published-rows toggle applies to all).
         published_default: its published rows are shown when the page opens (runs on the
             released benchmark); the page's toggle starts on only when every such table's is.
+        links: first-cell text -> page it links to (a model's robustness card, ``report.card``).
     """
 
     title: str
@@ -85,6 +86,7 @@ class Table:
     row_classes: list[str] = field(default_factory=list)
     group: str = ""
     published_default: bool = True
+    links: dict[str, str] = field(default_factory=dict)
 
     def row_class(self, i: int) -> str:
         """CSS class of row ``i``."""

@@ -19,15 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mmrobust.report.common import safe_name
-from mmrobust.report.html import Table, frame_to_table
 from mmrobust.report.plots import Figure, plot_mmr_accuracy
 from mmrobust.report.units import MISSING, PERCENT_DIGITS, pct_sign, percent, percent_interval
 from mmrobust.report.view import ReportPaths, RunGroup
+
+if TYPE_CHECKING:  # pandas and the page's html (jinja2) are imported where tables are built
+    import pandas as pd
+
+    from mmrobust.report.html import Table
 
 MMR_NOTE = (
     "RA = UR / pairs (higher is better), MR = UF / (UR + UF) (lower is better), in percent "
@@ -80,11 +82,15 @@ def table2(runs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
                 row[ABBREVIATIONS.get(name, name)] = value
             row["Avg"] = metrics.get(key)
             rows.append(row)
+    import pandas as pd
+
     frame = pd.DataFrame(rows).set_index(["Method", "Metric"])
     return frame.astype(float).round(PERCENT_DIGITS)
 
 
 def _fmt(value: float) -> str:
+    import pandas as pd
+
     return MISSING if pd.isna(value) else f"{value:.2f}"
 
 
@@ -220,6 +226,8 @@ def published_table2(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str], str]
     from mmrobust.report.published import load_published, table2_errata, table2_metrics
 
     published = table2(table2_metrics())
+    import pandas as pd
+
     both = pd.concat([frame.assign(_src="run"), published.assign(_src="published")])
     ra = both.xs("RA", level="Metric")["Avg"]
     order = ra.sort_values(ascending=False, kind="stable").index.tolist()
@@ -240,6 +248,8 @@ def published_table2(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str], str]
 
 def leaderboards(g: RunGroup, published: bool) -> list[Table]:
     """The Table 2 leaderboard of one MMR group (with the published rows when ``published``)."""
+    from mmrobust.report.html import frame_to_table
+
     frame = table2(g.metrics())
     classes = ["run"] * len(frame)
     note = MMR_NOTE

@@ -178,10 +178,12 @@ def build_site(
         ValueError: an audit file is not one; ``out_dir`` is inside a run folder.
     """
     from mmrobust.report.audit import audit_section, load_audit
+    from mmrobust.report.card import card_links, write_cards
 
     check_run_dirs(run_dirs)
     check_out_dir(out_dir)
-    audit_sections = [audit_section(load_audit(a), i) for i, a in enumerate(audits)]
+    loaded = [load_audit(a) for a in audits]
+    audit_sections = [audit_section(a, i) for i, a in enumerate(loaded)]
     out = Path(out_dir)
     shared: dict[str, Sample] = {}  # runs of one dataset parse each sample once
     runs = [load_run(d, samples=shared) for d in run_dirs]
@@ -194,10 +196,14 @@ def build_site(
     ]
     sections = [s for build in SECTION_BUILDERS if (s := build(runs, labels, out)) is not None]
     sections += audit_sections
+    tables = leaderboards(runs, labels, published=published)
+    links = card_links(runs, labels, write_cards(runs, out, loaded, title=title), out)
+    for t in tables:  # each leaderboard row's model name links to its robustness card
+        t.links = links
     index = write_html(
         out,
         html_runs,
-        tables=leaderboards(runs, labels, published=published),
+        tables=tables,
         figures=paths.figures,
         sections=sections,
         title=title,

@@ -18,9 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mmrobust.families import get_family
 from mmrobust.metrics.tamper import guess_f1
@@ -31,6 +29,9 @@ from mmrobust.report.units import (
     pct_sign,
     rounded_pct,
 )
+
+if TYPE_CHECKING:  # imported where a frame is built: summary_text (eval, rescore) needs no pandas
+    import pandas as pd
 
 TABLE7_NOTE = (
     "F1 in % with tampered = positive class, per type on that type's clips plus all originals; "
@@ -82,6 +83,8 @@ def table7(runs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
         row["Window coverage"] = rounded_pct(_coverage(m))
         row["Flag"] = m.get("degenerate") or ""
         rows.append(row)
+    import pandas as pd
+
     return pd.DataFrame(rows)
 
 
@@ -99,6 +102,8 @@ def per_task_table(metrics: Mapping[str, Any]) -> pd.DataFrame:
                 row[t] = rounded_pct(v)
         row["Overall"] = rounded_pct(f1.get("overall"))
         rows.append(row)
+    import pandas as pd
+
     return pd.DataFrame(rows)
 
 
@@ -118,6 +123,8 @@ def ablation_table(values: Mapping[str, Mapping[str, float]], factor: str) -> pd
         {"Model": m, **{f"{factor}={k}": rounded_pct(v.get(k)) for k in levels}}
         for m, v in values.items()
     ]
+    import pandas as pd
+
     return pd.DataFrame(rows)
 
 

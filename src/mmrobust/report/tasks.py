@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from mmrobust.report.common import PALETTE, TABLE7_COLUMNS, Figure, _pyplot, _save, to_markdown
 from mmrobust.report.tables import unbalanced_warning
@@ -37,6 +36,9 @@ from mmrobust.report.units import (
     rounded_pct,
     rounded_percent,
 )
+
+if TYPE_CHECKING:  # imported where a frame is built: eval's summary lines need no pandas
+    import pandas as pd
 
 HEADS: dict[str, str] = {
     "none": "none",
@@ -124,6 +126,8 @@ def multiclass_table(runs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
             "Detection F1": rounded_pct(chance.get("detection_f1")),
         }
         rows.append(row)
+    import pandas as pd
+
     frame = pd.DataFrame(rows)
     for col in ("n", "Straddling"):  # counts: integers, and None (shown –) on the chance row
         if col in frame:
@@ -138,6 +142,8 @@ def accuracy_per_type_table(runs: Mapping[str, Mapping[str, Any]]) -> pd.DataFra
     types: list[str] = []
     for m in runs.values():
         types += [t for t in m.get("accuracy_per_type", {}) if t not in types]
+    import pandas as pd
+
     return pd.DataFrame(
         [
             {
@@ -177,6 +183,8 @@ def leading_table2(runs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
                     "Avg": rounded_percent(chance.get(key)),
                 }
             )
+    import pandas as pd
+
     return pd.DataFrame(rows)
 
 
@@ -221,6 +229,8 @@ def leading_summary(
             "Errors": pct(m.get("error_rate")),
         }
         rows.append(row)
+    import pandas as pd
+
     return pd.DataFrame(rows)
 
 
@@ -390,6 +400,8 @@ def confusion_markdown(metrics: Mapping[str, Any]) -> str:
     """A run's confusion matrix (counts) as a Markdown table: truth rows x answer columns."""
     conf = metrics.get("confusion", {})
     cols = [_head(c) for c in conf.get("columns", [])]
+    import pandas as pd
+
     frame = pd.DataFrame(
         conf.get("matrix", []),
         columns=cols,

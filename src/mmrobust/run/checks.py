@@ -124,14 +124,63 @@ def nothing_scored(rows: Sequence[StoredRow]) -> str | None:
     return f"no sample could be scored: {len(rows)} of {len(rows)} rows are {spread}; {detail}"
 
 
+PATH_META = ("original_video",)
+"""``Sample.meta`` keys that hold a media path (compared resolved, like ``video``/``image``)."""
+
+
+def _real(path: object) -> str | None:
+    return os.path.realpath(os.path.expanduser(str(path))) if path else None
+
+
+def absolute_media(sample: Sample) -> Sample:
+    """``sample`` with its media paths (``video``, ``image``, path-valued ``meta``) absolute,
+    so the stored sample names its files whatever the working directory of a later run."""
+    update: dict[str, object] = {}
+    for name in ("video", "image"):
+        value = getattr(sample, name)
+        if value is not None and not Path(value).is_absolute():
+            update[name] = Path(os.path.abspath(value))
+    meta = {
+        k: os.path.abspath(v)
+        for k, v in sample.meta.items()
+        if k in PATH_META and isinstance(v, str) and v and not os.path.isabs(v)
+    }
+    if meta:
+        update["meta"] = {**sample.meta, **meta}
+    return sample.model_copy(update=update) if update else sample
+
+
+def sample_identity(sample: Sample) -> dict[str, object]:
+    """What makes two loads of a sample the same sample: its content, never the spelling
+    of a path (``p4/build``, ``p4/../p4/build``, an absolute path, another working directory).
+
+    A clip whose manifest entry carries its ``video_sha256`` is that hash; other media
+    are their resolved path (absolute, symlink-free); ``error`` counts only as present or
+    not (its text names the path as spelled). Everything else (question, options,
+    answer, window, meta ...) is compared as is, so a rebuilt or edited dataset differs.
+    """
+    data = sample.model_dump(mode="json", exclude={"video", "image", "error", "meta"})
+    meta = {k: (_real(v) if k in PATH_META else v) for k, v in sample.meta.items()}
+    sha = sample.meta.get("video_sha256")
+    video = f"sha256:{sha}" if sha and sample.video is not None else _real(sample.video)
+    return {
+        **data,
+        "video": video,
+        "image": _real(sample.image),
+        "error": sample.error is not None,
+        "meta": meta,
+    }
+
+
 def unfinished(
     store: ResultStore, key: RunKey, samples: Sequence[Sample], *, retry_failed: bool = False
 ) -> list[Sample]:
     """Samples without a finished row under ``key``.
 
     A row counts as finished only if its status is not transient and the stored
-    sample equals the current one (same media path, window, options, meta such
-    as the clip's sha256), so a rebuilt or edited dataset is asked again.
+    sample is the current one by :func:`sample_identity` (same content: the clip's
+    sha256 or the resolved media path, window, options, meta), so a rebuilt or edited
+    dataset is asked again and another spelling of the same data is not.
     ``retry_failed`` also asks again every sample whose row is a final error
     (``rejected``, ``empty_reply``, ``media_error`` ...; ``Status.is_error``).
     """
@@ -140,7 +189,11 @@ def unfinished(
         for r in store.rows(key)
         if r.status not in TRANSIENT and not (retry_failed and r.status.is_error)
     }
-    return [s for s in samples if s.id not in stored or stored[s.id].sample != s]
+    return [
+        s
+        for s in samples
+        if s.id not in stored or sample_identity(stored[s.id].sample) != sample_identity(s)
+    ]
 
 
 def select_samples(dataset: Dataset, limit: int | None) -> list[Sample]:
@@ -149,13 +202,16 @@ def select_samples(dataset: Dataset, limit: int | None) -> list[Sample]:
 
 
 __all__ = [
+    "PATH_META",
     "RunConflictError",
+    "absolute_media",
     "check_nonempty",
     "check_same_run",
     "check_usable",
     "nothing_scored",
     "resolved",
     "same_source",
+    "sample_identity",
     "select_samples",
     "unfinished",
 ]

@@ -9,7 +9,6 @@ frame cache. Nothing here touches a model, a dataset or the run folder.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,11 +110,7 @@ class EvalConfig:
         """
         if self.official:
             return FramePolicy(mode="segments", n_frames=8, short_clips="repeat")
-        if self.fps is not None:
-            if not math.isfinite(self.fps):  # inf would send frame 0 only, nan no frame
-                raise ValueError(f"--fps must be a finite positive number, not {self.fps}")
-            return FramePolicy(mode="fps", fps=self.fps, max_frames=self.max_frames)
-        return FramePolicy(mode="segments", n_frames=self.frames)
+        return FramePolicy.choose(self.frames, self.fps, self.max_frames)
 
     def prompt_config(self) -> PromptConfig:
         """The prompt configuration these options describe."""

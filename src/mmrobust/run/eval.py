@@ -17,6 +17,7 @@ rules (``mmrobust.run.process.StopRules``).
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import time
 from collections.abc import Iterable
@@ -29,6 +30,7 @@ from mmrobust.datasets import Dataset, Sample, load_dataset
 from mmrobust.judge import Judge, load_judge
 from mmrobust.models.base import Model
 from mmrobust.run.checks import (
+    absolute_media,
     check_nonempty,
     check_same_run,
     check_usable,
@@ -46,6 +48,7 @@ from mmrobust.run.executors import (
     describe_executor,
 )
 from mmrobust.run.folder import DatasetInfo, RunInfo, write_metrics, write_run_info
+from mmrobust.run.interrupts import INTERRUPTS
 from mmrobust.run.keys import config_record, git_sha, run_block, run_key, versions
 from mmrobust.run.process import ABORT_AFTER, RunAborted, SampleProcessor, StopRules, score_rows
 from mmrobust.runlock import LOCK_FILE, RunLock
@@ -98,9 +101,10 @@ def evaluate(
     config.validate()
     if ray is None:
         return run_eval(config, progress=progress)
-    from mmrobust.distributed.eval import run_eval_ray
+    from mmrobust.distributed import RAY_RUNNERS  # Ray-free; the Ray path named lazily
 
-    return run_eval_ray(config, ray, progress=progress)
+    result: RunResult = RAY_RUNNERS.get("eval")(config, ray, progress=progress)
+    return result
 
 
 def run_eval(
@@ -123,6 +127,11 @@ def run_eval(
         A :class:`RunResult`; ``metrics.json``, ``run.json`` and ``results.sqlite``
         are in ``config.out``.
 
+    Ctrl-C (``mmrobust.run.interrupts``): the first SIGINT stops handing out
+    work, stores the rows in flight, writes ``metrics.json`` and ``run.json``
+    (``interrupted``, ``complete: false``) and returns with ``interrupted`` set;
+    a second one raises ``KeyboardInterrupt`` at once.
+
     Raises:
         FileNotFoundError, DatasetError, UnknownNameError: the dataset cannot be loaded.
         ValueError, UnknownNameError: bad model spec or options.
@@ -130,15 +139,27 @@ def run_eval(
         RunFolderWriteError: ``config.out`` cannot be written (full disk); rows
             committed before are kept and a re-run resumes.
     """
+    config.validate()  # every option fails before any work
+    with INTERRUPTS.watch():  # Ctrl-C from here on ends with metrics.json and run.json
+        return _run_eval(config, progress=progress, model=model, executor=executor)
+
+
+def _run_eval(
+    config: EvalConfig,
+    *,
+    progress: bool,
+    model: Model | None,
+    executor: Executor | None,
+) -> RunResult:
+    """The body of :func:`run_eval`, with SIGINT owned by ``INTERRUPTS``."""
     from mmrobust.models.spec import load_model
 
-    config.validate()  # every option fails before any work
     policy, pconf = config.policy(), config.prompt_config()
     dataset = load_dataset(
         config.data, config.format, images=config.images, text_only=config.text_only
     )
     dataset = derive_task(dataset, config.task, seed=config.seed)
-    samples = select_samples(dataset, config.limit)
+    samples = [absolute_media(s) for s in select_samples(dataset, config.limit)]
     check_nonempty(dataset, samples, config)
     check_usable(samples, config)
     run_dir = Path(config.out)
@@ -240,10 +261,12 @@ def _evaluate(
                 + (f" --task {config.task}" if config.task != "detect" else "")
                 + (" (text only)" if config.text_only else "")
             )
-            items = batches(todo, model.batch_size)
+            items = batches([] if INTERRUPTS.requested else todo, model.batch_size)
             _drive(executor, processor, items, store, len(todo), progress, written, label=label)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # a second Ctrl-C, or no handler (not the main thread)
             executor.cancel()
+            if INTERRUPTS.count > 1:
+                raise
             interrupted = True
         except RunAborted as exc:
             executor.cancel()
@@ -252,6 +275,7 @@ def _evaluate(
         except RunFolderWriteError:  # full disk: stop now; committed rows are intact
             executor.cancel()
             raise
+        interrupted = interrupted or INTERRUPTS.requested
         selected = [s.id for s in samples]
         store.set_selection(key, selected)  # what rescore/report score
         rows = store.rows(key, sample_ids=selected)
@@ -265,16 +289,15 @@ def _evaluate(
             extract_mode=config.extract_mode(),
         )
         metrics["run"] = info.run
-        metrics["complete"] = len(rows) == len(samples) and not interrupted
-        write_metrics(run_dir, metrics)
-        info.finished_at = _now()
-        info.interrupted = interrupted
         info.aborted = aborted
         info.n_rows = len(rows)
         info.n_new = written[0]
         info.executor = describe_executor(executor)
         info.frame_cache = cache.stats() if cache is not None else None
-        write_run_info(run_dir, info)
+        _finish(run_dir, info, metrics, interrupted=interrupted, complete=len(rows) == len(samples))
+        if INTERRUPTS.requested and not interrupted:  # Ctrl-C while the files were written
+            interrupted = True
+            _finish(run_dir, info, metrics, interrupted=True, complete=False)
     finally:
         store.close()
         model.close()
@@ -292,6 +315,19 @@ def _evaluate(
     )
 
 
+def _finish(
+    run_dir: Path, info: RunInfo, metrics: dict[str, Any], *, interrupted: bool, complete: bool
+) -> None:
+    """Write ``metrics.json`` then ``run.json`` with how the run ended (``complete``: every
+    selected sample has a row and nothing interrupted the run)."""
+    metrics["complete"] = complete and not interrupted
+    write_metrics(run_dir, metrics)
+    info.finished_at = _now()
+    info.interrupted = interrupted
+    info.complete = metrics["complete"]
+    write_run_info(run_dir, info)
+
+
 def _drive(
     executor: Executor,
     processor: SampleProcessor,
@@ -303,8 +339,8 @@ def _drive(
     *,
     label: str = "eval",
 ) -> None:
-    """Run items through the executor and store each yielded list of rows (one item's; a Ray
-    run: one block's) in one transaction at once; ``written[0]`` counts rows.
+    """Run items through the executor and store the rows of each result it yields (one item's;
+    a Ray run: one block's) in one transaction at once; ``written[0]`` counts rows.
 
     ``label`` names the bar (the model and the dataset), so several runs in one log stay apart.
 
@@ -312,6 +348,28 @@ def _drive(
         RunAborted: a stop rule fired (``StopRules``: ``ABORT_AFTER`` or twice the
             workers consecutive transient failures, a dead judge, a server limit).
     """
+    stops = StopRules(max(ABORT_AFTER, 2 * getattr(executor, "workers", 1)))
+    stop_hook = getattr(executor, "request_stop", None)  # Ctrl-C: no new work, keep in flight
+    remove = INTERRUPTS.on_request(stop_hook) if callable(stop_hook) else (lambda: None)
+    items = itertools.takewhile(lambda _item: not INTERRUPTS.requested, items)  # any executor
+    try:
+        _consume(executor, processor, items, store, total, progress, written, label, stops)
+    finally:
+        remove()
+
+
+def _consume(
+    executor: Executor,
+    processor: SampleProcessor,
+    items: Iterable[WorkItem],
+    store: ResultStore,
+    total: int,
+    progress: bool,
+    written: list[int],
+    label: str,
+    stops: StopRules,
+) -> None:
+    """The loop of :func:`_drive`: store each row, advance the bar, apply the stop rules."""
     from rich.markup import escape
     from rich.progress import (
         BarColumn,
@@ -322,7 +380,6 @@ def _drive(
         TimeRemainingColumn,
     )
 
-    stops = StopRules(max(ABORT_AFTER, 2 * getattr(executor, "workers", 1)))
     with Progress(
         TextColumn("[bold]{task.description}[/]"),
         BarColumn(),
@@ -337,21 +394,27 @@ def _drive(
         task = bar.add_task(escape(label), total=total, errors=0)
         failed = 0
         for rows in executor.run(processor, items):
-            keep: list[
-                StoredRow
-            ] = []  # the rows before one a stop rule refuses: written, then stop
+            ready: list[StoredRow] = []  # rows admitted before a stop rule fires are stored
             try:
                 for row in rows:
-                    stops.before_store(row, written[0] + len(keep))
-                    keep.append(row)
+                    ready += stops.admit(row, written[0] + len(ready))
             finally:
-                store.put_many(keep)  # one transaction per item (a Ray run: per block)
-                written[0] += len(keep)
-                for row in keep:
-                    failed += row.status is not Status.OK
-                    stops.stored(row)
+                failed += _store(store, ready, written, stops)
             bar.update(task, advance=len(rows), errors=failed)
             stops.check(written[0])
+        if not INTERRUPTS.requested:  # after Ctrl-C held rows are dropped: asked again
+            # rows held by the server-limit rule
+            failed += _store(store, stops.flush(written[0]), written, stops)
+
+
+def _store(store: ResultStore, rows: list[StoredRow], written: list[int], stops: StopRules) -> int:
+    """Commit ``rows`` in one transaction (one item's; a Ray run: one block's), count them;
+    return how many failed."""
+    store.put_many(rows)
+    written[0] += len(rows)
+    for row in rows:
+        stops.stored(row)
+    return sum(row.status is not Status.OK for row in rows)
 
 
 __all__ = ["RunResult", "evaluate", "run_eval"]

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from mmrobust.datasets import Sample
 from mmrobust.models.base import Model
+from mmrobust.run.interrupts import POLL_S
 from mmrobust.store import StoredRow
 
 
@@ -48,29 +49,52 @@ class Executor(Protocol):
         ...
 
 
+class Stoppable(Protocol):
+    """An executor that can be asked to stop from a signal handler (Ctrl-C)."""
+
+    def request_stop(self) -> None:
+        """Start no new item; yield the results of the items in flight, then end.
+
+        Signal-safe: sets a flag only (``mmrobust.run.interrupts``)."""
+        ...
+
+
 class SerialExecutor:
     """Runs items one after another in the calling thread."""
+
+    def __init__(self) -> None:
+        self._stop = False
 
     def run(
         self, fn: Callable[[WorkItem], list[StoredRow]], items: Iterable[WorkItem]
     ) -> Iterator[list[StoredRow]]:
-        """Yield ``fn(item)`` for every item, in order."""
+        """Yield ``fn(item)`` for every item, in order (none after :meth:`request_stop`)."""
         for item in items:
+            if self._stop:
+                return
             yield fn(item)
 
+    def request_stop(self) -> None:
+        """Start no further item (signal-safe)."""
+        self._stop = True
+
     def cancel(self) -> None:
-        """Nothing to cancel."""
+        """Start no further item."""
+        self._stop = True
 
 
 class ThreadExecutor:
     """A bounded thread pool (remote models: network-bound; decoding releases the GIL).
 
-    At most ``2 * workers`` items are submitted ahead of completion.
+    At most ``2 * workers`` items are submitted ahead of completion. After
+    :meth:`request_stop` (Ctrl-C) the items not started are dropped and those
+    in flight are waited for and yielded (their answers are paid for).
     """
 
     def __init__(self, workers: int) -> None:
         self.workers = max(1, workers)
         self._pool: ThreadPoolExecutor | None = None
+        self._stop = False
 
     def run(
         self, fn: Callable[[WorkItem], list[StoredRow]], items: Iterable[WorkItem]
@@ -81,18 +105,24 @@ class ThreadExecutor:
         it = iter(items)
         try:
             while True:
-                while len(pending) < 2 * self.workers:
+                while len(pending) < 2 * self.workers and not self._stop:
                     item = next(it, None)
                     if item is None:
                         break
                     pending.add(self._pool.submit(fn, item))
+                if self._stop:  # drop what has not started; the rest is in flight
+                    pending = {f for f in pending if not f.cancel()}
                 if not pending:
                     return
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                done, pending = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
                 for fut in done:
                     yield fut.result()
         finally:
             self.cancel()
+
+    def request_stop(self) -> None:
+        """Submit no further item (signal-safe: sets a flag that :meth:`run` polls)."""
+        self._stop = True
 
     def cancel(self) -> None:
         """Drop queued items; do not wait for items in flight."""
@@ -120,6 +150,7 @@ def describe_executor(executor: Executor) -> dict[str, Any]:
 __all__ = [
     "Executor",
     "SerialExecutor",
+    "Stoppable",
     "ThreadExecutor",
     "WorkItem",
     "batches",

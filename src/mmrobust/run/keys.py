@@ -75,6 +75,46 @@ _git_sha = git_sha  # the old private names (runner.py)
 _versions = versions
 
 
+def key_parts(
+    model: Model,
+    prompt_config: PromptConfig,
+    policy: FramePolicy,
+    *,
+    text_only: bool,
+    task: str = "detect",
+) -> dict[str, Any]:
+    """What a run key is made of, before hashing (:func:`key_from_parts`).
+
+    ``model``: the model's fingerprint; ``prompt``: the prompt hash (with the task's
+    template digest for a ``--task`` other than ``detect``); ``media``: the sampling
+    policy, the media input and the frame encoding's fingerprint; ``frame_encoding``:
+    that encoding spelled out (JPEG quality, size cap), so a mismatch can name it.
+    """
+    mode = "none" if text_only else model.media_input
+    media: dict[str, Any] = {"policy": asdict(policy), "media": mode}
+    encoding = model.frame_encoding() if mode == "frames" else None
+    if encoding is not None:  # the pixels a model sees are the JPEGs of its frame encoding
+        media["encoding"] = encoding.fingerprint()
+    prompt_fp = prompt_config.fingerprint()
+    if task != "detect":
+        prompt_fp = _hash({"prompt": prompt_fp, **task_fingerprint(task)})
+    return {
+        "model": model.fingerprint(),
+        "prompt": prompt_fp,
+        "media": media,
+        "frame_encoding": encoding.as_dict() if encoding is not None else None,
+    }
+
+
+def key_from_parts(parts: dict[str, Any]) -> RunKey:
+    """The :class:`RunKey` of :func:`key_parts` (the hashes stored with every row)."""
+    return RunKey(
+        model_fp=_hash(parts["model"]),
+        prompt_fp=str(parts["prompt"]),
+        policy_fp=_hash(parts["media"]),
+    )
+
+
 def run_key(
     model: Model,
     prompt_config: PromptConfig,
@@ -88,17 +128,31 @@ def run_key(
     A ``--task`` other than ``detect`` is part of the prompt hash (with the
     template file's digest), so a run folder never mixes tasks.
     """
-    mode = "none" if text_only else model.media_input
-    media: dict[str, Any] = {"policy": asdict(policy), "media": mode}
-    if mode == "frames":  # the pixels a model sees are the JPEGs of its frame encoding
-        media["encoding"] = model.frame_encoding().fingerprint()
-    prompt_fp = prompt_config.fingerprint()
-    if task != "detect":
-        prompt_fp = _hash({"prompt": prompt_fp, **task_fingerprint(task)})
-    return RunKey(
-        model_fp=_hash(model.fingerprint()),
-        prompt_fp=prompt_fp,
-        policy_fp=_hash(media),
+    parts = key_parts(model, prompt_config, policy, text_only=text_only, task=task)
+    return key_from_parts(parts)
+
+
+def _leaves(obj: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(obj, dict) and obj:
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            out.update(_leaves(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix or "key": obj}
+
+
+def key_difference(ours: dict[str, Any], theirs: dict[str, Any]) -> str | None:
+    """The fields in which two :func:`key_parts` differ, on one line
+    (``frame_encoding.quality 95 here, 90 there; ...``), or ``None`` when they are equal.
+    ``media.encoding`` (a hash) is left out when ``frame_encoding`` names the difference."""
+    a, b = _leaves(ours), _leaves(theirs)
+    names = [k for k in sorted(set(a) | set(b)) if a.get(k, "absent") != b.get(k, "absent")]
+    if any(n.startswith("frame_encoding") for n in names):
+        names = [n for n in names if n != "media.encoding"]
+    if not names:
+        return None
+    return "; ".join(
+        f"{n} {a.get(n, 'absent')!r} here, {b.get(n, 'absent')!r} there" for n in names
     )
 
 
@@ -155,4 +209,13 @@ def run_block(config: EvalConfig, model: Model, benchmark: str | None = None) ->
     }
 
 
-__all__ = ["config_record", "git_sha", "run_block", "run_key", "versions"]
+__all__ = [
+    "config_record",
+    "git_sha",
+    "key_difference",
+    "key_from_parts",
+    "key_parts",
+    "run_block",
+    "run_key",
+    "versions",
+]

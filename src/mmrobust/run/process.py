@@ -8,10 +8,12 @@
 * :func:`read_reply` is the only place a reply becomes a letter: extraction
   (``mmrobust.extract``), then the LLM judge for a reply extraction cannot
   parse. Eval and rescore both call it.
-* :class:`StopRules` is the only place a run decides to stop by itself:
+* :class:`StopRules` (``run/stop.py``, re-exported here) is the only place a run decides to stop by itself:
   ``ABORT_AFTER`` consecutive transient failures, as many consecutive judge
-  backend failures, a server limit every sample will hit. Eval (the driver)
-  and rescore (the judge rule) share it.
+  backend failures, a server limit every sample will hit (a count limit at once;
+  a limit only some samples hit when nearly all of the first samples hit it,
+  else those samples are stored ``rejected`` and the run goes on). Eval (the
+  driver) and rescore (the judge rule) share it.
 * :func:`score_rows` computes ``metrics.json`` over stored rows.
 
 Row statuses: a ``Sample.error`` is ``data_error`` without a model call; a
@@ -21,6 +23,7 @@ gives ``model_error`` rows; an empty reply is ``empty_reply``.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,25 +43,21 @@ from mmrobust.official import ReplyPath, reply_path_for
 from mmrobust.prompts import PromptConfig, build_prompt, prompt_record
 from mmrobust.reasoning import reasoning_columns, reasoning_summary, split_reasoning
 from mmrobust.run.executors import WorkItem
+from mmrobust.run.stop import (  # re-exported: the stop rules lived here
+    ABORT_AFTER,
+    COUNT_LIMITS,
+    LIMIT_SHARE,
+    LIMIT_WINDOW,
+    NOT_ASKED,
+    RunAborted,
+    StopRules,
+    judge_failed,
+)
 from mmrobust.status import Status
-from mmrobust.store import TRANSIENT, RunKey, StoredRow
+from mmrobust.store import RunKey, StoredRow
 from mmrobust.tasks import option_keys
 
-ABORT_AFTER = 8
-"""A run stops after this many consecutive transient failures (unreachable server, dead model)."""
-
-
-class RunAborted(RuntimeError):
-    """Raised when a stop rule fires (every recent sample failed the same transient way, a
-    dead judge, a server limit every sample will hit).
-
-    Attributes:
-        written: rows stored before stopping.
-    """
-
-    def __init__(self, message: str, written: int) -> None:
-        super().__init__(message)
-        self.written = written
+log = logging.getLogger("mmrobust")
 
 
 @dataclass(frozen=True)
@@ -109,77 +108,6 @@ def read_reply(
         verdict = judge(sample.id, sample.question, options, text)
         return Reading(verdict.letter, verdict.status, verdict.rule, verdict.error, verdict.cause)
     return Reading(ex.letter, ex.status, ex.rule, getattr(ex, "error", None))
-
-
-def judge_failed(row: StoredRow) -> bool:
-    """True for a ``judge_error`` row whose judge backend failed (down, timing out, raising),
-    not one whose judge answered something unusable."""
-    cause = row.extra.get("judge_status")
-    return row.status is Status.JUDGE_ERROR and cause in {s.value for s in TRANSIENT}
-
-
-class StopRules:
-    """When a run stops by itself (see module docstring); counts consecutive rows.
-
-    Args:
-        limit: consecutive failures that stop the run (eval: ``ABORT_AFTER`` or twice the
-            workers, whichever is larger).
-        judge_tail: the end of the dead-judge message (what was kept, how to go on).
-    """
-
-    def __init__(
-        self,
-        limit: int = ABORT_AFTER,
-        *,
-        judge_tail: str = "finished rows are kept, fix the judge and re-run to resume "
-        "(`mmrobust rescore RUN_DIR --judge SPEC` judges the judge_error rows again)",
-    ) -> None:
-        self.limit = limit
-        self.judge_tail = judge_tail
-        self.streak: list[StoredRow] = []  # consecutive rows with a transient failure
-        self.judge_streak: list[str] = []  # errors of consecutive judge backend failures
-
-    def before_store(self, row: StoredRow, written: int) -> None:
-        """Raise ``RunAborted`` for a rejection that names a limit every sample will hit.
-
-        The row is not stored: nothing about the sample is known, and after the fix
-        (fewer frames, a server restarted with a higher limit) it must be asked again.
-        """
-        limit = row.extra.get("server_limit") if row.status is Status.REJECTED else None
-        if isinstance(limit, dict):
-            raise RunAborted(
-                f"the server refused sample {row.sample.id!r} with a limit every sample will hit "
-                f"({row.error}); {limit.get('fix', 'change the request or the server')}; "
-                "finished rows are kept, re-run to resume",
-                written,
-            )
-
-    def stored(self, row: StoredRow) -> None:
-        """Count a stored row into the streaks."""
-        self.streak = [*self.streak, row] if row.status in TRANSIENT else []
-        if (row.rule or "").startswith("judge"):
-            self.judged(row.error if judge_failed(row) else None, failed=judge_failed(row))
-
-    def judged(self, error: str | None, *, failed: bool) -> None:
-        """Count one reply the judge was asked about (``failed``: its backend failed)."""
-        self.judge_streak = [*self.judge_streak, error or "no detail"] if failed else []
-
-    def check(self, written: int) -> None:
-        """Raise ``RunAborted`` when a streak reached the limit (after a batch is stored)."""
-        if len(self.streak) >= self.limit:
-            first = self.streak[0]
-            raise RunAborted(
-                f"stopped after {len(self.streak)} consecutive failed samples "
-                f"({first.status.value}: {first.error or 'no detail'}); "
-                "finished rows are kept, fix the cause and re-run the same command to resume",
-                written,
-            )
-        if len(self.judge_streak) >= self.limit:
-            raise RunAborted(
-                f"stopped: the judge failed on {len(self.judge_streak)} consecutive replies "
-                f"({self.judge_streak[0]}); {self.judge_tail}",
-                written,
-            )
 
 
 class SampleProcessor:
@@ -440,6 +368,10 @@ def score_rows(
 
 __all__ = [
     "ABORT_AFTER",
+    "COUNT_LIMITS",
+    "LIMIT_SHARE",
+    "LIMIT_WINDOW",
+    "NOT_ASKED",
     "Reading",
     "RunAborted",
     "SampleProcessor",

@@ -54,7 +54,9 @@ def config_from_options(
 ) -> BuildConfig:
     """Build a ``BuildConfig`` from command-line style options.
 
-    ``effects`` is a comma list of effect names; ``params`` are ``EFFECT.KEY=VALUE`` strings.
+    ``effects`` is a comma list of effect names; ``params`` are ``EFFECT.KEY=VALUE`` strings;
+    ``position`` may be ``--position``'s comma list: the config takes the first
+    (:func:`run_tamper` builds each).
 
     Raises:
         EffectParamError: unknown effect, bad parameter, or a parameter for an effect not selected.
@@ -83,7 +85,7 @@ def config_from_options(
     return BuildConfig(
         effects=tuple(make_effect(n, **by_effect.get(n, {})) for n in names),
         duration=duration,
-        position=parse_position(position),
+        position=parse_position(position.split(",")[0]),
         seed=seed,
         official_fps=official_fps,
         codec_control=codec_control,
@@ -185,27 +187,33 @@ def run_tamper(
     out_dir: Path,
     config: BuildConfig,
     *,
-    positions: Sequence[Position] | None = None,
+    positions: Sequence[Position] | str | None = None,
     jobs: int = 1,
     quiet: bool = False,
     ray: RayOptions | None = None,
 ) -> BuildReport:
     """``mmrobust tamper``: build locally (several ``positions`` each into ``OUT/<position>/``)
     or with one Ray task per source (``ray``); progress bar and summary on stderr.
+    ``positions`` may be ``--position``'s comma list (``start,middle,end``).
 
     Raises:
-        ValueError: several positions with Ray; (Ray) unreachable, a worker that cannot
-            see a path.
+        ValueError: a bad or repeated position; several positions with Ray; (Ray)
+            unreachable, a worker that cannot see a path.
     """
+    if isinstance(positions, str):
+        from mmrobust.tamper.positions import parse_positions
+
+        positions = parse_positions(positions)
     if ray is not None and positions is not None and len(positions) > 1:
         raise ValueError(
             "several --position values build locally; drop --executor ray, or build one "
             "position per --out with Ray"
         )
     if ray is not None:
-        from mmrobust.distributed.tamper import build_on_ray
+        from mmrobust.distributed import RAY_RUNNERS  # Ray-free; the Ray path named lazily
 
-        return build_on_ray(sources, out_dir, config, ray, quiet=quiet)
+        built: BuildReport = RAY_RUNNERS.get("tamper")(sources, out_dir, config, ray, quiet=quiet)
+        return built
     return build_with_progress(
         sources, out_dir, config, jobs=jobs, quiet=quiet, positions=positions
     )

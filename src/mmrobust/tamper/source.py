@@ -19,10 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from mmrobust.media import MediaError, iter_frames
+from mmrobust.media import MediaError
 from mmrobust.media.encoder import encodable_fps
 from mmrobust.schema import TAMPER_ORIGINAL
 from mmrobust.tamper.config import BuildConfig
+from mmrobust.tamper.donor_frames import donor_frames
 from mmrobust.tamper.entries import is_done, make_entry, variant_key
 from mmrobust.tamper.layout import output_relpath
 from mmrobust.tamper.manifest import BuildError, Donor, ManifestEntry
@@ -209,7 +210,8 @@ def _draw_donor(
     config: BuildConfig,
     res: SourceResult,
 ) -> tuple[PoolVideo, int, list[np.ndarray]]:
-    """Draw a donor and decode its ``length`` frames; a donor that does not decode over that
+    """Draw a donor and decode its ``length`` frames (``donor_frames``: from the IDR keyframe
+    before them where that gives the same frames); a donor that does not decode over that
     range is left out (recorded in ``res.donor_errors``) and the draw is made again.
 
     The draw stays seeded: it depends only on the files, the seed and which donors failed.
@@ -221,13 +223,8 @@ def _draw_donor(
     while True:
         donor, offset = choose_donor(plan, length, usable, config.seed)
         try:
-            frames = list(
-                iter_frames(
-                    donor.path,
-                    start=offset,
-                    stop=offset + length,
-                    size=(plan.info.width, plan.info.height),
-                )
+            frames = donor_frames(
+                donor.path, offset, offset + length, (plan.info.width, plan.info.height)
             )
             if len(frames) != length:
                 raise MediaError(donor.path, f"only {offset + len(frames)} frames decode")

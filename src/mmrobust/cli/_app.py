@@ -1,0 +1,43 @@
+"""The ``mmrobust`` Typer application and its root callback (``--version``).
+
+The command modules (:mod:`mmrobust.cli.tamper`, ``eval``, ``report``, ``data``, ``demo``)
+register their commands on :data:`app`; :mod:`mmrobust.cli` imports them in the order
+``mmrobust --help`` lists them.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from mmrobust import __version__
+
+app = typer.Typer(
+    name="mmrobust",
+    help="Measure how robust multimodal LLMs are: video tampering (MVTamperBench) and "
+    "leading questions (MMR).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    # click's plain help (issues 30, 33.11): rich's option table cuts flag names with an
+    # ellipsis at 80 columns and shows a "<bool>" type on every flag; plain help wraps the
+    # descriptions and prints each flag whole, without a metavar for flags
+    rich_markup_mode=None,
+)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"mmrobust {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """mmrobust command line."""
+
+
+__all__ = ["app"]

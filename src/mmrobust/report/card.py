@@ -1,0 +1,358 @@
+"""Robustness cards: one page and one JSON per model over all of its runs in a report.
+
+:func:`write_cards` writes ``<report>/cards/<model>.html`` and ``<model>.json``
+(names from :func:`mmrobust.safenames.folder_names`: credentials scrubbed, safe,
+collision-free) for each model of the report (a text-only run is its own card,
+``"<spec> (text only)"``). Each card gathers, per dataset the model was run on:
+
+* **detection** (``tamper`` runs, MVTamperBench section 4.1): F1 of the tampered
+  clips at each window position the data holds (``Sample.meta["position"]``:
+  ``start`` / ``middle`` / ``end``; one ``all`` row when the data records none), each
+  scored with every original clip, with its bootstrap 95% CI (the run's resamples and
+  seed, clustered by group as the run's own F1), the window coverage (share of tampered
+  clips of which the model saw a frame inside the window), the chance levels (a coin
+  flip: ``p / (p + 1/2)``; always "Yes": ``2p / (1 + p)``, ``p`` the tampered share) and
+  the leak-audit ceiling when an ``audit.json`` of that dataset is given (the best F1
+  any single metadata field or the all-fields classifier reaches: ``mmrobust audit``);
+* **type** / **when** (``--task``): accuracy and macro-F1 with their CIs and the
+  run's chance levels (uniform guess, majority class; ``metrics["chance"]``);
+* **leading** (``--task leading``) and **mmr** (MMR, arXiv:2406.10638 section 3):
+  RA and MR with their CIs; chance is a uniform guess on both questions of a pair:
+  RA ``mean(1 / (k_pos * k_neg))``, MR ``mean(1 - 1 / k_neg)`` (``k``: options asked);
+* **nearest published**: the 3 rows of MVTamperBench Table 7 (by overall F1) or MMR
+  Table 2 (by RA) closest to the run, only when the run was made on the released
+  benchmark (``BenchmarkFamily.published``: the hub id, the data sha256); otherwise
+  the card says why they are not shown.
+
+Every score in a card (JSON and page) is a percentage (``units: "percent"``).
+Layer: reads :class:`mmrobust.report.view.RunView` values; imports metrics and the
+published tables, nothing above ``report``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mmrobust.report.view import RunView
+from mmrobust.safenames import folder_names
+
+CARD_DIR = "cards"
+"""The cards' folder inside the report folder."""
+
+NEAREST = 3
+"""Published rows shown as the nearest to a run."""
+
+
+@dataclass(frozen=True)
+class CardPaths:
+    """One written card: its key (the model spec), the page and the JSON."""
+
+    key: str
+    html: Path
+    json: Path
+
+
+def card_key(run: RunView) -> str:
+    """The card a run belongs to: its model spec, `` (text only)`` for runs that sent no media."""
+    return run.model + (" (text only)" if run.text_only else "")
+
+
+def _pc(x: Any, scale: float = 100.0) -> float | None:
+    """``x * scale`` rounded to 2 decimals (``None`` for a missing or non-finite value)."""
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        v = float(x) * scale
+    except (TypeError, ValueError):
+        return None
+    return round(v, 2) if v == v and abs(v) != float("inf") else None
+
+
+def _ci(bounds: Any, scale: float = 100.0) -> list[float | None] | None:
+    if not isinstance(bounds, Sequence) or len(bounds) != 2:
+        return None
+    return [_pc(bounds[0], scale), _pc(bounds[1], scale)]
+
+
+def _where(run: RunView, report_dir: Path, card_dir: Path) -> dict[str, Any]:
+    """The dataset and the run folder (relative to the card) of a card row."""
+    import os
+
+    return {
+        "dataset": run.dataset_name,
+        "data_sha256": str(run.info.get("dataset", {}).get("data_hash", "")),
+        "run_dir": os.path.relpath(run.run_dir.resolve(), card_dir.resolve()),
+    }
+
+
+def _audit_ceiling(run: RunView, audits: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The best metadata-only F1 of the audit of this run's dataset (name or source), if any."""
+    ds = run.info.get("dataset", {})
+    for a in audits:
+        same = a.get("dataset") in (run.dataset, run.dataset_name) or (
+            a.get("source") and a.get("source") == ds.get("source")
+        )
+        if not same:
+            continue
+        best: tuple[float, str] | None = None
+        classifier = a.get("classifier") or {}
+        candidates = [(classifier.get("f1"), f"all-fields classifier ({classifier.get('model')})")]
+        candidates += [
+            (f.get("f1"), f"field {name}") for name, f in (a.get("fields") or {}).items()
+        ]
+        for f1, what in candidates:
+            if f1 is not None and (best is None or f1 > best[0]):
+                best = (float(f1), what)
+        if best is None:  # too few clips for any field's rule or the classifier
+            return {"f1": None, "by": f"the audit of {a.get('dataset')} scored no field"}
+        return {"f1": _pc(best[0]), "by": best[1]}
+    return None
+
+
+def _detection(run: RunView, audits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Detection F1 per window position of a tamper run (see the module docstring)."""
+    from mmrobust.metrics.tamper import tamper_metrics
+
+    boot = run.metrics.get("bootstrap") or {}
+    n_boot, seed = int(boot.get("n_resamples", 1000)), int(boot.get("seed", 0))
+    failures = run.metrics.get("failures", "exclude")
+    originals = [r.to_record() for r in run.rows if r.sample.tamper_type == "original"]
+    levels: dict[str, list[Any]] = {}
+    for row in run.rows:
+        if row.sample.tamper_type == "original":
+            continue
+        levels.setdefault(str(row.sample.meta.get("position") or "all"), []).append(row)
+    ceiling = _audit_ceiling(run, audits)
+    out: list[dict[str, Any]] = []
+    order = {"start": 0, "middle": 1, "end": 2, "all": 3}
+    for pos in sorted(levels, key=lambda p: (order.get(p, 4), p)):
+        rows = levels[pos]
+        m = tamper_metrics(
+            [*(r.to_record() for r in rows), *originals],
+            failures=failures,
+            n_resamples=n_boot,
+            seed=seed,
+        )
+        n_t, n_o = len(rows), len(originals)
+        p = n_t / (n_t + n_o) if n_t + n_o else 0.0
+        known = [r.window_covered for r in rows if r.window_covered is not None]
+        out.append(
+            {
+                "position": pos,
+                "f1": _pc(m["f1"].get("overall")),
+                "ci95": _ci(m.get("f1_ci95", {}).get("overall")),
+                "n_tampered": n_t,
+                "n_original": n_o,
+                "window_coverage": _pc(sum(known) / len(known)) if known else None,
+                "chance": {"coin_flip": _pc(p / (p + 0.5)), "always_yes": _pc(2 * p / (1 + p))},
+                "leak_audit_ceiling": ceiling,
+            }
+        )
+    return out
+
+
+def _multiclass(run: RunView) -> dict[str, Any]:
+    m = run.metrics
+    ci = m.get("ci95") or {}
+    chance = m.get("chance") or {}
+    return {
+        "accuracy": _pc(m.get("accuracy")),
+        "accuracy_ci95": _ci(ci.get("accuracy")),
+        "macro_f1": _pc(m.get("macro_f1")),
+        "macro_f1_ci95": _ci(ci.get("macro_f1")),
+        "n": m.get("n_scored", m.get("n_samples")),
+        "chance": {
+            "uniform_guess": _pc(chance.get("accuracy")),
+            "majority_class": _pc(chance.get("majority")),
+        },
+    }
+
+
+def pair_chance(run: RunView) -> dict[str, float | None]:
+    """RA and MR (percent) of a uniform guess on both questions of each pair of a run
+    (``Sample.group`` pairs a ``positive`` and a ``negative`` question): RA is the mean of
+    ``1 / (k_pos * k_neg)``, MR the mean of ``1 - 1 / k_neg``, ``k`` the options asked."""
+    pairs: dict[str, dict[str, int]] = {}
+    for row in run.rows:
+        pol = row.sample.polarity
+        if pol in ("positive", "negative") and row.options:
+            pairs.setdefault(row.sample.group or row.sample.id, {})[pol] = len(row.options)
+    full = [p for p in pairs.values() if len(p) == 2]
+    if not full:
+        return {"RA": None, "MR": None}
+    ra = sum(1 / (p["positive"] * p["negative"]) for p in full) / len(full)
+    mr = sum(1 - 1 / p["negative"] for p in full) / len(full)
+    return {"RA": _pc(ra), "MR": _pc(mr)}
+
+
+def _pairs(run: RunView) -> dict[str, Any]:
+    m = run.metrics
+    ci = m.get("ci") or {}
+    return {
+        "RA": _pc(m.get("RA"), 1.0),
+        "RA_ci95": _ci(ci.get("RA"), 1.0),
+        "MR": _pc(m.get("MR"), 1.0),
+        "MR_ci95": _ci(ci.get("MR"), 1.0),
+        "pairs": m.get("pairs"),
+        "chance": pair_chance(run),
+    }
+
+
+def _published(run: RunView) -> dict[str, Any]:
+    """The nearest published rows, or why none are shown (see the module docstring)."""
+    from mmrobust.report.published import table2_metrics, table7_metrics
+
+    check = run.family.published
+    if check is None:
+        return {"shown": False, "why": "no published table for this benchmark"}
+    if not check(run.info):
+        where = (
+            "the released MVTamperBench (its hub id)"
+            if card_section(run) == "detection"
+            else "the released MMR-benchmark.json (its sha256)"
+        )
+        return {
+            "shown": False,
+            "why": f"the published rows were measured on {where}; this run's data "
+            f"({run.dataset_name}) is not it, so they would not compare",
+        }
+    if card_section(run) == "detection":
+        ours = run.metrics.get("f1", {}).get("overall")
+        rows = [(name, m["f1"]["overall"]) for name, m in table7_metrics().items()]
+        near = sorted(rows, key=lambda r: abs(r[1] - (ours or 0.0)))[:NEAREST]
+        return {"shown": True, "rows": [{"model": n, "f1": _pc(f)} for n, f in near]}
+    ours = run.metrics.get("RA")
+    rows2 = [(name, m["RA"], m["MR"]) for name, m in table2_metrics().items()]
+    near2 = sorted(rows2, key=lambda r: abs(r[1] - (ours or 0.0)))[:NEAREST]
+    return {"shown": True, "rows": [{"model": n, "RA": ra, "MR": mr} for n, ra, mr in near2]}
+
+
+def card_section(run: RunView) -> str | None:
+    """The card section of a run, read from its family (``BenchmarkFamily``), never from a
+    benchmark string: ``detection`` (tamper clips asked the paper's question,
+    ``official_prompt``), ``type`` / ``when`` / ``leading`` (the ``--task`` of tamper clips,
+    ``metrics["task"]``), ``mmr`` (any other paired family); ``None``: not on the card."""
+    family = run.family
+    task = str(run.metrics.get("task") or "")
+    if family.tamper_clips and family.official_prompt:
+        return "detection"
+    if task in ("type", "when", "leading"):
+        return task
+    if family.paired:
+        return "mmr"
+    return None
+
+
+SECTIONS = ("detection", "type", "when", "leading", "mmr")
+"""The card's sections, in page order (a section with no run is left out)."""
+
+
+def card_data(
+    key: str,
+    runs: Sequence[RunView],
+    report_dir: Path,
+    audits: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The card of one model (``key``) over its ``runs``: the JSON written beside the page.
+
+    Returns:
+        ``{"model", "units": "percent", "detection": [...], "type": [...], "when": [...],
+        "leading": [...], "mmr": [...], "notes": [...]}``: one entry per run (per window
+        position for ``detection``), each with ``dataset``, ``data_sha256``, ``run_dir``
+        (relative to the card), its scores, CIs and chance levels; ``detection`` and ``mmr``
+        entries also carry ``published`` (``shown``, ``rows`` or ``why``).
+    """
+    card_dir = report_dir / CARD_DIR
+    data: dict[str, Any] = {"model": key, "units": "percent", "notes": []}
+    for s in SECTIONS:
+        data[s] = []
+    for run in runs:
+        where = _where(run, report_dir, card_dir)
+        if run.interrupted:
+            data["notes"].append(f"{run.dataset_name} ({run.family.title}): {run.interrupted}")
+        section = card_section(run)
+        if section == "detection":
+            for entry in _detection(run, audits):
+                data["detection"].append({**where, **entry, "published": _published(run)})
+        elif section in ("type", "when"):
+            data[section].append({**where, **_multiclass(run)})
+        elif section == "leading":
+            data["leading"].append({**where, **_pairs(run)})
+        elif section == "mmr":
+            data["mmr"].append({**where, **_pairs(run), "published": _published(run)})
+        else:
+            data["notes"].append(f"{run.dataset_name}: {run.family.title} runs are not on the card")
+    return data
+
+
+def write_cards(
+    runs: Sequence[RunView],
+    report_dir: str | Path,
+    audits: Sequence[Mapping[str, Any]] = (),
+    *,
+    title: str = "mmrobust report",
+) -> dict[str, CardPaths]:
+    """Write one card page and JSON per model of ``runs`` into ``report_dir/cards/``.
+
+    Args:
+        runs: the report's runs.
+        report_dir: the report folder (the cards link back to its ``index.html``).
+        audits: loaded ``audit.json`` files (:func:`mmrobust.report.audit.load_audit`).
+        title: the report's title (in each card's header).
+
+    Returns:
+        card key (model spec) -> its paths, in the order the models first appear.
+
+    Raises:
+        OSError: the folder cannot be written.
+    """
+    from mmrobust.report.html import _asset, _env
+
+    out = Path(report_dir)
+    card_dir = out / CARD_DIR
+    card_dir.mkdir(parents=True, exist_ok=True)
+    by_key: dict[str, list[RunView]] = {}
+    for run in runs:
+        by_key.setdefault(card_key(run), []).append(run)
+    names = folder_names(list(by_key))
+    template = _env().get_template("card.html.j2")
+    written: dict[str, CardPaths] = {}
+    for key, model_runs in by_key.items():
+        data = card_data(key, model_runs, out, audits)
+        paths = CardPaths(key, card_dir / f"{names[key]}.html", card_dir / f"{names[key]}.json")
+        paths.json.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        html = template.render(
+            card=data, title=title, css=_asset("report.css"), json_name=paths.json.name
+        )
+        paths.html.write_text(html, encoding="utf-8")
+        written[key] = paths
+    return written
+
+
+def card_links(runs: Sequence[RunView], labels: Sequence[str], cards: Mapping[str, CardPaths],
+               report_dir: str | Path) -> dict[str, str]:  # fmt: skip
+    """Leaderboard row label -> its card's page, relative to ``report_dir`` (for the links)."""
+    import os
+
+    out: dict[str, str] = {}
+    for run, label in zip(runs, labels, strict=True):
+        paths = cards.get(card_key(run))
+        if paths is not None:
+            out[label] = Path(os.path.relpath(paths.html, report_dir)).as_posix()
+    return out
+
+
+__all__ = [
+    "CARD_DIR",
+    "CardPaths",
+    "card_data",
+    "card_key",
+    "card_links",
+    "card_section",
+    "pair_chance",
+    "write_cards",
+]

@@ -1,0 +1,46 @@
+"""A whole evaluation in one command (``mmrobust run``): models x datasets x tasks.
+
+============== ==========================================================================
+module         owns
+============== ==========================================================================
+``names``      safe, collision-free folder names; the ``--task`` list
+``runner``     :class:`SuiteConfig`, the plan, :func:`run_suite` (one ``run_eval`` per
+               run folder, one report at the end)
+============== ==========================================================================
+
+Layer: above ``run`` and ``report`` (it calls both), below ``cli``.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from mmrobust.suite.names import ALL_TASKS, SUITE_FILE, folder_names, parse_tasks, safe_name
+
+if TYPE_CHECKING:
+    from mmrobust.suite.runner import SuiteConfig, SuiteResult, SuiteRun, plan_suite, run_suite
+
+_RUNNER = ("SuiteConfig", "SuiteResult", "SuiteRun", "plan_suite", "run_suite")
+
+
+def __getattr__(name: str) -> Any:
+    """The runner's names, imported on first use: the runner imports ``mmrobust.run`` (PyAV,
+    NumPy, OpenCV), and ``mmrobust.cli`` imports this package for ``mmrobust run``'s options,
+    so ``mmrobust --help`` would pay for them (issue 32 item 3)."""
+    if name in _RUNNER:
+        from mmrobust.suite import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module 'mmrobust.suite' has no attribute {name!r}")
+
+
+__all__ = [
+    "ALL_TASKS",
+    "SUITE_FILE",
+    "SuiteConfig",
+    "SuiteResult",
+    "SuiteRun",
+    "folder_names",
+    "parse_tasks",
+    "plan_suite",
+    "run_suite",
+    "safe_name",
+]

@@ -1,0 +1,136 @@
+"""The ``mmrobust run`` command: options and a thin body over :func:`run_suite`.
+
+Registered in ``mmrobust.cli`` (as ``finetune`` is); importing this module is light
+(typer only): the suite, eval and report are imported inside the command.
+"""
+
+from __future__ import annotations
+
+import typer
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    """Print a one-line error to stderr and return the exit to raise."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def run_command(
+    model: list[str] = typer.Option(
+        ...,
+        "--model",
+        metavar="SPEC",
+        help="Model SPEC (repeatable): constant:A, openai:<m>, hf:<id> ...",
+    ),
+    data: list[str] = typer.Option(
+        ..., "--data", help="Dataset (repeatable): anything eval --data takes, e.g. mmr-demo."
+    ),
+    task: list[str] = typer.Option(
+        ["all"],
+        "--task",
+        "--tasks",
+        metavar="T,T",
+        help="Tasks, comma list (repeatable): detect,type,when,leading or all (default). "
+        "type/when/leading are skipped on non-tamper data.",
+    ),
+    out: str = typer.Option(
+        ..., "--out", help="Suite folder: OUT/<model>/<dataset>/<task>/ run folders, OUT/report/."
+    ),
+    media: list[str] = typer.Option(
+        [],
+        "--media",
+        "--images",
+        help="Media folder per --data, same order ('-' for none); default none.",
+    ),
+    model_arg: list[str] = typer.Option(
+        [], "--model-arg", metavar="KEY=VALUE", help="Backend setting of every model (repeatable)."
+    ),
+    model_args: list[str] = typer.Option(
+        [],
+        "--model-args",
+        "--model_args",
+        metavar="K=V,K=V",
+        help="Backend settings in lm-eval's comma form (repeatable).",
+    ),
+    limit: int | None = typer.Option(None, "--limit", help="Only the first N samples of each run."),
+    frames: int = typer.Option(8, "--frames", help="Segment-centre frames per video."),
+    extract: str = typer.Option(
+        "lenient", "--extract", help="Answer extraction: lenient | strict | official."
+    ),
+    official: bool = typer.Option(False, "--official", help="Reference protocol (as eval)."),
+    text_only: bool = typer.Option(False, "--text-only", help="Send no media (blind ablation)."),
+    workers: int | None = typer.Option(
+        None, "--workers", help="Concurrent batches (default: the model's max_concurrency)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed (bootstrap; task option order)."),
+    bootstrap: int = typer.Option(
+        1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0 = off)."
+    ),
+    cache_dir: str | None = typer.Option(
+        None, "--cache-dir", help="Frame cache folder ('none' switches it off)."
+    ),
+    retry_failed: bool = typer.Option(
+        False, "--retry-failed", help="On resume, also ask again rows that are final errors."
+    ),
+    title: str = typer.Option("mmrobust report", "--title", help="Title of the report."),
+    no_report: bool = typer.Option(False, "--no-report", help="Write no report at the end."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Run every --model on every --data for every --task (one eval per run folder), then
+    one report. Re-running resumes each run; exits 1 if any run failed, naming them."""
+    from mmrobust.models.spec import parse_model_args
+    from mmrobust.registry import UnknownNameError
+    from mmrobust.suite.names import parse_tasks
+    from mmrobust.suite.runner import SuiteConfig, run_suite
+
+    try:
+        config = SuiteConfig(
+            models=model,
+            data=data,
+            tasks=parse_tasks(task),
+            out=out,
+            media=[None if m in ("-", "") else m for m in media],
+            options={
+                "model_args": parse_model_args(model_arg, model_args),
+                "limit": limit,
+                "frames": frames,
+                "extract": extract,
+                "official": official,
+                "text_only": text_only,
+                "workers": workers,
+                "seed": seed,
+                "n_resamples": bootstrap,
+                "cache_dir": cache_dir,
+                "retry_failed": retry_failed,
+            },
+            report=not no_report,
+            title=title,
+        )
+        result = run_suite(config, progress=not quiet, log=typer.echo)
+    except (FileNotFoundError, UnknownNameError, ValueError, ImportError) as exc:
+        raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    except OSError as exc:  # the report folder cannot be written
+        raise _fail(str(exc).splitlines()[0], 3) from None
+    ran = result.ran
+    n_ok = sum(r.status in ("complete", "partial") for r in ran)
+    skipped = len(result.runs) - len(ran)
+    typer.echo(
+        f"{n_ok} of {len(ran)} runs finished"
+        + (f", {skipped} skipped (task does not apply)" if skipped else "")
+        + f"; run folders under {result.out}"
+    )
+    if result.site is not None:
+        typer.echo(result.site.summary())
+    if result.interrupted:
+        typer.echo(
+            "interrupted: finished rows are kept; re-run the same command to resume", err=True
+        )
+        raise typer.Exit(130)
+    if result.failed:
+        typer.echo(f"error: {len(result.failed)} run(s) failed:", err=True)
+        for r in result.failed:
+            typer.echo(f"  {r.label}: {r.error}", err=True)
+        raise typer.Exit(1)
+
+
+__all__ = ["run_command"]

@@ -1,0 +1,200 @@
+"""``mmrobust run`` (issue 30): models x datasets x tasks in one call, resumable, one report.
+
+The suite is 2 models (``constant:A``, ``random:0``) x the 4 tamper tasks on a real
+4-clip tamper build (``family_tamper_set``: bikes and carphone_pristine, dropping) plus
+``mmr-demo`` (24 pairs: 48 questions), where type/when/leading do not apply.
+Row counts per run: detect / type / when 4 (one question per clip), leading 8 (a pair
+per clip), MMR 48.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mmrobust.cli import app
+from mmrobust.suite import SuiteConfig, folder_names, parse_tasks, run_suite, safe_name
+
+MODELS = ["constant:A", "random:0"]
+ROWS = {"detect": 4, "type": 4, "when": 4, "leading": 8, "mmr": 48}
+
+
+def _rows(run: Path) -> int:
+    import contextlib
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(run / "results.sqlite")) as db:
+        return int(db.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+
+
+def _config(data: Path, out: Path, **kw: object) -> SuiteConfig:
+    return SuiteConfig(
+        models=list(MODELS),
+        data=[str(data), "mmr-demo"],
+        tasks=parse_tasks(["detect,type", "when,leading"]),
+        out=str(out),
+        options={"n_resamples": 20},
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_names_are_safe_scrubbed_and_collision_free() -> None:
+    names = folder_names(
+        ["openai:gpt-4o", "openai-gpt-4o", "hf:Qwen/VL", "hf:qwen/vl", "..", "con", "report",
+         "openai:http://user:hunter22@host:8000/v1?api_key=sk-abcdef"]
+    )  # fmt: skip
+    # the same slug (also ignoring case) gets a suffix from the spec's own sha256
+    assert names["openai:gpt-4o"] == "openai-gpt-4o-1cffe337"
+    assert names["openai-gpt-4o"] == "openai-gpt-4o-5b435e3e"
+    assert names["hf:Qwen/VL"].startswith("hf-Qwen-VL-") and names["hf:qwen/vl"].startswith(
+        "hf-qwen-vl-"
+    )
+    assert names[".."] == "x" and names["con"] == "con_" and names["report"].startswith("report-")
+    secret = names["openai:http://user:hunter22@host:8000/v1?api_key=sk-abcdef"]
+    assert "hunter22" not in secret and "sk-abcdef" not in secret and "user" not in secret
+    assert len(set(names.values())) == len(names)
+    # a name depends on the spec and its collisions, not on the order given
+    assert folder_names(["openai-gpt-4o", "openai:gpt-4o"]) == {
+        "openai-gpt-4o": "openai-gpt-4o-5b435e3e",
+        "openai:gpt-4o": "openai-gpt-4o-1cffe337",
+    }
+    assert safe_name("a/../../b") == "a-b" and len(safe_name("m" * 300)) == 80
+    assert parse_tasks(["all"]) == ["detect", "type", "when", "leading"]
+    with pytest.raises(ValueError, match="unknown task 'wen'"):
+        parse_tasks(["detect,wen"])
+
+
+def test_suite_interrupted_resumes_and_writes_one_report(
+    family_tamper_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mmrobust.models import baselines
+
+    out = tmp_path / "OUT"
+    calls = [0]
+    reply = baselines.ConstantModel._reply
+
+    def ctrl_c_on_sixth(self: baselines.ConstantModel, req: object) -> str:
+        calls[0] += 1
+        if calls[0] == 6:  # the 2nd question of constant:A's --task type run
+            os.kill(os.getpid(), signal.SIGINT)
+        return reply(self, req)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(baselines.ConstantModel, "_reply", ctrl_c_on_sixth)
+    first = run_suite(_config(family_tamper_set, out), progress=False)
+    assert first.interrupted
+    status = {r.label: r.status for r in first.runs}
+    set_name = Path(family_tamper_set).name
+    assert status[f"constant-A/{set_name}/detect"] == "complete"
+    assert status[f"constant-A/{set_name}/type"] == "interrupted"
+    assert status[f"random-0/{set_name}/detect"] == "planned"  # never started
+    assert _rows(out / "constant-A" / set_name / "detect") == 4
+    stored = _rows(out / "constant-A" / set_name / "type")
+    assert 1 <= stored < 4
+    assert not (out / "random-0").exists()
+    assert first.report_dir is not None  # a report over what finished
+    saved = json.loads((out / "suite.json").read_text())
+    assert saved["interrupted"] is True and len(saved["runs"]) == 2 * 4 + 2 * 4
+
+    monkeypatch.setattr(baselines.ConstantModel, "_reply", reply)
+    again = run_suite(_config(family_tamper_set, out), progress=False)
+    assert not again.interrupted and again.failed == []
+    by = {r.label: r for r in again.runs}
+    assert by[f"constant-A/{set_name}/detect"].n_new == 0
+    assert by[f"constant-A/{set_name}/detect"].n_skipped == 4
+    assert by[f"constant-A/{set_name}/type"].n_skipped == stored
+    assert by[f"constant-A/{set_name}/type"].n_new == 4 - stored
+    # type/when/leading on MMR: skipped with a note, the MMR pairs in OUT/<model>/mmr-demo/mmr
+    assert again.notes == [
+        "mmr-demo: type, when, leading skipped (they ask about tampered clips; "
+        "mmr-demo is a mmr dataset)"
+    ]
+    ran = sorted(r.label for r in again.ran)
+    expected = sorted(
+        [f"{m}/{set_name}/{t}" for m in ("constant-A", "random-0") for t in ROWS if t != "mmr"]
+        + [f"{m}/mmr-demo/mmr" for m in ("constant-A", "random-0")]
+    )
+    assert ran == expected
+    for label in ran:
+        run = out / label
+        assert _rows(run) == ROWS[label.rsplit("/", 1)[1]], label
+        info = json.loads((run / "run.json").read_text())
+        assert info["complete"] is True and info["interrupted"] is False
+    assert by[f"constant-A/{set_name}/detect"].headline == "F1 66.7%"  # 2 Yes of 4 clips, all "A"
+    assert by["constant-A/mmr-demo/mmr"].headline == "RA 4.17%  MR 83.33%"
+    # one report over all ten run folders, five leaderboards of two models each
+    assert again.site is not None
+    assert sorted(len(g.runs) for g in again.site.groups) == [2, 2, 2, 2, 2]
+    assert (out / "report" / "index.html").is_file()
+
+
+def test_a_suite_run_is_what_eval_writes(family_tamper_set: Path, tmp_path: Path) -> None:
+    """OUT/constant-A/<set>/when holds what ``mmrobust eval`` writes for the same options."""
+    cfg = SuiteConfig(
+        models=["constant:A"], data=[str(family_tamper_set)], tasks=["when"],
+        out=str(tmp_path / "OUT"), options={"n_resamples": 20}, report=False,
+    )  # fmt: skip
+    res = run_suite(cfg, progress=False)
+    assert res.report_dir is None and [r.status for r in res.runs] == ["complete"]
+    single = tmp_path / "single"
+    cli = CliRunner().invoke(
+        app,
+        ["eval", "--model", "constant:A", "--data", str(family_tamper_set), "--task", "when",
+         "--out", str(single), "--bootstrap", "20", "-q"],
+    )  # fmt: skip
+    assert cli.exit_code == 0, cli.output
+    suite_run = res.runs[0].run_dir
+    assert sorted(p.name for p in suite_run.iterdir()) == sorted(p.name for p in single.iterdir())
+    a = json.loads((suite_run / "metrics.json").read_text())
+    b = json.loads((single / "metrics.json").read_text())
+    a.pop("run"), b.pop("run")
+    assert a == b
+    ia = json.loads((suite_run / "run.json").read_text())
+    ib = json.loads((single / "run.json").read_text())
+    assert ia["key"] == ib["key"]
+
+
+def test_cli_names_failed_runs_and_exits_1(family_tamper_set: Path, tmp_path: Path) -> None:
+    out = tmp_path / "OUT"
+    missing = tmp_path / "no-such-set"
+    args = ["run", "--model", "constant:A", "--data", str(family_tamper_set)]
+    args += ["--data", str(missing), "--task", "detect", "--out", str(out), "-q"]
+    args += ["--bootstrap", "0", "--no-report"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert "1 of 2 runs finished" in result.stdout
+    assert "error: 1 run(s) failed:" in result.stderr
+    assert "constant-A/no-such-set/detect: " in result.stderr
+    assert _rows(out / "constant-A" / Path(family_tamper_set).name / "detect") == 4
+    bad = CliRunner().invoke(app, ["run", "--model", "constant:A", "--data", "mmr-demo",
+                                   "--task", "detct", "--out", str(out)])  # fmt: skip
+    assert bad.exit_code == 2 and "unknown task 'detct'" in bad.stderr
+
+
+def test_each_model_is_loaded_once_and_closed_once(
+    family_tamper_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs are planned model by model; a model is loaded at its first run and closed after
+    its last (before: one load per run folder, 5 loads of an hf: checkpoint per dataset set)."""
+    from mmrobust.models import baselines, spec
+
+    loads: list[str] = []
+    closes: list[str] = []
+    real = spec.load_model
+
+    def counting(name: str, args: object = None) -> object:
+        loads.append(name)
+        return real(name, args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(spec, "load_model", counting)
+    monkeypatch.setattr(baselines.ConstantModel, "close", lambda self: closes.append(self.name))
+    res = run_suite(_config(family_tamper_set, tmp_path / "OUT", report=False), progress=False)
+    assert [r.status for r in res.ran] == ["complete"] * 10
+    assert loads == ["constant:A", "random:0"]
+    assert closes == ["constant:A"]  # once, after its 5 runs (4 tasks + MMR)
+    order = [r.label.split("/")[0] for r in res.ran]
+    assert order == ["constant-A"] * 5 + ["random-0"] * 5

@@ -335,24 +335,16 @@ class ResultStore:
         self._db.row_factory = sqlite3.Row
 
     def put(self, row: StoredRow) -> None:
-        """Insert or replace one row and commit at once.
-
-        Raises:
-            RunFolderWriteError: the row could not be written (full disk, I/O error);
-                the transaction is rolled back, earlier rows are intact.
-        """
-        placeholders = ", ".join("?" for _ in _COLUMNS)
-        with self._transaction():
-            self._db.execute(
-                f"INSERT OR REPLACE INTO results ({', '.join(_COLUMNS)}) VALUES ({placeholders})",
-                _to_db(row),
-            )
+        """Insert or replace one row and commit at once (:meth:`put_many` of one row)."""
+        self.put_many([row])
 
     def put_many(self, rows: Sequence[StoredRow]) -> None:
         """Insert or replace ``rows`` in one transaction (all or none), committed at once.
 
         Raises:
-            RunFolderWriteError: as :meth:`put`; none of ``rows`` is written.
+            RunFolderWriteError: the rows could not be written (full disk, I/O error);
+                the transaction is rolled back (none of ``rows`` is written), earlier
+                rows are intact.
         """
         if not rows:
             return

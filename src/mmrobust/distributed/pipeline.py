@@ -45,8 +45,9 @@ import ray
 from mmrobust.distributed.replicas import Replica, ReplicaSpec
 from mmrobust.distributed.session import RaySession, ray_resource_args
 
-BLOCK_ITEMS_MAX = 64
-"""Most work items in one block (a killed driver loses at most the blocks in flight)."""
+BLOCK_ITEMS_MAX = 256
+"""Most work items in one block (a killed driver or replica loses at most the blocks in flight;
+each block costs the driver a fixed amount of Ray Data bookkeeping, so fewer blocks cost less)."""
 BLOCKS_PER_REPLICA = 4
 """Blocks per replica at least, while items last (so a slow replica does not hold the tail)."""
 START_TIMEOUT_S = 1800.0

@@ -14,12 +14,10 @@ are computed from the store as in a local run.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from queue import Empty, Queue
 from typing import Any, ClassVar
 
 import ray
@@ -36,7 +34,7 @@ from mmrobust.prompts import build_prompt
 from mmrobust.run.config import EvalConfig
 from mmrobust.run.eval import RunResult, run_eval
 from mmrobust.run.executors import WorkItem
-from mmrobust.run.interrupts import INTERRUPTS, POLL_S
+from mmrobust.run.interrupts import INTERRUPTS
 from mmrobust.run.keys import key_difference, key_parts
 from mmrobust.run.process import RunAborted, SampleProcessor
 from mmrobust.status import Status
@@ -167,10 +165,6 @@ class Replicas:
         return max(1, self.spec.concurrency or int(self.info.get("max_concurrency") or 1))
 
 
-_DONE = object()
-"""End of the pipeline's blocks (``RayEvalExecutor._pump``)."""
-
-
 class RayEvalExecutor:
     """An ``Executor`` (``mmrobust.run.executors``) whose work runs in a Ray Data pipeline.
 
@@ -207,63 +201,39 @@ class RayEvalExecutor:
         return self._rows(fn, work)
 
     def _rows(self, fn: SampleProcessor, work: list[WorkItem]) -> Iterator[list[StoredRow]]:
-        """The blocks' rows; the pipeline is read in a thread so a stop request (Ctrl-C) is
-        seen every ``POLL_S`` seconds however long a block takes."""
-        blocks: Queue[Any] = Queue()
-        thread = threading.Thread(
-            target=self._pump, args=(work, blocks), daemon=True, name="mmrobust-ray-pipeline"
+        """The blocks' rows as they arrive; after a stop request (Ctrl-C) the next block that
+        arrives is the last (its answers are paid for), and the pipeline is closed."""
+        blocks = self.replicas.stream(
+            work, method="eval_item", concurrency=self.replicas.concurrency()
         )
-        thread.start()
         written = 0
         try:
-            while not self._stop:
-                try:
-                    got = blocks.get(timeout=POLL_S)
-                except Empty:
-                    continue
-                if got is _DONE:
-                    return
-                if isinstance(got, BaseException):
-                    if isinstance(got, RayError):
-                        raise RunAborted(
-                            f"the Ray pipeline stopped ({type(got).__name__}: "
-                            f"{_first_line(got)}); finished rows are kept, re-run the same "
-                            "command to resume",
-                            written,
-                        ) from None
-                    raise got
+            for block in blocks:
                 rows: list[StoredRow] = []
-                for item, result in got:
+                for item, result in block:
                     rows += (
                         _error_rows(fn, item, result) if isinstance(result, Exception) else result
                     )
                 written += len(rows)
                 yield rows
-        finally:
-            self._stop = True  # the thread drops what is still in flight and ends
-
-    def _pump(self, work: list[WorkItem], blocks: Queue[Any]) -> None:
-        """Thread body: stream the blocks into ``blocks``; then ``_DONE`` (or the error)."""
-        stream = self.replicas.stream(
-            work, method="eval_item", concurrency=self.replicas.concurrency()
-        )
-        try:
-            for block in stream:
                 if self._stop:
-                    break
-                blocks.put(block)
-        except BaseException as exc:  # handed to the driver's thread
-            blocks.put(exc)
+                    return
+        except RayError as exc:
+            raise RunAborted(
+                f"the Ray pipeline stopped ({type(exc).__name__}: {_first_line(exc)}); "
+                "finished rows are kept, re-run the same command to resume",
+                written,
+            ) from None
         finally:
-            close = getattr(stream, "close", None)
+            close = getattr(blocks, "close", None)
             if close is not None:
-                close()
-            blocks.put(_DONE)
+                close()  # shuts Ray Data's executor down (blocks in flight are dropped)
 
     def request_stop(self) -> None:
-        """Take no further block (signal-safe: sets a flag; Ctrl-C). Blocks in flight are
-        dropped (a re-run asks for them again): Ray Data cannot finish the blocks it holds
-        without starting new ones."""
+        """End after the next block that arrives (signal-safe: sets a flag; Ctrl-C). The other
+        blocks in flight are dropped (a re-run asks for them again): Ray Data cannot finish
+        the blocks it holds without starting new ones, nor be woken while it waits for one
+        (a second Ctrl-C ends at once)."""
         self._stop = True
 
     def cancel(self) -> None:

@@ -1,6 +1,7 @@
 """The released MVTamperBench at full size: load, eval, rescore and report times and memory.
 
     python benchmarks/full_scale.py [--root DIR] [--stages load,eval,frames,rescore,report]
+    python benchmarks/full_scale.py --originals 600 --stages audit_floor,audit,audit_reference --rounds 3
 
 Generates (once) a released-style folder with the release's counts: 19 task files,
 3,487 originals and 17,435 tampered rows (five per original), videos under
@@ -23,7 +24,17 @@ are printed:
 * ``report``: ``mmrobust report`` of the three runs (3 x 20,922 rows): wall time, peak
   memory and the size of ``index.html`` (targets < 60 s, < 25 MB);
 * ``audit``: ``mmrobust audit`` of the folder (every clip's container read, the classifiers
-  cross-validated by source video).
+  cross-validated by source video), its CPU split into loading the dataset and
+  ``audit_dataset``; ``audit_reference``: the same with ``reference=True`` (the path before
+  issue 32: every packet demuxed, per-row records); ``audit_floor``: what any audit must do,
+  a header-only read of every file (``av.open``: codec, rate, the container's stored frame
+  count; ``stat``: size) plus one cross-validated fit (scikit-learn imported, the random
+  forest on the six fields, ``GroupKFold(5)``). With ``--rounds R`` the stage list runs R
+  times, interleaved, and the audit stages end with min CPU per clip and the ratios
+  (target, issue 32: audit within 1.5x of the floor).
+
+``--originals N`` builds a smaller folder (N originals, 5N tampered, same layout) under
+``ROOT_N`` for a loaded machine: per-clip figures and ratios carry over.
 
 Prints figures; asserts nothing. The machine is shared: the load average is printed.
 """
@@ -31,6 +42,7 @@ Prints figures; asserts nothing. The machine is shared: the load average is prin
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -52,7 +64,7 @@ EFFECTS = {"dropping": "dropping", "masking": "masking", "repetition": "repetiti
            "rotation": "rotate", "substitution": "substitution"}  # fmt: skip
 
 
-def generate(root: Path) -> None:
+def generate(root: Path, n_originals: int = N_ORIGINALS) -> None:
     """Write the released-style folder (see module docstring) unless it is there."""
     if (root / "json").is_dir() and len(list((root / "json").glob("*.json"))) == len(TASKS):
         return
@@ -78,7 +90,7 @@ def generate(root: Path) -> None:
     for e in entries:
         media[(stems.index(e.id.split("__")[0]), e.tamper_type)] = build / e.video
     per_task = [
-        N_ORIGINALS // len(TASKS) + (i < N_ORIGINALS % len(TASKS)) for i in range(len(TASKS))
+        n_originals // len(TASKS) + (i < n_originals % len(TASKS)) for i in range(len(TASKS))
     ]
     (root / "json").mkdir(parents=True, exist_ok=True)
     k = 0
@@ -116,6 +128,39 @@ def _fresh(*paths: Path) -> None:
 
     for p in paths:
         shutil.rmtree(p, ignore_errors=True)
+
+
+def audit_floor(root: Path) -> dict[str, Any]:
+    """A header-only read of every clip plus one cross-validated forest fit (CPU split)."""
+    import av
+    import numpy as np
+
+    from mmrobust.datasets import load_dataset
+
+    samples = [s for s in load_dataset(root).samples if s.video is not None and s.tamper_type]
+    c0 = time.process_time()
+    rows = []
+    for s in samples:
+        with av.open(str(s.video)) as c:
+            v = c.streams.video[0]
+            rows.append((v.codec_context.name, c.format.name, str(v.average_rate), v.frames,
+                         float(v.average_rate), os.stat(str(s.video)).st_size))  # fmt: skip
+    c1 = time.process_time()
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.model_selection import GroupKFold, cross_val_predict
+    from sklearn.preprocessing import OneHotEncoder
+
+    cats = OneHotEncoder(handle_unknown="ignore", sparse_output=False).fit_transform(
+        np.array([r[:3] for r in rows], dtype=object)
+    )
+    nums = np.array([(r[3] / r[4], 8 * r[5] * r[4] / max(r[3], 1), r[5]) for r in rows])
+    x = np.hstack([cats, nums])
+    y = np.array([s.tamper_type != "original" for s in samples])
+    groups = [s.group or s.id for s in samples]
+    forest = RandomForestClassifier(n_estimators=100, min_samples_leaf=2, random_state=0)
+    cross_val_predict(forest, x, y, groups=groups, cv=GroupKFold(n_splits=5))
+    c2 = time.process_time()
+    return {"n": len(rows), "read_cpu_s": c1 - c0, "fit_cpu_s": c2 - c1, "audit_cpu_s": c2 - c0}
 
 
 def stage(name: str, root: Path, work: Path) -> dict[str, Any]:
@@ -157,13 +202,19 @@ def stage(name: str, root: Path, work: Path) -> dict[str, Any]:
         out = {"n": res.n_new, "cache": info["frame_cache"],
                "windows_derived": res.metrics.get("windows_derived"),
                "window_coverage": res.metrics.get("window_coverage")}  # fmt: skip
-    elif name == "audit":
+    elif name in ("audit", "audit_reference"):
         from mmrobust.audit import audit_dataset
         from mmrobust.datasets import load_dataset
 
-        a = audit_dataset(load_dataset(root), workers=4)
+        ds = load_dataset(root)
+        c1 = time.process_time()
+        a = audit_dataset(ds, workers=4, reference=name == "audit_reference")
         out = {"codec_f1": a["fields"]["codec"]["f1"], "all_f1": a["classifier"]["f1"],
-               "coverage": a["window_coverage"]["overall"], "n": a["n_clips"]}  # fmt: skip
+               "coverage": a["window_coverage"]["overall"], "n": a["n_clips"],
+               "load_cpu_s": c1 - c0, "audit_cpu_s": time.process_time() - c1,
+               "digest": hashlib.sha256(json.dumps(a, sort_keys=True).encode()).hexdigest()[:16]}  # fmt: skip
+    elif name == "audit_floor":
+        out = audit_floor(root)
     elif name == "rescore":
         m = rescore(work / "random_0")
         out = {"n": m.get("n_samples")}
@@ -184,26 +235,32 @@ def stage(name: str, root: Path, work: Path) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--root", type=Path, default=Path.home() / ".cache/mmrobust/full_scale")
+    ap.add_argument("--root", type=Path, default=None,
+                    help="default ~/.cache/mmrobust/full_scale (_N with --originals N)")  # fmt: skip
+    ap.add_argument("--originals", type=int, default=N_ORIGINALS)
     ap.add_argument("--stages", default="load,eval,frames,rescore,report,audit")
+    ap.add_argument("--rounds", type=int, default=1, help="run the stage list this many times")
     ap.add_argument("--stage", default=None)
     ap.add_argument("--work", type=Path, default=None)
     a = ap.parse_args()
-    work = a.work or a.root / "_work"
+    suffix = "" if a.originals == N_ORIGINALS else f"_{a.originals}"
+    root = a.root or Path.home() / f".cache/mmrobust/full_scale{suffix}"
+    work = a.work or root / "_work"
     if a.stage:
-        print(json.dumps(stage(a.stage, a.root, work)))
+        print(json.dumps(stage(a.stage, root, work)))
         return
     t = time.perf_counter()
-    generate(a.root)
-    print(f"released-style folder {a.root}: 19 tasks, {N_ORIGINALS} originals + "
-          f"{5 * N_ORIGINALS} tampered ({time.perf_counter() - t:.1f} s to make or find); "
+    generate(root, a.originals)
+    print(f"released-style folder {root}: 19 tasks, {a.originals} originals + "
+          f"{5 * a.originals} tampered ({time.perf_counter() - t:.1f} s to make or find); "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     work.mkdir(parents=True, exist_ok=True)
-    for name in a.stages.split(","):
+    audits: dict[str, list[dict[str, Any]]] = {}
+    for name in a.stages.split(",") * a.rounds:
         load0 = os.getloadavg()[0]
         t = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, __file__, "--stage", name, "--root", str(a.root), "--work", str(work)],
+            [sys.executable, __file__, "--stage", name, "--root", str(root), "--work", str(work)],
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         wall = time.perf_counter() - t
@@ -217,6 +274,8 @@ def main() -> None:
             f"process start), peak RSS {r['peak_rss_mb']:.0f} MB, load {load:.1f}"
         )
         print(head)
+        if name.startswith("audit"):
+            audits.setdefault(name, []).append({**r, "load": load})
         if name == "load":
             print(f"         {r['samples']} samples, {r['tasks']} tasks, media {r['media']}")
         elif name == "eval":
@@ -228,13 +287,34 @@ def main() -> None:
             print(f"         {r['n']} samples, {r['n'] / r['s']:.0f} samples/s; cache {c.get('bytes', 0) / 1e6:.1f} MB in "
                   f"{c.get('entries')} entries (hits {c.get('hits')}, misses {c.get('misses')}); "
                   f"windows derived {r['windows_derived']}; coverage {r['window_coverage']}")  # fmt: skip
-        elif name == "audit":
+        elif name in ("audit", "audit_reference"):
             print(f"         {r['n']} clips; metadata-only F1: codec {r['codec_f1']:.3f}, all fields "
-                  f"{r['all_f1']:.3f}; window coverage {r['coverage']:.3f}")  # fmt: skip
+                  f"{r['all_f1']:.3f}; window coverage {r['coverage']:.3f}; CPU: load "
+                  f"{r['load_cpu_s']:.2f} s, audit_dataset {r['audit_cpu_s']:.2f} s "
+                  f"({1000 * r['audit_cpu_s'] / r['n']:.3f} ms per clip); result {r['digest']}")  # fmt: skip
+        elif name == "audit_floor":
+            print(f"         {r['n']} clips; header-only read {r['read_cpu_s']:.2f} s CPU "
+                  f"({1000 * r['read_cpu_s'] / r['n']:.3f} ms per clip), one cross-validated forest "
+                  f"(sklearn import included) {r['fit_cpu_s']:.2f} s")  # fmt: skip
         elif name == "report":
             print(
                 f"         index.html {r['index_bytes'] / 1e6:.2f} MB; report folder {r['folder_bytes'] / 1e6:.1f} MB"
             )
+    if audits:
+        print(
+            f"\naudit stages, min over {a.rounds} round(s) of audit_dataset CPU (dataset load excluded):"
+        )
+        best = {k: min(v, key=lambda r: r["audit_cpu_s"]) for k, v in audits.items()}
+        for k, r in best.items():
+            print(f"  {k:<16} {r['audit_cpu_s']:.2f} s CPU, {1000 * r['audit_cpu_s'] / r['n']:.3f} ms per "
+                  f"clip (load average {min(x['load'] for x in audits[k]):.1f}-"
+                  f"{max(x['load'] for x in audits[k]):.1f})")  # fmt: skip
+        if "audit" in best and "audit_floor" in best:
+            print(f"  audit / floor: {best['audit']['audit_cpu_s'] / best['audit_floor']['audit_cpu_s']:.2f}x "
+                  "(target <= 1.5x)")  # fmt: skip
+        if "audit" in best and "audit_reference" in best:
+            print(f"  reference / audit: {best['audit_reference']['audit_cpu_s'] / best['audit']['audit_cpu_s']:.2f}x; "
+                  f"same result: {best['audit']['digest'] == best['audit_reference']['digest']}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -258,7 +258,7 @@ def _instrument(totals: dict[str, float]) -> None:
     import mmrobust.media.frames as frames
     import mmrobust.media.provider as provider
     import mmrobust.models.openai_compat as oa
-    import mmrobust.runner as runner
+    import mmrobust.run.eval as runner  # where eval looks these names up (run/ package)
     import mmrobust.store as store
 
     _wrap(cache, "content_sha256", "hash clip (cache key)", totals)
@@ -361,6 +361,10 @@ def main() -> None:
         print(f"  {name:<8} run {med(name, 'run_s'):7.2f}  wall {med(name, 'wall_s'):7.2f}  "
               f"cpu {med(name, 'cpu_s'):7.2f}  "
               f"sent {med(name, 'bytes') / 1e6:7.1f} MB  load {med(name, 'load'):.1f}")  # fmt: skip
+    print("samples per CPU-second (what one fully used core feeds a model server): "
+          + ", ".join(f"{name} {n / med(name, 'cpu_s'):.1f}" for name in ("minimal", "cold", "warm"))
+          + f"; per wall second on {os.cpu_count()} CPUs at this load: "
+          + ", ".join(f"{name} {n / med(name, 'run_s'):.1f}" for name in ("cold", "warm")))  # fmt: skip
     ratios = [
         c["run_s"] / m["run_s"] for c, m in zip(results["cold"], results["minimal"], strict=True)
     ]

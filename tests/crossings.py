@@ -70,7 +70,8 @@ class Backend:
         images: the backend answers questions about a photo (MMR cells).
         exit_code: what ``eval`` exits with on the tiny data (``hf``: 1, its random
             weights reply noise, so no sample is scored; the run is stored as usual).
-        ray_args: extra options of its Ray cells.
+        fill_cluster: its ``detect`` Ray cell starts as many replicas as fit (2 on the
+            2-node cluster); otherwise, and in every other Ray cell, one replica.
     """
 
     name: str
@@ -78,7 +79,7 @@ class Backend:
     args: tuple[str, ...] = ()
     images: bool = True
     exit_code: int = 0
-    ray_args: tuple[str, ...] = ()
+    fill_cluster: bool = True
 
     def argv(self, *, ckpt: Path | None, base_url: str | None) -> list[str]:
         """``--model SPEC --model-arg ...`` with the placeholders filled in."""
@@ -103,11 +104,7 @@ BACKENDS = {
         # One replica on Ray: each loads torch (seconds of CPU); two replicas on two
         # (declared) GPUs equal serial in tests/test_ray.py.
         Backend(
-            "hf",
-            "hf:{ckpt}",
-            ("device=cpu", "max_new_tokens=4"),
-            exit_code=1,
-            ray_args=("--replicas", "1"),
+            "hf", "hf:{ckpt}", ("device=cpu", "max_new_tokens=4"), exit_code=1, fill_cluster=False
         ),
     )
 }
@@ -115,6 +112,15 @@ BACKENDS = {
 
 RAY_TASKS_WITH = "random"
 """The backend that runs every task on Ray (frames decoded on the replicas)."""
+
+
+def replicas(backend: str, task: str, variant: str) -> list[str]:
+    """``--replicas`` of a Ray cell: none (as many as fit: 2) for each backend's ``detect``
+    cell, ``1`` for the others (a replica is a process that imports mmrobust and loads the
+    model: about 2 s of CPU each, more for ``hf``; where the work runs is what they test)."""
+    if task == "detect" and variant == "frames" and BACKENDS[backend].fill_cluster:
+        return []
+    return ["--replicas", "1"]
 
 
 def ray_cell(backend: str, task: str) -> bool:
@@ -230,6 +236,7 @@ __all__ = [
     "comparable",
     "metrics",
     "ray_cell",
+    "replicas",
     "responder",
     "rows",
     "run_info",

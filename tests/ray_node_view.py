@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -38,15 +39,16 @@ def unshare_prefix() -> list[str] | None:
     if _UNSHARE is None:
         _UNSHARE = []
         exe = shutil.which("unshare")
-        for prefix in ([exe, "-m"], [exe, "-rm"]) if exe else ():
-            probe = [*prefix, "sh", "-c", "mount -t tmpfs none /mnt 2>/dev/null || exit 1"]
-            try:
-                ok = subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
-            except (OSError, subprocess.TimeoutExpired):
-                ok = False
-            if ok:
-                _UNSHARE = prefix
-                break
+        with tempfile.TemporaryDirectory() as folder:
+            for prefix in ([exe, "-m"], [exe, "-rm"]) if exe else ():
+                probe = [*prefix, "mount", "-t", "tmpfs", "-o", "size=1m", "none", folder]
+                try:
+                    ok = subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
+                except (OSError, subprocess.TimeoutExpired):
+                    ok = False
+                if ok:
+                    _UNSHARE = prefix
+                    break
     return _UNSHARE or None
 
 

@@ -76,7 +76,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("metrics", ("metrics",)),  # pure, over stored rows
     ("models", ("models",)),  # adapters (forensic's answers via tasks)
     ("model tools", ("judge", "mmrdata")),  # use a model: the LLM judge, MMR data generation
-    ("run", ("run", "runner", "finetune")),  # eval, rescore; finetune on mmrdata's output
+    ("run", ("run", "runner", "finetune", "export")),  # eval, rescore; finetune; per-sample logs
     ("distributed", ("distributed",)),  # Ray executors over run / tamper / mmrdata
     ("report", ("report",)),  # one run view, tables, plots, site
     ("apps", ("audit", "audit_scores", "demo", "suite", "catalog")),  # whole jobs

@@ -198,3 +198,24 @@ def test_each_model_is_loaded_once_and_closed_once(
     assert closes == ["constant:A"]  # once, after its 5 runs (4 tasks + MMR)
     order = [r.label.split("/")[0] for r in res.ran]
     assert order == ["constant-A"] * 5 + ["random-0"] * 5
+
+
+def test_model_args_once_per_model(tmp_path: Path) -> None:
+    """``--model-args`` given once per ``--model`` (in order) goes to that model only; given
+    once, to every model (models on different servers)."""
+    out = tmp_path / "OUT"
+    args = ["run", "--model", "constant:A", "--model", "random:0", "--data", "mmr-demo"]
+    args += ["--model-args", "delay_s=0", "--model-args", "delay_s=0.001", "--out", str(out)]
+    result = CliRunner().invoke(app, [*args, "--bootstrap", "0", "--no-report", "-q"])
+    assert result.exit_code == 0, result.output
+    a = json.loads((out / "constant-A" / "mmr-demo" / "mmr" / "run.json").read_text())
+    b = json.loads((out / "random-0" / "mmr-demo" / "mmr" / "run.json").read_text())
+    assert a["config"]["model_args"] == {"delay_s": "0"}
+    assert b["config"]["model_args"] == {"delay_s": "0.001"}
+    shared = tmp_path / "S"
+    args = ["run", "--model", "constant:A", "--model", "random:0", "--data", "mmr-demo"]
+    args += ["--model-args", "delay_s=0", "--out", str(shared), "--bootstrap", "0"]
+    result = CliRunner().invoke(app, [*args, "--no-report", "-q"])
+    assert result.exit_code == 0, result.output
+    b2 = json.loads((shared / "random-0" / "mmr-demo" / "mmr" / "run.json").read_text())
+    assert b2["config"]["model_args"] == {"delay_s": "0"}

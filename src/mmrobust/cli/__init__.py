@@ -6,7 +6,7 @@ so ``mmrobust --help`` stays fast.
 
 One module per command group: :mod:`~mmrobust.cli.tamper` (``tamper``),
 :mod:`~mmrobust.cli.eval` (``eval``, ``rescore``), :mod:`~mmrobust.cli.report` (``report``,
-``compare``), :mod:`~mmrobust.cli.data` (``audit``, ``mmr-data``, ``list``),
+``compare``), :mod:`~mmrobust.cli.export` (``export``), :mod:`~mmrobust.cli.data` (``audit``, ``mmr-data``, ``list``),
 :mod:`~mmrobust.cli.demo` (``finetune``, ``run``, ``demo``); shared options in
 :mod:`~mmrobust.cli.options`. They are imported here in the order ``mmrobust --help`` lists
 the commands. ``mmrobust.cli:main`` is the console script; ``python -m mmrobust.cli`` runs it too.
@@ -20,6 +20,7 @@ from mmrobust.cli._app import app
 from mmrobust.cli import tamper as _tamper  # noqa: F401  (tamper)
 from mmrobust.cli import eval as _eval  # noqa: F401  (eval, rescore)
 from mmrobust.cli import report as _report  # noqa: F401  (report, compare)
+from mmrobust.cli import export as _export  # noqa: F401  (export)
 from mmrobust.cli import data as _data  # noqa: F401  (audit, mmr-data, list)
 from mmrobust.cli import demo as _demo  # noqa: F401  (finetune, run, demo)
 # isort: on

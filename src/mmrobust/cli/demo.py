@@ -1,4 +1,5 @@
 """``mmrobust finetune`` (issue 21; options and body in :mod:`mmrobust.finetune.command`),
+``mmrobust tamper-data`` (issue 31; :mod:`mmrobust.finetune.tamper_command`),
 ``mmrobust run`` (issue 30; options and body in :mod:`mmrobust.suite.command`) and
 ``mmrobust demo`` (issue 7, :func:`mmrobust.demo.run_demo`).
 """
@@ -13,9 +14,13 @@ from mmrobust.cli.options import (
     model_args_option,
 )
 from mmrobust.finetune.command import finetune_command  # light: typer + pydantic
+from mmrobust.finetune.tamper_command import tamper_data_command  # light: typer only
 from mmrobust.suite.command import run_command  # light: typer only
 
 app.command("finetune", short_help="Fine-tune a VLM on MMR paired data (LoRA).")(finetune_command)
+app.command(
+    "tamper-data", short_help="Tamper training data from your videos, split by source (issue 31)."
+)(tamper_data_command)
 app.command("run", short_help="Several models x datasets x tasks, then one report.")(run_command)
 
 

@@ -40,6 +40,9 @@ def eval_cmd(
     ),
     model_args: list[str] = model_args_option(),
     format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
+    revision: str | None = typer.Option(
+        None, "--revision", help="Hub revision (branch, tag or commit) of hf: data."
+    ),
     images: str | None = typer.Option(
         None,
         "--media",
@@ -112,6 +115,12 @@ def eval_cmd(
         help="On resume, also ask again samples whose row is a final error "
         "(rejected, empty_reply, media_error, ...).",
     ),
+    log_samples: bool = typer.Option(
+        False,
+        "--log-samples",
+        "--log_samples",
+        help="Also write RUN_DIR/samples.jsonl: one line per stored row (docs/evaluation.md).",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     executor: str = EXECUTOR,
     ray_address: str | None = RAY_ADDRESS,
@@ -134,6 +143,9 @@ def eval_cmd(
         executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
     )
     try:
+        from mmrobust.datasets.hub import with_revision
+
+        data = with_revision(data, revision)  # hf:<owner>/<name> -> hf:<owner>/<name>@REV
         config = EvalConfig(
             data=data, model=model, out=out, model_args=parse_model_args(model_arg, model_args),
             format=format,
@@ -158,6 +170,10 @@ def eval_cmd(
                   "same command to resume", 130)  # fmt: skip
     typer.echo(summary_text(result.metrics))
     typer.echo(f"{result.n_new} new rows, {result.n_skipped} resumed; wrote {result.run_dir}")
+    if log_samples:  # also after an interrupted run: the rows stored so far
+        from mmrobust.export import SAMPLES_FILE, export_run
+
+        typer.echo(f"wrote {export_run(result.run_dir, 'jsonl', result.run_dir / SAMPLES_FILE)}")
     if result.first_error and not result.aborted:
         typer.echo(f"first failure: {result.first_error}", err=True)
     if result.aborted:

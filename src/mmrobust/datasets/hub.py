@@ -49,6 +49,21 @@ RELEASES: dict[str, str] = {
 }
 """Short names of the released variants (middle, start, end; the small sample sets)."""
 
+MMR_RELEASE = "BAAI/Multimodal-Robustness-Benchmark"
+"""The released MMR benchmark on the hub (arXiv:2406.10638 appendix: ``MMR-benchmark/``
+holds ``MMR-benchmark.json`` and the image zip; ``MMR-data/`` the training set)."""
+
+MMR_SHA256 = "e55290e603f41c7444cb8a8a6f355dab6a521a4fa845ca8757b40b817e5f7dc3"
+"""sha256 of the released ``MMR-benchmark.json`` (the authors' repository,
+``evaluation/MMR-benchmark.json``, 224,456 bytes), the MMR loader's ``data_hash``."""
+
+HUB_PATTERNS: dict[str, tuple[str, ...]] = {MMR_RELEASE: ("MMR-benchmark*", "*.md")}
+"""``allow_patterns`` of ``snapshot_download`` per repository: only the MMR benchmark's
+files (at the root or under ``MMR-benchmark/``), never the ``MMR-data`` training set."""
+
+HUB_SUBFOLDERS = ("MMR-benchmark",)
+"""A snapshot whose dataset lives in one of these subfolders is loaded from there."""
+
 _REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
@@ -80,6 +95,23 @@ def parse_hub_ref(ref: str) -> HubRef:
             f"(or one of {', '.join('hf:' + n for n in RELEASES)})"
         )
     return HubRef(repo, revision or None)
+
+
+def with_revision(data: str, revision: str | None) -> str:
+    """``data`` with ``--revision`` applied: ``hf:<owner>/<name>`` -> ``hf:<owner>/<name>@REV``.
+
+    Raises:
+        DatasetError: ``--revision`` with data that is not ``hf:``, or with an ``hf:`` reference
+            that already names another revision.
+    """
+    if not revision:
+        return data
+    if not data.startswith(HUB_PREFIX):
+        raise DatasetError(f"--revision {revision} is for hf: data, not {data!r}")
+    body, _, given = data.partition("@")
+    if given and given != revision:
+        raise DatasetError(f"{data!r} already names revision {given!r}; --revision {revision}")
+    return f"{body}@{revision}"
 
 
 def _one_line(exc: BaseException) -> str:
@@ -147,6 +179,7 @@ def snapshot(ref: HubRef, *, cache_dir: str | Path | None = None) -> Path:
             repo_type="dataset",
             revision=ref.revision,
             cache_dir=str(cache_dir) if cache_dir else None,
+            allow_patterns=list(HUB_PATTERNS[ref.repo_id]) if ref.repo_id in HUB_PATTERNS else None,
         )
     except GatedRepoError:
         raise DatasetError(
@@ -230,6 +263,22 @@ def unzip_root(ref: HubRef) -> Path:
     return unzip_dir(ref.repo_id.replace("/", "--"))
 
 
+def _check_mmr_release(ds: Dataset, commit: str) -> None:
+    """Log whether the hub's ``MMR-benchmark.json`` is the pinned file (the sha256 of the
+    authors' GitHub copy, :data:`MMR_SHA256`): only then do the
+    report and the cards treat the run as made on the released benchmark (Table 2's rows)."""
+    if ds.data_hash == MMR_SHA256:
+        log.info("%s@%s: MMR-benchmark.json is the pinned release (sha256 %s...)",
+                 MMR_RELEASE, commit[:12], MMR_SHA256[:12])  # fmt: skip
+    else:
+        log.warning(
+            "%s@%s: MMR-benchmark.json has sha256 %s..., not the pinned release's %s... (the "
+            "authors' GitHub copy): another revision; the published Table 2 rows are hidden by "
+            "default for it",
+            MMR_RELEASE, commit[:12], ds.data_hash[:12], MMR_SHA256[:12],
+        )  # fmt: skip
+
+
 def load_hub(
     path: str | Path,
     *,
@@ -283,6 +332,8 @@ def load_hub(
                 media["ambiguous"],
             )
     else:
+        sub = next((folder / d for d in HUB_SUBFOLDERS if (folder / d).is_dir()), None)
+        folder = sub or folder  # the MMR release keeps its files in MMR-benchmark/
         try:
             fmt = detect_format(folder)
         except DatasetError:
@@ -292,6 +343,8 @@ def load_hub(
             ) from None
         ds = load_dataset(folder, fmt, images=images, text_only=text_only, **options)
         dest, unzipped = folder, {}
+    if ref.repo_id == MMR_RELEASE:
+        _check_mmr_release(ds, commit)
     ds.source = f"{HUB_PREFIX}{ref.repo_id}" + (f"@{ref.revision}" if ref.revision else "")
     ds.info = {
         **ds.info,
@@ -308,7 +361,11 @@ def load_hub(
 
 
 __all__ = [
+    "HUB_PATTERNS",
+    "HUB_SUBFOLDERS",
     "MARKER_DIR",
+    "MMR_RELEASE",
+    "MMR_SHA256",
     "RELEASES",
     "HubRef",
     "announce_size",
@@ -321,4 +378,5 @@ __all__ = [
     "snapshot",
     "unzip_once",
     "unzip_root",
+    "with_revision",
 ]

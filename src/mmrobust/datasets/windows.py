@@ -14,6 +14,7 @@ carry it under the one name ``window``.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
 
@@ -27,10 +28,13 @@ class WindowDeriver:
     carries ``position`` and ``duration_s`` (from the released file name) and
     ``original_video`` (set by the released-layout loader). The original's
     frames are counted from its packets (no decoding). Thread-safe.
+
+    ``known``: ``{original path: (frames, fps)}`` already counted the same way (the audit's
+    clip facts), used instead of reading those originals again.
     """
 
-    def __init__(self) -> None:
-        self._memo: dict[str, tuple[int, Fraction] | None] = {}
+    def __init__(self, known: Mapping[str, tuple[int, Fraction]] | None = None) -> None:
+        self._memo: dict[str, tuple[int, Fraction] | None] = dict(known or {})
         self._lock = threading.Lock()
 
     def _facts(self, original: str) -> tuple[int, Fraction] | None:

@@ -200,7 +200,11 @@ def align_labels(
     the previous one's), found in ``O(len(plain_ids) + len(model_ids))`` with
     per-id position lists. Image expansion only inserts model tokens, and no
     expansion sits inside an assistant turn, so every answer token lands on its
-    own model token.
+    own model token. An expansion that also re-tokenizes a neighbour (Gemma 3 writes
+    ``\n\n`` around each image, so the plain ``\n`` before it becomes ``\n\n\n``)
+    leaves that plain token without its model token; the leftmost embedding then runs
+    ahead to a later equal token and loses the answers, so :class:`Encoder` retries
+    from the end (the same alignment on the reversed sequences), where the answers lie.
     """
     labels = [IGNORE_INDEX] * len(model_ids)
     positions: dict[int, list[int]] = defaultdict(list)
@@ -295,6 +299,9 @@ class Encoder:
             ids = input_ids[row, :length].tolist()
             plain_ids, trainable = self.plain(item)
             row_labels, missing = align_labels(plain_ids, trainable, ids)
+            if missing:  # a plain token merged by the expansion (Gemma 3's '\n\n\n'): from the end
+                back, missing = align_labels(plain_ids[::-1], trainable[::-1], ids[::-1])
+                row_labels = back[::-1]
             if missing:
                 raise ValueError(
                     f"{missing} answer tokens could not be aligned with the model input"

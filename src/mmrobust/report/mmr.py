@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mmrobust.datasets.hub import MMR_SHA256 as RELEASED_SHA256  # re-exported (the pin)
 from mmrobust.report.common import safe_name
 from mmrobust.report.plots import Figure, plot_mmr_accuracy
 from mmrobust.report.units import MISSING, PERCENT_DIGITS, pct_sign, percent, percent_interval
@@ -260,11 +261,6 @@ def leaderboards(g: RunGroup, published: bool) -> list[Table]:
     return [
         frame_to_table(frame, title, note=note, digits=2, row_classes=classes, group=g.benchmark)
     ]
-
-
-RELEASED_SHA256 = "e55290e603f41c7444cb8a8a6f355dab6a521a4fa845ca8757b40b817e5f7dc3"
-"""sha256 of the released ``MMR-benchmark.json`` (the authors' repository,
-``evaluation/MMR-benchmark.json``, 224,456 bytes), the MMR loader's ``data_hash``."""
 
 
 def is_released_run(info: Mapping[str, Any]) -> bool:

@@ -36,6 +36,9 @@ def run_command(
     out: str = typer.Option(
         ..., "--out", help="Suite folder: OUT/<model>/<dataset>/<task>/ run folders, OUT/report/."
     ),
+    revision: str | None = typer.Option(
+        None, "--revision", help="Hub revision (branch, tag or commit) of the hf: --data."
+    ),
     media: list[str] = typer.Option(
         [],
         "--media",
@@ -50,7 +53,8 @@ def run_command(
         "--model-args",
         "--model_args",
         metavar="K=V,K=V",
-        help="Backend settings in lm-eval's comma form (repeatable).",
+        help="Backend settings in lm-eval's comma form: once for every model, or once per "
+        "--model in the same order (models on different servers).",
     ),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N samples of each run."),
     frames: int = typer.Option(8, "--frames", help="Segment-centre frames per video."),
@@ -74,6 +78,9 @@ def run_command(
     ),
     title: str = typer.Option("mmrobust report", "--title", help="Title of the report."),
     no_report: bool = typer.Option(False, "--no-report", help="Write no report at the end."),
+    log_samples: bool = typer.Option(
+        False, "--log-samples", "--log_samples", help="Also write each run's samples.jsonl."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Run every --model on every --data for every --task (one eval per run folder), then
@@ -84,14 +91,20 @@ def run_command(
     from mmrobust.suite.runner import SuiteConfig, run_suite
 
     try:
+        from mmrobust.datasets.hub import with_revision
+
+        per_model = model_args if len(model) > 1 and len(model_args) == len(model) else []
+        hub = [d for d in data if d.startswith("hf:")]
+        if revision and not hub:
+            raise ValueError(f"--revision {revision} is for hf: data; no --data is hf:")
         config = SuiteConfig(
             models=model,
-            data=data,
+            data=[with_revision(d, revision) if d.startswith("hf:") else d for d in data],
             tasks=parse_tasks(task),
             out=out,
             media=[None if m in ("-", "") else m for m in media],
             options={
-                "model_args": parse_model_args(model_arg, model_args),
+                "model_args": parse_model_args(model_arg, [] if per_model else model_args),
                 "limit": limit,
                 "frames": frames,
                 "extract": extract,
@@ -104,6 +117,10 @@ def run_command(
                 "retry_failed": retry_failed,
             },
             report=not no_report,
+            log_samples=log_samples,
+            model_args={
+                m: parse_model_args([], [a]) for m, a in zip(model, per_model, strict=False)
+            },
             title=title,
         )
         result = run_suite(config, progress=not quiet, log=typer.echo)

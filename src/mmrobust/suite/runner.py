@@ -54,6 +54,9 @@ class SuiteConfig:
         options: every other :class:`EvalConfig` field, shared by all runs (``limit``,
             ``seed``, ``model_args``, ``frames`` ...).
         report: write ``OUT/report`` at the end.
+        log_samples: write each run folder's ``samples.jsonl`` (:mod:`mmrobust.export`).
+        model_args: per model spec, backend settings added to ``options["model_args"]`` (which
+            every model gets): models served by different servers.
         title: the report's title.
     """
 
@@ -65,6 +68,8 @@ class SuiteConfig:
     options: dict[str, Any] = field(default_factory=dict)
     report: bool = True
     title: str = "mmrobust report"
+    log_samples: bool = False
+    model_args: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def validate(self) -> None:
         """Check the lists and every shared option before any work.
@@ -98,7 +103,12 @@ class SuiteConfig:
         self, model: str, data: str, media: str | None, task: str, out: str
     ) -> EvalConfig:
         """The :class:`EvalConfig` of one run."""
-        return EvalConfig(data=data, model=model, out=out, task=task, images=media, **self.options)
+        options = {**self.options, "model_args": self.args_of(model)}
+        return EvalConfig(data=data, model=model, out=out, task=task, images=media, **options)
+
+    def args_of(self, model: str) -> dict[str, str]:
+        """The backend settings of ``model``: the shared ones, then its own."""
+        return {**(self.options.get("model_args") or {}), **self.model_args.get(model, {})}
 
 
 @dataclass
@@ -375,7 +385,7 @@ class _SharedModels:
             from mmrobust.models.spec import load_model
 
             self.close()
-            self.model = load_model(spec, self.config.options.get("model_args") or {})
+            self.model = load_model(spec, self.config.args_of(spec))
             self.spec = spec  # only once loaded: a failed load is tried again by the next run
         return _KeepOpen(self.model)
 
@@ -400,6 +410,10 @@ def _one(config: SuiteConfig, run: SuiteRun, shared: _SharedModels) -> None:
         run.status, run.error = "failed", (str(exc).splitlines() or [type(exc).__name__])[0]
         return
     run.n_new, run.n_skipped = res.n_new, res.n_skipped
+    if config.log_samples:  # also after an interrupted run: the rows stored so far
+        from mmrobust.export import SAMPLES_FILE, export_run
+
+        export_run(run.run_dir, "jsonl", run.run_dir / SAMPLES_FILE)
     try:
         run.headline = get_family(res.metrics.get("benchmark")).headline(res.metrics)
     except (ValueError, KeyError, TypeError):

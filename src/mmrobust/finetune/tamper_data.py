@@ -1,0 +1,321 @@
+"""Tamper training data from the user's own videos (issue 31): ``mmrobust tamper-data``.
+
+MVTamperBench (arXiv:2412.19794) ends by asking for "tamper-resilient MLLMs"; this
+builds what such training needs, from any videos, with exact labels:
+
+1. **Split by source video**, seeded: a share of the sources (``eval_fraction``, at
+   least one) is held out; files with the same content (sha256) count as one source,
+   so no source is on both sides (asserted before anything is written, and again on
+   the built manifests).
+2. **Clips** from the tamper builder, called once per ``(position, duration)`` for the
+   training sources (``OUT/train/clips-<position>-<duration>s/``) and once with the
+   paper's setting (middle, 1 s) for the held-out ones (``OUT/eval/``, a tamper set
+   ``mmrobust eval --data OUT/eval`` reads). Each build gives every source one
+   original and one clip per effect, so originals and each effect are balanced 1:1
+   (counted in the manifest). Substitution draws its donors from the same side only.
+   Codec control is the builder's default (originals re-encoded like the tampered
+   clips), so the container cannot give the label away.
+3. **Questions** as evaluation asks them: the clips are loaded as ``eval`` loads a
+   tamper set (``datasets.load_dataset``), the ``type`` / ``when`` / ``leading``
+   questions derived by :func:`mmrobust.tasks.derive_task` (``detect`` is the paper's),
+   the user text rendered by :func:`mmrobust.prompts.build_prompt` (the exact prompt
+   text of ``eval``), the answer is the truth's option letter.
+4. **Frames as images**: :func:`mmrobust.media.frames.sample_clip` with ``eval``'s frame
+   policy (default 8 segment centres) and encoding (default JPEG q95 at the decoded
+   size, what ``hf:`` is given), written once per clip under ``frames/<clip id>/``.
+
+Outputs: ``OUT/train/llava.json`` and ``OUT/eval/llava.json`` (LLaVA format, one
+``<image>`` per frame, for ``mmrobust finetune --data`` / ``--eval-data``) and
+``OUT/tamper_data.json`` (the manifest of what went where: settings, each source with
+its sha256 and side, each conversation's clip, effect, task, position and duration,
+and the counts). Re-running resumes: the builder skips finished clips, frames already
+written are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mmrobust.media.errors import MediaError
+from mmrobust.media.jpeg import FrameEncoding
+from mmrobust.media.sampling import FramePolicy
+from mmrobust.schema import TAMPER_ORIGINAL
+from mmrobust.tamper.effects import PAPER_EFFECTS
+from mmrobust.tamper.window import Position
+
+MANIFEST = "tamper_data.json"
+TRAIN, EVAL = "train", "eval"
+
+
+class TamperDataError(ValueError):
+    """The training set cannot be built (one line, with the fix)."""
+
+
+@dataclass(frozen=True)
+class TamperDataConfig:
+    """What ``tamper-data`` builds.
+
+    Attributes:
+        effects: effect names (default: the paper's five).
+        positions: window positions of the training clips (``start``/``middle``/``end`` or a
+            fraction in [0, 1]); one build per position and duration.
+        durations: window lengths in seconds of the training clips.
+        tasks: questions per clip: ``detect`` (the paper's yes/no), ``type``, ``when``,
+            ``leading`` (``docs/tasks.md``).
+        eval_fraction: share of the sources held out (at least one source).
+        seed: seeds the split, the builds, the option orders.
+        policy: the frames shown (``eval``'s ``--frames``; default 8 segment centres).
+        encoding: how they are encoded (default JPEG q95 at the decoded size, as ``hf:``).
+        jobs: builder worker processes.
+    """
+
+    effects: tuple[str, ...] = tuple(PAPER_EFFECTS)
+    positions: tuple[Position, ...] = ("middle",)
+    durations: tuple[float, ...] = (1.0,)
+    tasks: tuple[str, ...] = ("detect", "type", "when")
+    eval_fraction: float = 0.25
+    seed: int = 0
+    policy: FramePolicy = field(default_factory=FramePolicy)
+    encoding: FrameEncoding = field(default_factory=FrameEncoding)
+    jobs: int = 1
+
+
+@dataclass
+class TamperDataReport:
+    """What was built: the two sides' sources, conversations per task, clip counts."""
+
+    out: Path
+    train_sources: list[str]
+    eval_sources: list[str]
+    conversations: dict[str, Counter[str]]
+    clips: dict[str, Counter[str]]
+    errors: list[str]
+
+
+def split_sources(
+    files: Sequence[Path], digests: Sequence[str], fraction: float, seed: int
+) -> tuple[list[Path], list[Path]]:
+    """``(train, eval)`` by source: files of equal content (``digests``) stay together (pure).
+
+    Raises:
+        TamperDataError: fewer than two distinct sources, or a fraction that leaves
+            one side empty.
+    """
+    groups: dict[str, list[Path]] = {}
+    for path, digest in zip(files, digests, strict=True):
+        groups.setdefault(digest, []).append(path)
+    keys = sorted(groups)
+    if len(keys) < 2:
+        raise TamperDataError(
+            f"need at least 2 distinct source videos for a split by source, got {len(keys)}"
+        )
+    random.Random(seed).shuffle(keys)
+    n_eval = min(len(keys) - 1, max(1, round(len(keys) * fraction)))
+    held = set(keys[:n_eval])
+    train = sorted(p for k in keys if k not in held for p in groups[k])
+    evals = sorted(p for k in held for p in groups[k])
+    assert not set(train) & set(evals)  # the split's invariant (a file is on one side)
+    return train, evals
+
+
+def _tag(position: Position, duration: float) -> str:
+    return f"clips-{position}-{duration:g}s"
+
+
+def _build(
+    sources: Sequence[Path], out: Path, config: TamperDataConfig, position: Position,
+    duration: float,
+) -> Any:  # fmt: skip
+    """One tamper build (the builder itself: resume, codec control, manifest)."""
+    from mmrobust.tamper.builder import build
+    from mmrobust.tamper.config import BuildConfig
+    from mmrobust.tamper.effects import make_effect
+
+    built = BuildConfig(
+        effects=tuple(make_effect(n) for n in config.effects),
+        duration=duration,
+        position=position,
+        seed=config.seed,
+        donors=tuple(sources),  # substitution's donors from this side of the split only
+    )
+    return build(list(sources), out, built, jobs=config.jobs)
+
+
+def _frames(video: Path, folder: Path, config: TamperDataConfig) -> list[Path]:
+    """The clip's frames as ``eval`` samples and encodes them, written once (resumable)."""
+    from mmrobust.media.frames import sample_clip
+
+    done = folder / "frames.json"
+    if done.is_file():
+        return [folder / name for name in json.loads(done.read_text(encoding="utf-8"))]
+    clip = sample_clip(video, config.policy, config.encoding)
+    folder.mkdir(parents=True, exist_ok=True)
+    names = []
+    for i, jpeg in enumerate(clip.jpegs):
+        name = f"{i:03d}.jpg"
+        (folder / name).write_bytes(jpeg)
+        names.append(name)
+    done.write_text(json.dumps(names), encoding="utf-8")  # last: a cut run redoes the clip
+    return [folder / n for n in names]
+
+
+def conversations_of(
+    clips_dir: Path, side_dir: Path, tag: str, config: TamperDataConfig
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """LLaVA records of every question about the clips of one build (and per-clip errors).
+
+    Each record: ``id`` (``<task>/<tag>/<sample id>``), ``image`` (frame paths relative to
+    ``side_dir``), ``conversations`` (``<image>`` marks, then ``eval``'s prompt text; the
+    answer letter), and ``meta`` (task, clip, source, effect, position, duration).
+    """
+    from mmrobust.datasets import load_dataset
+    from mmrobust.prompts import build_prompt
+    from mmrobust.tasks import derive_task
+
+    dataset = load_dataset(clips_dir)
+    records: list[dict[str, Any]] = []
+    errors: list[str] = []
+    frames: dict[str, list[Path] | None] = {}
+    for task in config.tasks:
+        for sample in derive_task(dataset, task, seed=config.seed).samples:
+            if sample.video is None or sample.error:
+                errors.append(f"{sample.id}: {sample.error or 'no video'}")
+                continue
+            key = str(sample.video)
+            if key not in frames:
+                try:
+                    clip = Path(key).resolve().relative_to(clips_dir.resolve()).with_suffix("")
+                    frames[key] = _frames(Path(key), side_dir / "frames" / tag / clip, config)
+                except (OSError, ValueError, MediaError) as exc:  # one bad clip, not the run
+                    errors.append(f"{key}: {str(exc).splitlines()[0]}")
+                    frames[key] = None
+            paths = frames[key]
+            if not paths:
+                continue
+            prompt = build_prompt(sample)
+            records.append(
+                {
+                    "id": f"{task}/{tag}/{sample.id}",
+                    "image": [str(p.relative_to(side_dir)) for p in paths],
+                    "conversations": [
+                        {"from": "human", "value": "<image>\n" * len(paths) + prompt.text},
+                        {"from": "gpt", "value": prompt.answer},
+                    ],
+                    "meta": {
+                        "task": task,
+                        "clip": Path(key).name,
+                        "source": sample.group,
+                        "effect": sample.tamper_type,
+                        "tag": tag,
+                    },
+                }
+            )
+    return records, errors
+
+
+def build_tamper_data(
+    sources: Sequence[str | Path],
+    out: str | Path,
+    config: TamperDataConfig | None = None,
+    *,
+    log: Callable[[str], None] = lambda message: None,
+) -> TamperDataReport:
+    """Build the training and held-out sets into ``out`` (see the module docstring).
+
+    Raises:
+        TamperDataError: no readable source, fewer than two distinct sources, or a
+            source on both sides of the built sets (never expected: asserted).
+    """
+    from mmrobust.tamper.manifest import read_manifest, sha256_file
+    from mmrobust.tamper.sources import discover_sources
+
+    config = config or TamperDataConfig()
+    root = Path(out)
+    files, problems = discover_sources(sources)
+    errors = [f"{p.source}: {p.reason}" for p in problems]
+    if not files:
+        raise TamperDataError(f"no video found in {', '.join(map(str, sources))}")
+    digests = [sha256_file(f) for f in files]
+    train, held = split_sources(files, digests, config.eval_fraction, config.seed)
+    log(f"split by source: {len(train)} training, {len(held)} held out")
+    side_dirs = {TRAIN: root / TRAIN, EVAL: root / EVAL}
+    builds: list[tuple[str, str, Path]] = []  # (side, tag, clips folder)
+    for position in config.positions:
+        for duration in config.durations:
+            tag = _tag(position, duration)
+            folder = side_dirs[TRAIN] / tag
+            log(f"building training clips {tag} ({len(train)} sources)")
+            errors += [
+                f"{e.source}: {e.reason}"
+                for e in _build(train, folder, config, position, duration).errors
+            ]
+            builds.append((TRAIN, tag, folder))
+    log(f"building held-out clips (middle, 1 s; {len(held)} sources)")
+    errors += [
+        f"{e.source}: {e.reason}"
+        for e in _build(held, side_dirs[EVAL], config, "middle", 1.0).errors
+    ]
+    builds.append((EVAL, "clips-middle-1s", side_dirs[EVAL]))
+
+    sides: dict[str, set[str]] = {TRAIN: set(), EVAL: set()}
+    clip_counts: dict[str, Counter[str]] = {TRAIN: Counter(), EVAL: Counter()}
+    records: dict[str, list[dict[str, Any]]] = {TRAIN: [], EVAL: []}
+    for side, tag, folder in builds:
+        for entry in read_manifest(folder):
+            sides[side].add(entry.source_sha256)
+            clip_counts[side][entry.tamper_type or TAMPER_ORIGINAL] += 1
+        made, bad = conversations_of(folder, side_dirs[side], tag, config)
+        records[side] += made
+        errors += bad
+    leaked = sides[TRAIN] & sides[EVAL]
+    if leaked:  # the split by source, checked on what was built
+        raise TamperDataError(f"{len(leaked)} source(s) on both sides of the split")
+
+    for side in (TRAIN, EVAL):
+        path = side_dirs[side] / "llava.json"
+        tmp = path.with_name(".llava.json.tmp")
+        tmp.write_text(json.dumps(records[side], indent=1), encoding="utf-8")
+        tmp.replace(path)
+    per_task = {side: Counter(r["meta"]["task"] for r in records[side]) for side in (TRAIN, EVAL)}
+    by_digest = dict(zip(map(str, files), digests, strict=True))
+    manifest = {
+        "settings": {
+            **{k: v for k, v in asdict(config).items() if k not in ("policy", "encoding")},
+            "policy": asdict(config.policy),
+            "encoding": asdict(config.encoding),
+        },
+        "sources": {
+            TRAIN: [{"path": str(p), "sha256": by_digest[str(p)]} for p in train],
+            EVAL: [{"path": str(p), "sha256": by_digest[str(p)]} for p in held],
+        },
+        "split_disjoint": not leaked,
+        "clips": {side: dict(c) for side, c in clip_counts.items()},
+        "conversations": {side: dict(c) for side, c in per_task.items()},
+        "records": {
+            side: [{"id": r["id"], **r["meta"]} for r in records[side]] for side in records
+        },
+        "errors": errors,
+    }
+    (root / MANIFEST).write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
+    return TamperDataReport(
+        root, [str(p) for p in train], [str(p) for p in held], per_task, clip_counts, errors
+    )
+
+
+__all__ = [
+    "EVAL",
+    "MANIFEST",
+    "TRAIN",
+    "TamperDataConfig",
+    "TamperDataError",
+    "TamperDataReport",
+    "build_tamper_data",
+    "conversations_of",
+    "split_sources",
+]

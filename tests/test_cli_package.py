@@ -33,8 +33,8 @@ def test_commands_in_help_order() -> None:
     """The command modules register in the order ``mmrobust --help`` listed before the split."""
     names = [c.name for c in app.registered_commands]
     assert names == [
-        "tamper", "eval", "rescore", "report", "compare", "audit", "mmr-data", "list",
-        "finetune", "run", "demo",
+        "tamper", "eval", "rescore", "report", "compare", "export", "audit", "mmr-data", "list",
+        "finetune", "tamper-data", "run", "demo",
     ]  # fmt: skip
 
 

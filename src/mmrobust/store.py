@@ -5,9 +5,10 @@ model's fingerprint hash, the prompt configuration hash and the frame
 sampling policy hash. The key is the table's primary key, so a sample is
 never stored twice for one configuration.
 
-Write order: the runner calls :meth:`ResultStore.put` once per sample, as
-soon as its answer (or typed failure) is known; each ``put`` is its own
-transaction, committed before the next sample is written. With WAL and
+Write order: the runner stores the rows of each finished work item (a Ray
+run: of each block) as soon as they are known, in one transaction
+(:meth:`ResultStore.put_many`; :meth:`ResultStore.put` for one row),
+committed before the next rows are written. With WAL and
 ``synchronous=NORMAL`` a process killed with SIGKILL loses nothing that
 was committed (only a power loss can drop the last transactions), and a
 half-written row never becomes visible. Re-running skips the keys in
@@ -334,17 +335,24 @@ class ResultStore:
         self._db.row_factory = sqlite3.Row
 
     def put(self, row: StoredRow) -> None:
-        """Insert or replace one row and commit at once.
+        """Insert or replace one row and commit at once (:meth:`put_many` of one row)."""
+        self.put_many([row])
+
+    def put_many(self, rows: Sequence[StoredRow]) -> None:
+        """Insert or replace ``rows`` in one transaction (all or none), committed at once.
 
         Raises:
-            RunFolderWriteError: the row could not be written (full disk, I/O error);
-                the transaction is rolled back, earlier rows are intact.
+            RunFolderWriteError: the rows could not be written (full disk, I/O error);
+                the transaction is rolled back (none of ``rows`` is written), earlier
+                rows are intact.
         """
+        if not rows:
+            return
         placeholders = ", ".join("?" for _ in _COLUMNS)
         with self._transaction():
-            self._db.execute(
+            self._db.executemany(
                 f"INSERT OR REPLACE INTO results ({', '.join(_COLUMNS)}) VALUES ({placeholders})",
-                _to_db(row),
+                [_to_db(row) for row in rows],
             )
 
     @contextmanager

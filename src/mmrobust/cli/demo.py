@@ -19,7 +19,7 @@ from mmrobust.suite.command import run_command  # light: typer only
 
 app.command("finetune", short_help="Fine-tune a VLM on MMR paired data (LoRA).")(finetune_command)
 app.command(
-    "tamper-data", short_help="Tamper training data from your videos, split by source (issue 31)."
+    "tamper-data", short_help="Training clips and questions from your videos, split by source."
 )(tamper_data_command)
 app.command("run", short_help="Several models x datasets x tasks, then one report.")(run_command)
 

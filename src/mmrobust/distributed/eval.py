@@ -1,28 +1,32 @@
-"""``mmrobust eval --executor ray``: model replicas on a Ray cluster, the store on the driver.
+"""``mmrobust eval --executor ray``: model replicas in a Ray Data pipeline, the store on the driver.
 
-:func:`run_eval_ray` starts the replicas (each loads the model once), then runs
-the ordinary :func:`mmrobust.run.eval.run_eval` with two stand-ins: a
-:class:`RemoteModel` on the driver that carries the replicas' name,
-fingerprint, media input and batch size (so the run key, ``run.json`` and
-resume are exactly those of a local run), and a :class:`RayEvalExecutor`
-that sends each ``WorkItem`` to a replica and yields the rows it returns.
-The driver alone writes ``results.sqlite``; metrics are computed from the
-store as in a local run.
+:func:`run_eval_ray` loads the model once in a probe task with a replica's
+resources (name, fingerprint, run key), then runs the ordinary
+:func:`mmrobust.run.eval.run_eval` with two stand-ins: a :class:`RemoteModel`
+on the driver that carries the replicas' name, fingerprint, media input,
+frame encoding and batch size (so the run key, ``run.json`` and resume are
+exactly those of a local run), and a :class:`RayEvalExecutor` that runs the
+unfinished ``WorkItem`` s through ``distributed/pipeline.py`` (a Ray Data
+``map_batches`` over an actor pool of replicas) and yields each block's rows.
+The driver alone writes ``results.sqlite``, one transaction per block; metrics
+are computed from the store as in a local run.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import ray
+from ray.exceptions import RayError
 
 from mmrobust.distributed import RayOptions
-from mmrobust.distributed.replicas import ReplicaLost, ReplicaPool, ReplicaSpec
-from mmrobust.distributed.session import RaySession, ray_session, worker_request
+from mmrobust.distributed.pipeline import PipelineStats, probe_model, stream
+from mmrobust.distributed.replicas import ReplicaSpec
+from mmrobust.distributed.session import RaySession, check_paths, ray_session, worker_request
 from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models.base import MediaInput, Model, Request, Response
 from mmrobust.models.spec import PLACEMENTS, ModelSpec, frame_encoding_of, parse_spec
@@ -82,6 +86,11 @@ class RemoteModel(Model):
         return dict(self._fingerprint)
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
 def _error_rows(processor: SampleProcessor, item: WorkItem, exc: BaseException) -> list[StoredRow]:
     """``model_error`` rows for an item no replica could finish (transient: a re-run retries)."""
     text = str(exc).strip()
@@ -118,57 +127,118 @@ def media_paths(items: Sequence[WorkItem]) -> list[str]:
     return list(seen)
 
 
-class RayEvalExecutor:
-    """An ``Executor`` (``mmrobust.run.executors``) whose work runs in a :class:`ReplicaPool`.
+@dataclass
+class Replicas:
+    """The model replicas of a run: what they load, what each reserves, how many, and what
+    the probe load reported (``Replica.ready``: name, fingerprint, run key ...).
 
-    Before the first item it asks every replica whether it sees every media
-    file of the items (not only the first: a node may lack one sub-folder),
-    and checks that the replicas computed the driver's run key. A media file
-    a replica's node cannot read during the run gives a ``model_error`` row
-    (``Replica.eval_item``), which a re-run asks again, not a final ``media_error``.
-    Items whose replicas kept dying come back as ``model_error`` rows; when
-    every replica is gone the run stops like any aborted run (``RunAborted``:
-    finished rows kept, exit 3, re-run to resume).
+    The replicas themselves are the actors of a Ray Data pool started by :meth:`stream`
+    (``distributed/pipeline.py``).
     """
 
-    def __init__(self, pool: ReplicaPool, session: RaySession) -> None:
-        self.pool = pool
-        self.session = session
-        self.workers = pool.capacity
+    session: RaySession
+    spec: ReplicaSpec
+    request: dict[str, float]
+    stats: PipelineStats
+    info: dict[str, Any]
+
+    def check_paths(self, paths: Sequence[str]) -> None:
+        """Check on every node that could host a replica that it sees ``paths``.
+
+        Raises:
+            WorkerPathError: a node cannot see one (names the node and the path).
+        """
+        if paths:
+            check_paths(self.session, self.request, paths)
+
+    def stream(
+        self, items: Sequence[Any], *, method: str, args: tuple[Any, ...] = (), concurrency: int = 1
+    ) -> Iterator[list[tuple[Any, Any]]]:
+        """``pipeline.stream`` over these replicas (blocks of ``(item, result)``)."""
+        return stream(
+            self.session, self.spec, self.request, self.stats, items,
+            method=method, args=args, concurrency=concurrency,
+        )  # fmt: skip
+
+    def concurrency(self) -> int:
+        """Items a replica works on at once: ``--workers``, else the model's ``max_concurrency``."""
+        return max(1, self.spec.concurrency or int(self.info.get("max_concurrency") or 1))
+
+
+class RayEvalExecutor:
+    """An ``Executor`` (``mmrobust.run.executors``) whose work runs in a Ray Data pipeline.
+
+    Before the first item it checks that the replicas computed the driver's run
+    key and that every node that could host one sees the first media file. It
+    yields the rows of one block at a time (the driver writes them in one
+    transaction). An item whose replica raised comes back as ``model_error``
+    rows; when the pipeline fails (replicas that cannot start, a cluster
+    that went away) the run stops like any aborted run
+    (``RunAborted``: finished rows kept, exit 3, re-run to resume).
+    """
+
+    def __init__(self, replicas: Replicas) -> None:
+        self.replicas = replicas
+        self.session = replicas.session
+        self.workers = replicas.stats.replicas * replicas.concurrency()
+        self._stop = False
 
     def run(
         self, fn: Callable[[WorkItem], list[StoredRow]], items: Iterable[WorkItem]
     ) -> Iterator[list[StoredRow]]:
-        """Yield each item's rows as a replica returns them (any order)."""
+        """Yield the rows of each block of items as the replicas return them (any order)."""
         if not isinstance(fn, SampleProcessor):
             raise TypeError("RayEvalExecutor runs the runner's SampleProcessor only")
-        theirs = self.pool.first_info.get("key")
+        theirs = self.replicas.info.get("key")
         if theirs != asdict(fn.key):  # run_eval_ray checked the parts; another caller may not
             raise ValueError(
                 f"the Ray replicas compute another run key ({theirs}) than the driver "
                 f"({asdict(fn.key)}); install the same mmrobust on every node"
             )
-        todo = list(items)
+        work = list(items)
         if not (fn.text_only or fn.model.media_input == "none"):
-            media = media_paths(todo)
-            if media:
-                self.pool.check_paths(media)
+            self.replicas.check_paths(media_paths(work))
+        return self._rows(fn, work)
+
+    def _rows(self, fn: SampleProcessor, work: list[WorkItem]) -> Iterator[list[StoredRow]]:
+        """The blocks' rows as they arrive; after a stop request (Ctrl-C) the next block that
+        arrives is the last (its answers are paid for), and the pipeline is closed."""
+        blocks = self.replicas.stream(
+            work, method="eval_item", concurrency=self.replicas.concurrency()
+        )
         written = 0
         try:
-            for item, result in self.pool.map("eval_item", todo):
-                rows = _error_rows(fn, item, result) if isinstance(result, Exception) else result
+            for block in blocks:
+                rows: list[StoredRow] = []
+                for item, result in block:
+                    rows += (
+                        _error_rows(fn, item, result) if isinstance(result, Exception) else result
+                    )
                 written += len(rows)
                 yield rows
-        except ReplicaLost as exc:
-            raise RunAborted(str(exc), written) from None
-
-    def cancel(self) -> None:
-        """Hand out no more items; cancel the queued ones."""
-        self.pool.cancel()
+                if self._stop:
+                    return
+        except RayError as exc:
+            raise RunAborted(
+                f"the Ray pipeline stopped ({type(exc).__name__}: {_first_line(exc)}); "
+                "finished rows are kept, re-run the same command to resume",
+                written,
+            ) from None
+        finally:
+            close = getattr(blocks, "close", None)
+            if close is not None:
+                close()  # shuts Ray Data's executor down (blocks in flight are dropped)
 
     def request_stop(self) -> None:
-        """Hand out no more items (signal-safe; Ctrl-C)."""
-        self.pool.request_stop()
+        """End after the next block that arrives (signal-safe: sets a flag; Ctrl-C). The other
+        blocks in flight are dropped (a re-run asks for them again): Ray Data cannot finish
+        the blocks it holds without starting new ones, nor be woken while it waits for one
+        (a second Ctrl-C ends at once)."""
+        self._stop = True
+
+    def cancel(self) -> None:
+        """Stop the pipeline (blocks in flight are dropped, never written)."""
+        self._stop = True
 
     def describe(self) -> dict[str, Any]:
         """The ``executor`` block of ``run.json``."""
@@ -176,7 +246,7 @@ class RayEvalExecutor:
             "name": "ray",
             "address": self.session.address,
             "ray_version": ray.__version__,
-            **self.pool.describe(),
+            **self.replicas.stats.describe(),
         }
 
 
@@ -229,8 +299,9 @@ def start_replicas(
     model_args: dict[str, str],
     eval_config: EvalConfig | None = None,
     concurrency: int | None = None,
-) -> ReplicaPool:
-    """Start the replicas of ``model`` with the resources of ``options``; wait until loaded.
+) -> Replicas:
+    """Size the replicas of ``model`` (resources of ``options``) and load the model once in a
+    probe task with a replica's resources (its name, fingerprint and run key).
 
     Raises:
         ValueError, WorkerPathError: bad spec, no room, a replica that cannot load or see a path.
@@ -246,7 +317,8 @@ def start_replicas(
         eval_config=eval_config,
         concurrency=concurrency,
     )
-    return ReplicaPool.start(session, replica, request, n)
+    info = probe_model(session, replica, request)
+    return Replicas(session, replica, request, PipelineStats(n, dict(request)), info)
 
 
 def check_same_key(config: EvalConfig, model: Model, info: dict[str, Any]) -> None:
@@ -283,7 +355,7 @@ def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = Tr
     config.validate()  # bad options fail before any replica starts
     parse_spec(config.model, config.model_args)
     with INTERRUPTS.watch(), ray_session(options) as session:
-        pool = start_replicas(
+        replicas = start_replicas(
             session,
             options,
             model=config.model,
@@ -291,20 +363,18 @@ def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = Tr
             eval_config=config,
             concurrency=config.workers,
         )
-        try:
-            executor = RayEvalExecutor(pool, session)
-            encoding = frame_encoding_of(config.model, config.model_args)
-            model = RemoteModel.from_info(pool.first_info, encoding)
-            check_same_key(config, model, pool.first_info)
-            return run_eval(config, progress=progress, model=model, executor=executor)
-        finally:
-            pool.shutdown()
+        executor = RayEvalExecutor(replicas)
+        encoding = frame_encoding_of(config.model, config.model_args)
+        model = RemoteModel.from_info(replicas.info, encoding)
+        check_same_key(config, model, replicas.info)
+        return run_eval(config, progress=progress, model=model, executor=executor)
 
 
 __all__ = [
     "API_BACKENDS",
     "RayEvalExecutor",
     "RemoteModel",
+    "Replicas",
     "check_same_key",
     "gpus_per_replica",
     "local_checkpoint",

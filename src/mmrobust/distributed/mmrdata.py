@@ -1,6 +1,6 @@
 """``mmrobust mmr-data --executor ray``: model replicas generate, the driver writes the files.
 
-Each image goes to a replica (``Replica.mmr_image``: read the image, both
+Images go in blocks to the replicas of a Ray Data actor pool (``distributed/pipeline.py``; ``Replica.mmr_image``: read the image, both
 stages, parse, filter, all on the worker); the driver writes
 ``items/<key>.json`` as results arrive and the outputs in the order of the
 images given, so they equal a local run's for the same replies.
@@ -41,15 +41,19 @@ def run_mmr_data_ray(
             a replica that cannot load the model or see the first image.
     """
     with ray_session(options) as session:
-        pool = start_replicas(session, options, model=model, model_args=model_args)
-        try:
-            first = next((str(p) for p in images if Path(p).exists()), None)
-            if first is not None:
-                pool.check_paths([first])
+        replicas = start_replicas(session, options, model=model, model_args=model_args)
+        first = next((str(p) for p in images if Path(p).exists()), None)
+        if first is not None:
+            replicas.check_paths([first])
 
-            def map_images(todo: Sequence[Path], pairs: int) -> Iterator[tuple[Path, ItemResult]]:
-                by_name = {str(p): p for p in todo}
-                for name, result in pool.map("mmr_image", list(by_name), pairs):
+        def map_images(todo: Sequence[Path], pairs: int) -> Iterator[tuple[Path, ItemResult]]:
+            by_name = {str(p): p for p in todo}
+            blocks = replicas.stream(
+                list(by_name), method="mmr_image", args=(pairs,),
+                concurrency=replicas.concurrency(),
+            )  # fmt: skip
+            for block in blocks:
+                for name, result in block:
                     image = by_name[name]
                     if isinstance(result, Exception):
                         text = str(result).strip()
@@ -63,17 +67,15 @@ def run_mmr_data_ray(
                         )
                     yield image, result
 
-            return run_mmr_data(
-                images,
-                RemoteModel.from_info(pool.first_info),
-                out_dir,
-                n_pairs=n_pairs,
-                resume=resume,
-                on_item=on_item,
-                map_images=map_images,
-            )
-        finally:
-            pool.shutdown()
+        return run_mmr_data(
+            images,
+            RemoteModel.from_info(replicas.info),
+            out_dir,
+            n_pairs=n_pairs,
+            resume=resume,
+            on_item=on_item,
+            map_images=map_images,
+        )
 
 
 __all__ = ["run_mmr_data_ray"]

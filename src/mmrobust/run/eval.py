@@ -339,7 +339,8 @@ def _drive(
     *,
     label: str = "eval",
 ) -> None:
-    """Run items through the executor and store each row at once; ``written[0]`` counts rows.
+    """Run items through the executor and store the rows of each result it yields (one item's;
+    a Ray run: one block's) in one transaction at once; ``written[0]`` counts rows.
 
     ``label`` names the bar (the model and the dataset), so several runs in one log stay apart.
 
@@ -393,22 +394,27 @@ def _consume(
         task = bar.add_task(escape(label), total=total, errors=0)
         failed = 0
         for rows in executor.run(processor, items):
-            for row in rows:
-                for ready in stops.admit(row, written[0]):
-                    failed += _store(store, ready, written, stops)
+            ready: list[StoredRow] = []  # rows admitted before a stop rule fires are stored
+            try:
+                for row in rows:
+                    ready += stops.admit(row, written[0] + len(ready))
+            finally:
+                failed += _store(store, ready, written, stops)
             bar.update(task, advance=len(rows), errors=failed)
             stops.check(written[0])
         if not INTERRUPTS.requested:  # after Ctrl-C held rows are dropped: asked again
-            for ready in stops.flush(written[0]):  # rows held by the server-limit rule
-                failed += _store(store, ready, written, stops)
+            # rows held by the server-limit rule
+            failed += _store(store, stops.flush(written[0]), written, stops)
 
 
-def _store(store: ResultStore, row: StoredRow, written: list[int], stops: StopRules) -> bool:
-    """Commit ``row``, count it; return whether it failed."""
-    store.put(row)
-    written[0] += 1
-    stops.stored(row)
-    return row.status is not Status.OK
+def _store(store: ResultStore, rows: list[StoredRow], written: list[int], stops: StopRules) -> int:
+    """Commit ``rows`` in one transaction (one item's; a Ray run: one block's), count them;
+    return how many failed."""
+    store.put_many(rows)
+    written[0] += len(rows)
+    for row in rows:
+        stops.stored(row)
+    return sum(row.status is not Status.OK for row in rows)
 
 
 __all__ = ["RunResult", "evaluate", "run_eval"]

@@ -33,7 +33,7 @@ them holds a cycle together; the cycle tests include them):
   ``run.config`` -> ``extract`` / ``tasks`` / ``media.cache`` (validating options),
   ``report.view`` -> ``run.process`` (scoring a run stopped before ``metrics.json``),
   ``report.tamper`` -> ``datasets.hub``, ``judge`` -> ``models.spec``, ``audit`` ->
-  ``metrics`` / ``report.units``, ``demo`` / ``suite`` -> ``report.site`` (after the runs),
+  ``metrics`` / ``report.units``, ``demo`` / ``suite`` -> ``report.site``, ``suite`` -> ``report.wandb_log`` (after the runs),
   ``catalog`` -> every registry (``mmrobust list``).
 """
 

@@ -7,11 +7,13 @@ import typer
 from mmrobust.cli._app import app
 from mmrobust.cli.options import (
     EXECUTOR,
+    LOG_TO,
     RAY_ADDRESS,
     RAY_CPUS,
     RAY_GPUS,
     RAY_RESOURCE,
     REPLICAS,
+    WANDB_PROJECT,
     fail,
     fail_on,
     log_to_stderr,
@@ -122,6 +124,8 @@ def eval_cmd(
         help="Also write RUN_DIR/samples.jsonl: one line per stored row (docs/evaluation.md).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    log_to: str | None = LOG_TO,
+    wandb_project: str = WANDB_PROJECT,
     executor: str = EXECUTOR,
     ray_address: str | None = RAY_ADDRESS,
     replicas: int | None = REPLICAS,
@@ -134,11 +138,16 @@ def eval_cmd(
     from mmrobust.models.spec import parse_model_args
     from mmrobust.registry import UnknownNameError
     from mmrobust.report.tables import summary_text
+    from mmrobust.report.wandb_log import check_log_to
     from mmrobust.run.config import EvalConfig
     from mmrobust.run.eval import evaluate
     from mmrobust.store import RunFolderWriteError
 
     log_to_stderr(quiet)
+    try:
+        check_log_to(log_to)
+    except (ValueError, ImportError) as exc:
+        raise fail_on(exc) from None
     ray = ray_options(
         executor, ray_address, replicas, ray_cpus_per_worker, ray_gpus_per_worker, ray_resource
     )
@@ -174,6 +183,10 @@ def eval_cmd(
         from mmrobust.export import SAMPLES_FILE, export_run
 
         typer.echo(f"wrote {export_run(result.run_dir, 'jsonl', result.run_dir / SAMPLES_FILE)}")
+    if log_to and not result.aborted:
+        from mmrobust.report.wandb_log import log_to_wandb
+
+        log_to_wandb([result.run_dir], project=wandb_project, log=typer.echo)
     if result.first_error and not result.aborted:
         typer.echo(f"first failure: {result.first_error}", err=True)
     if result.aborted:

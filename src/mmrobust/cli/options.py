@@ -34,6 +34,11 @@ RAY_RESOURCE = typer.Option(
     help="Ray: custom resource per worker (repeatable).",
 )
 
+LOG_TO = typer.Option(
+    None, "--log-to", help="Also log runs to: wandb (pip install 'mmrobust[wandb]')."
+)
+WANDB_PROJECT = typer.Option("mmrobust", "--wandb-project", help="W&B project for --log-to.")
+
 MODEL_ARGS_HELP = "Backend settings in lm-eval's comma form (repeatable)."
 
 
@@ -92,12 +97,14 @@ def log_to_stderr(quiet: bool = False) -> None:
 
 __all__ = [
     "EXECUTOR",
+    "LOG_TO",
     "MODEL_ARGS_HELP",
     "RAY_ADDRESS",
     "RAY_CPUS",
     "RAY_GPUS",
     "RAY_RESOURCE",
     "REPLICAS",
+    "WANDB_PROJECT",
     "fail",
     "fail_on",
     "log_to_stderr",

@@ -5,9 +5,7 @@ from __future__ import annotations
 import typer
 
 from mmrobust.cli._app import app
-from mmrobust.cli.options import (
-    fail_on,
-)
+from mmrobust.cli.options import LOG_TO, WANDB_PROJECT, fail_on
 
 
 @app.command("report", short_help="index.html, tables and plots over run folders.")
@@ -40,18 +38,24 @@ def report_cmd(
         min=0,
         help="Time budget for drawing thumbnails (strips already drawn in --out are reused).",
     ),
+    log_to: str | None = LOG_TO,
+    wandb_project: str = WANDB_PROJECT,
 ) -> None:
     """index.html plus tables (Markdown/CSV, MVTamperBench Table 7 / MMR Table 2 layouts) and plots."""
     from mmrobust.report.site import build_site
+    from mmrobust.report.wandb_log import check_log_to, log_to_wandb
 
     try:
+        check_log_to(log_to)
         site = build_site(
             run_dirs, out, title=title, published=published, max_thumbs=thumbs,
             thumb_seconds=thumb_seconds, audits=audit,
         )  # fmt: skip
-    except (OSError, ValueError) as exc:  # OSError: missing folder, full disk under --out
+    except (OSError, ValueError, ImportError) as exc:  # OSError: missing folder, full disk
         raise fail_on(exc) from None
     typer.echo(site.summary())
+    if log_to:
+        log_to_wandb(run_dirs, out, project=wandb_project, log=typer.echo)
 
 
 @app.command("compare", short_help="Paired comparison of two runs (McNemar's test).")

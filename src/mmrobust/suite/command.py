@@ -85,17 +85,25 @@ def run_command(
         False, "--log-samples", "--log_samples", help="Also write each run's samples.jsonl."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    log_to: str | None = typer.Option(
+        None, "--log-to", help="Also log runs to: wandb (pip install 'mmrobust[wandb]')."
+    ),
+    wandb_project: str = typer.Option(
+        "mmrobust", "--wandb-project", help="W&B project for --log-to."
+    ),
 ) -> None:
     """Run every --model on every --data for every --task (one eval per run folder), then
     one report. Re-running resumes each run; exits 1 if any run failed, naming them."""
     from mmrobust.models.spec import parse_model_args
     from mmrobust.registry import UnknownNameError
+    from mmrobust.report.wandb_log import check_log_to
     from mmrobust.suite.names import parse_tasks
     from mmrobust.suite.runner import SuiteConfig, run_suite
 
     try:
         from mmrobust.datasets.hub import with_revision
 
+        check_log_to(log_to)
         per_model = model_args if len(model) > 1 and len(model_args) == len(model) else []
         hub = [d for d in data if d.startswith("hf:")]
         if revision and not hub:
@@ -141,6 +149,11 @@ def run_command(
     )
     if result.site is not None:
         typer.echo(result.site.summary())
+    if log_to:
+        from mmrobust.report.wandb_log import log_to_wandb
+
+        folders = [r.run_dir for r in ran if (r.run_dir / "run.json").is_file()]
+        log_to_wandb(folders, result.report_dir, project=wandb_project, log=typer.echo)
     if result.interrupted:
         typer.echo(
             "interrupted: finished rows are kept; re-run the same command to resume", err=True

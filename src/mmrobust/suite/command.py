@@ -46,7 +46,10 @@ def run_command(
         help="Media folder per --data, same order ('-' for none); default none.",
     ),
     model_arg: list[str] = typer.Option(
-        [], "--model-arg", metavar="KEY=VALUE", help="Backend setting of every model (repeatable)."
+        [],
+        "--model-arg",
+        metavar="KEY=VALUE",
+        help="Backend setting, given to each model whose backend takes KEY (repeatable).",
     ),
     model_args: list[str] = typer.Option(
         [],

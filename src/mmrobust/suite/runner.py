@@ -102,13 +102,40 @@ class SuiteConfig:
     def eval_config(
         self, model: str, data: str, media: str | None, task: str, out: str
     ) -> EvalConfig:
-        """The :class:`EvalConfig` of one run."""
+        """The :class:`EvalConfig` of one run (its ``model_args``: :meth:`args_of`)."""
         options = {**self.options, "model_args": self.args_of(model)}
         return EvalConfig(data=data, model=model, out=out, task=task, images=media, **options)
 
     def args_of(self, model: str) -> dict[str, str]:
-        """The backend settings of ``model``: the shared ones, then its own."""
-        return {**(self.options.get("model_args") or {}), **self.model_args.get(model, {})}
+        """The backend settings of ``model``: the shared ones its backend takes
+        (:meth:`model_args_for`), then its own."""
+        return {**self.model_args_for(model), **self.model_args.get(model, {})}
+
+    def model_args_for(self, model: str) -> dict[str, str]:
+        """The shared ``--model-arg`` settings the backend of ``model`` takes.
+
+        With models of several backends (``openai:`` beside ``hf:`` or ``forensic``), each
+        gets only the keys its backend declares (``mmrobust list models``), so
+        ``base_url=...`` reaches the API models and not the local ones; a key no backend of
+        the suite declares is passed to every model, whose backend then rejects it (a typo
+        still fails). With one backend every key is passed as given.
+        """
+        args: dict[str, str] = dict(self.options.get("model_args") or {})
+        backends = {m.partition(":")[0] for m in self.models}
+        if not args or len(backends) < 2:
+            return args
+        from mmrobust.catalog import models as backend_catalog
+
+        declared = {
+            b["name"]: {o["name"] for o in b["options"]}
+            for b in backend_catalog()
+            if b["name"] in backends
+        }
+        if set(declared) != backends:  # a backend the catalog does not know: pass all
+            return args
+        anywhere = set().union(*declared.values())
+        mine = declared[model.partition(":")[0]]
+        return {k: v for k, v in args.items() if k in mine or k not in anywhere}
 
 
 @dataclass

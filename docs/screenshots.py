@@ -3,8 +3,8 @@
     python docs/screenshots.py [--demo mmrobust-demo]
 
 Runs ``mmrobust demo`` into ``--demo`` unless a finished demo is there, then
-writes ``docs/report.png`` (the top of ``index.html``: the leaderboards, the
-papers' published rows among the runs) and ``docs/report-samples.png`` (the
+writes ``docs/report.png`` (the top of ``index.html``: the contents bar, the first
+dataset's leaderboards unfolded, the papers' published rows among the runs) and ``docs/report-samples.png`` (the
 sample browser, filtered to dropping clips). Needs ``chromium`` (Debian:
 ``apt-get install chromium``).
 """

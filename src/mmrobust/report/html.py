@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -231,12 +233,96 @@ def run_metadata(run: RunView) -> list[tuple[str, str]]:
     return lines + list(run.extra_meta)
 
 
+_ABS_PATH = re.compile(r"(?<![\w/.~-])/(?!/)[^\s·,;()\[\]]+")
+"""A POSIX absolute path inside a metadata value (not a URL's ``//host/...`` or ``a/b``)."""
+
+
+def relative_paths(value: str, base: str | Path) -> markupsafe.Markup:
+    """``value`` for the page, each absolute path in it shown relative to ``base`` (the
+    report folder) with the full path on hover: ``<span class="path" title="/full">rel</span>``.
+
+    The run folder records absolute paths of the machine that made it (``run.json``'s
+    ``dataset.source``, a local model path); ``../runs/x.json`` says where the file is from
+    the report, the full path stays one hover away. The rest of the text is escaped.
+    """
+    root = Path(base).resolve()
+    parts: list[str] = []
+    last = 0
+    for m in _ABS_PATH.finditer(value):
+        full = m.group(0)
+        parts.append(str(markupsafe.escape(value[last : m.start()])))
+        rel = os.path.relpath(full, root)
+        parts.append(
+            f'<span class="path" title="{markupsafe.escape(full)}">{markupsafe.escape(rel)}</span>'
+        )
+        last = m.end()
+    parts.append(str(markupsafe.escape(value[last:])))
+    return markupsafe.Markup("".join(parts))
+
+
 def _versions_note(block: Mapping[str, Any]) -> str:
     """``"; decisions at e8e78f0, prompt as sent at eb58e9e"`` for an official tamper run."""
     decision, prompt = block.get("decision_reference"), block.get("prompt_reference")
     if not decision or not prompt:
         return ""
     return f"; decisions at {decision}, prompt as sent at {prompt}"
+
+
+@dataclass
+class DatasetPart:
+    """One dataset's share of the page: its leaderboards, plots and run metadata, each
+    folded under a ``<details>`` (the first dataset's leaderboards open) and linked from the
+    contents bar.
+
+    Attributes:
+        index: its position (the anchors ``lb-N``, ``pl-N``, ``md-N``).
+        name: the dataset's display name (``RunView.dataset_name``).
+        tables: its leaderboards and task tables.
+        figures: its plots (``caption``, ``src``, ``width`` dicts).
+        meta: its runs' metadata blocks.
+    """
+
+    index: int
+    name: str
+    tables: list[Table] = field(default_factory=list)
+    figures: list[dict[str, Any]] = field(default_factory=list)
+    meta: list[dict[str, Any]] = field(default_factory=list)
+
+
+def dataset_of(text: str, names: Sequence[str]) -> str | None:
+    """The dataset a table title or plot caption is about: the longest of ``names`` that
+    follows `` on `` in it (``"F1 per tamper type on tamper-set, ..."`` -> ``tamper-set``),
+    else ``None``. Titles and captions of this package all say ``on <dataset>``."""
+    for name in sorted(names, key=len, reverse=True):
+        if re.search(rf" on {re.escape(name)}(?=$|[\s,.;:)(])", text):
+            return name
+    return None
+
+
+def dataset_parts(
+    runs: Sequence[RunView],
+    tables: Sequence[Table],
+    figures: Sequence[dict[str, Any]],
+    meta: Sequence[dict[str, Any]],
+) -> list[DatasetPart]:
+    """Split the page's tables, plots and metadata by dataset, datasets in the order of
+    their first table (then of their first run). A table or plot that names no dataset
+    stays with the one before it (the first dataset when it comes first)."""
+    names = list(dict.fromkeys(r.dataset_name for r in runs))
+    order = [n for n in (dataset_of(t.title, names) for t in tables) if n]
+    order = list(dict.fromkeys([*order, *names])) or [""]
+    parts = {n: DatasetPart(i, n) for i, n in enumerate(order)}
+    current = order[0]
+    for t in tables:
+        current = dataset_of(t.title, names) or current
+        parts[current].tables.append(t)
+    current = order[0]
+    for f in figures:
+        current = dataset_of(str(f["caption"]), names) or current
+        parts[current].figures.append(f)
+    for m in meta:
+        parts[m["dataset"] if m["dataset"] in parts else order[0]].meta.append(m)
+    return list(parts.values())
 
 
 def write_html(
@@ -284,10 +370,11 @@ def write_html(
             "dataset": r.dataset_name,
             "complete": r.complete,
             "interrupted": r.interrupted,
-            "lines": run_metadata(r),
+            "lines": [(k, relative_paths(v, out)) for k, v in run_metadata(r)],
         }
         for r in sorted(runs, key=lambda r: r.family.browser_rank)
     ]
+    parts = dataset_parts(runs, list(tables), figs, meta)
     n_thumbs = sum(1 for s in payload["samples"] if s["th"])
     html = (
         _env()
@@ -300,6 +387,7 @@ def write_html(
             figures=figs,
             sections=list(sections),
             meta=meta,
+            parts=parts,
             n_total=len(payload["samples"]),
             n_thumbs=n_thumbs,
             browser_json=markupsafe.Markup(script_json(payload)),
@@ -318,10 +406,14 @@ def write_html(
 
 __all__ = [
     "INDEX_FILE",
+    "DatasetPart",
     "HtmlRun",
     "Section",
     "Table",
+    "dataset_of",
+    "dataset_parts",
     "frame_to_table",
+    "relative_paths",
     "render_section",
     "run_metadata",
     "write_html",

@@ -150,6 +150,19 @@ def plot_task_heatmap(
     return _save(plt, fig, path, caption)
 
 
+def mmr_category_labels(
+    metrics: Mapping[str, Any], abbreviations: Mapping[str, str] | None = None
+) -> list[str]:
+    """The x tick labels of :func:`plot_mmr_accuracy`: each category (abbreviated), then
+    ``Overall``, each with its pair count (``"Char (n=12)"``); a category without a
+    ``pairs`` count gets none."""
+    short = dict(abbreviations or {})
+    categories: Mapping[str, Mapping[str, Any]] = metrics.get("categories", {})
+    items = [(short.get(n, n), c.get("pairs")) for n, c in categories.items()]
+    items.append(("Overall", metrics.get("pairs")))
+    return [name + ("" if k is None else f" (n={int(k)})") for name, k in items]
+
+
 def plot_mmr_accuracy(
     metrics: Mapping[str, Any],
     path: str | Path,
@@ -160,7 +173,10 @@ def plot_mmr_accuracy(
 ) -> Figure:
     """Bars of accuracy (%) on positive vs negative (leading) questions per MMR category.
 
-    The per-category view of MMR Figure 5; the last group is over all pairs.
+    The per-category view of MMR Figure 5; the last group is over all pairs. Each
+    category's tick label carries its pair count (``(n=12)``: ``pairs`` of the category),
+    and the title and caption the run's (``24 pairs``), so a bar of 100 over 2 pairs
+    is not read as one over 60.
     """
     plt = _pyplot()
     short = dict(abbreviations or {})
@@ -174,8 +190,11 @@ def plot_mmr_accuracy(
     neg = [num(c.get("negative_accuracy")) for c in categories.values()]
     pos.append(num(metrics.get("positive_accuracy")))
     neg.append(num(metrics.get("negative_accuracy")))
+    ticks = mmr_category_labels(metrics, short)
+    n_pairs = metrics.get("pairs")
+    total = "" if n_pairs is None else f" ({int(n_pairs)} pairs)"
     x = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(max(6.4, 0.62 * len(names) + 1.6), 4.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.62 * len(names) + 1.6), 4.4), layout="constrained")
     try:
         for offset, vals, name, colour in (
             (-0.2, pos, "positive questions", PALETTE[0]),
@@ -183,17 +202,21 @@ def plot_mmr_accuracy(
         ):
             ax.bar(x + offset, vals, 0.38, label=name, color=colour)
             _mark_empty_bars(ax, x + offset, vals, 0.17, colour)
-        ax.set_xticks(x, [short.get(n, n) for n in names], rotation=35, ha="right")
+        ax.set_xticks(x, ticks, rotation=35, ha="right", rotation_mode="anchor")
         ax.set_ylabel("accuracy (%)")
         ax.set_ylim(0, 105)
         where = f" on {dataset}" if dataset else ""
-        ax.set_title(f"MMR accuracy per category: {label}{where}" if label else "MMR accuracy")
+        ax.set_title(
+            f"MMR accuracy per category: {label}{where}{total}" if label else f"MMR accuracy{total}"
+        )
         _legend_below(fig, ax, 2)
     except BaseException:
         plt.close(fig)
         raise
-    caption = f"MMR accuracy on positive vs negative (leading) questions: {label}" + (
-        f" on {dataset}" if dataset else ""
+    caption = (
+        f"MMR accuracy on positive vs negative (leading) questions: {label}"
+        + (f" on {dataset}" if dataset else "")
+        + ("" if n_pairs is None else f", {int(n_pairs)} pairs (n under a category: its pairs)")
     )
     return _save(plt, fig, path, caption)
 
@@ -204,6 +227,7 @@ __all__ = [
     "PALETTE",
     "RENDER_DPI",
     "Figure",
+    "mmr_category_labels",
     "plot_f1_per_type",
     "plot_mmr_accuracy",
     "plot_task_heatmap",

@@ -260,5 +260,18 @@
     pub.addEventListener("change", sync);
     sync();
   }
+  // The contents bar: a link to a folded part (or into one) opens it first, then scrolls.
+  var unfold = function (id) {
+    var el = id && document.getElementById(id);
+    var d = el && (el.tagName === "DETAILS" ? el : el.closest("details"));
+    if (d) { d.open = true; }
+    return el;
+  };
+  document.addEventListener("click", function (e) {
+    var a = e.target.closest && e.target.closest('a[href^="#"]');
+    if (a) { unfold(decodeURIComponent(a.getAttribute("href").slice(1))); }
+  });
+  var target = unfold(decodeURIComponent(location.hash.slice(1)));
+  if (target) { target.scrollIntoView(); }
   update();
 }());

@@ -55,3 +55,18 @@ def test_write_report_files(tmp_path: Path) -> None:
     assert "UR 1, UF 1, NR 1, NF 0" in text
     image = cv2.imread(str(paths["plot"]))
     assert image is not None and image.shape[2] == 3 and image.shape[1] >= 600
+
+
+def test_a_missing_score_prints_a_dash_without_a_percent_sign() -> None:
+    """A run with no answered leading question has MR undefined: the console and the suite
+    lines showed "MR –%" (and a tamper run with a null overall F1 "F1 –%")."""
+    from mmrobust.report.mmr import headline, summary_lines
+    from mmrobust.report.tamper import headline as tamper_headline
+    from mmrobust.report.units import percent_sign
+
+    m = {"RA": 0.0, "MR": None, "ci": {"RA": [0.0, 0.0]}, "UR": 0, "UF": 0, "NR": 0, "NF": 3}
+    assert headline(m) == "RA 0.00%  MR –"
+    assert summary_lines(m)[0].startswith("RA 0.00% (95% CI 0.00–0.00)  MR – (95% CI –)  ")
+    assert tamper_headline({"f1": {"overall": None}}) == "F1 –"
+    assert tamper_headline({"f1": {"overall": 0.9714}}) == "F1 97.1%"
+    assert percent_sign(6.666) == "6.67%"

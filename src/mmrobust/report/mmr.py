@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 from mmrobust.datasets.hub import MMR_SHA256 as RELEASED_SHA256  # re-exported (the pin)
 from mmrobust.report.common import safe_name
 from mmrobust.report.plots import Figure, plot_mmr_accuracy
-from mmrobust.report.units import MISSING, PERCENT_DIGITS, pct_sign, percent, percent_interval
+from mmrobust.report.units import (
+    MISSING,
+    PERCENT_DIGITS,
+    pct_sign,
+    percent_interval,
+    percent_sign,
+)
 from mmrobust.report.view import ReportPaths, RunGroup
 
 if TYPE_CHECKING:  # pandas and the page's html (jinja2) are imported where tables are built
@@ -182,8 +188,8 @@ def summary_lines(metrics: Mapping[str, Any]) -> list[str]:
     """The ``mmr`` family's line of ``summary_text``: RA and MR with 95% CIs, the pair counts."""
     ci = metrics.get("ci") or {}
     return [
-        f"RA {percent(metrics.get('RA'))}% (95% CI {percent_interval(ci.get('RA'))})  "
-        f"MR {percent(metrics.get('MR'))}% (95% CI {percent_interval(ci.get('MR'))})  "
+        f"RA {percent_sign(metrics.get('RA'))} (95% CI {percent_interval(ci.get('RA'))})  "
+        f"MR {percent_sign(metrics.get('MR'))} (95% CI {percent_interval(ci.get('MR'))})  "
         f"pairs: UR {metrics.get('UR')}, UF {metrics.get('UF')}, NR {metrics.get('NR')}, "
         f"NF {metrics.get('NF')}"
     ]
@@ -191,7 +197,7 @@ def summary_lines(metrics: Mapping[str, Any]) -> list[str]:
 
 def headline(metrics: Mapping[str, Any]) -> str:
     """``RA 50.00%  MR 25.00%``: a paired run's score (MMR, ``--task leading``)."""
-    return f"RA {percent(metrics.get('RA'))}%  MR {percent(metrics.get('MR'))}%"
+    return f"RA {percent_sign(metrics.get('RA'))}  MR {percent_sign(metrics.get('MR'))}"
 
 
 def markdown_section(groups: Sequence[RunGroup], out: Path, paths: ReportPaths) -> list[str]:

@@ -208,7 +208,7 @@ def generic_summary_lines(metrics: Mapping[str, Any]) -> list[str]:
 
 def generic_headline(metrics: Mapping[str, Any]) -> str:
     """``acc 66.7%``: a generic run's score in a few characters."""
-    return f"acc {pct(metrics.get('accuracy'))}%"
+    return f"acc {pct_sign(metrics.get('accuracy'))}"
 
 
 def summary_text(metrics: Mapping[str, Any]) -> str:

@@ -32,7 +32,7 @@ from mmrobust.report.tables import (
     table7,
     unbalanced_warning,
 )
-from mmrobust.report.units import pct
+from mmrobust.report.units import pct_sign
 from mmrobust.report.view import ReportPaths, RunGroup, RunView
 from mmrobust.store import StoredRow
 
@@ -192,7 +192,7 @@ def leaderboards(g: RunGroup, published: bool) -> list[Table]:
 
 def headline(metrics: Mapping[str, Any]) -> str:
     """``F1 66.7%``: a tamper run's Overall F1."""
-    return f"F1 {pct(metrics.get('f1', {}).get('overall'))}%"
+    return f"F1 {pct_sign(metrics.get('f1', {}).get('overall'))}"
 
 
 def compare_notes(records: Sequence[ScoredRecord]) -> list[str]:
@@ -208,7 +208,7 @@ def compare_notes(records: Sequence[ScoredRecord]) -> list[str]:
         return []
     yes = sum(f1) / len(f1)
     return [
-        f"answering Yes to every one of these clips scores detection F1 {pct(yes)}% "
+        f"answering Yes to every one of these clips scores detection F1 {pct_sign(yes)} "
         f"({originals} originals, {sum(per_type.values())} tampered)",
         *unbalanced_warning(yes),
     ]

@@ -33,6 +33,7 @@ from mmrobust.report.units import (
     pct_sign,
     percent,
     percent_interval,
+    percent_sign,
     rounded_pct,
     rounded_percent,
 )
@@ -336,14 +337,14 @@ def leading_summary_lines(metrics: Mapping[str, Any]) -> list[str]:
     chance = metrics.get("chance") or {}
     per = metrics.get("by_presupposed", {})
     return [
-        f"RA {percent(metrics.get('RA'))}% (95% CI {percent_interval(ci.get('RA'))})  "
-        f"MR {percent(metrics.get('MR'))}% (95% CI {percent_interval(ci.get('MR'))})  "
+        f"RA {percent_sign(metrics.get('RA'))} (95% CI {percent_interval(ci.get('RA'))})  "
+        f"MR {percent_sign(metrics.get('MR'))} (95% CI {percent_interval(ci.get('MR'))})  "
         f"pairs: UR {metrics.get('UR')}, UF {metrics.get('UF')}, NR {metrics.get('NR')}, "
         f"NF {metrics.get('NF')}",
-        f"positive questions {percent(metrics.get('positive_accuracy'))}%, leading questions "
-        f"rejected {percent(metrics.get('negative_accuracy'))}%, premise accepted in "
+        f"positive questions {percent_sign(metrics.get('positive_accuracy'))}, leading questions "
+        f"rejected {percent_sign(metrics.get('negative_accuracy'))}, premise accepted in "
         f"{pct_sign(metrics.get('premise_accepted_rate'))} of answered leading questions; "
-        f"chance RA {percent(chance.get('RA'))}%, MR {percent(chance.get('MR'))}%",
+        f"chance RA {percent_sign(chance.get('RA'))}, MR {percent_sign(chance.get('MR'))}",
         "RA / MR % per presupposed effect: "
         + "  ".join(
             f"{_head(e)} {percent(v.get('RA'))}/{percent(v.get('MR'))}" for e, v in per.items()
@@ -393,7 +394,7 @@ def multiclass_summary_lines(metrics: Mapping[str, Any], task: str) -> list[str]
 
 def multiclass_headline(metrics: Mapping[str, Any]) -> str:
     """``acc 40.0%  macro-F1 35.2%``: a ``--task type|when`` run's score."""
-    return f"acc {pct(metrics.get('accuracy'))}%  macro-F1 {pct(metrics.get('macro_f1'))}%"
+    return f"acc {pct_sign(metrics.get('accuracy'))}  macro-F1 {pct_sign(metrics.get('macro_f1'))}"
 
 
 def confusion_markdown(metrics: Mapping[str, Any]) -> str:

@@ -51,6 +51,13 @@ def percent(value: Any, digits: int = PERCENT_DIGITS) -> str:
     return MISSING if _missing(value) else f"{float(value):.{digits}f}"
 
 
+def percent_sign(value: Any, digits: int = PERCENT_DIGITS) -> str:
+    """A value already in percent with the sign: ``6.666`` -> ``"6.67%"``; a missing one
+    is ``"–"`` (not ``"–%"``)."""
+    text = percent(value, digits)
+    return text if text == MISSING else f"{text}%"
+
+
 def pct_interval(bounds: Sequence[float] | None, digits: int = FRACTION_DIGITS) -> str:
     """A 95% interval of fractions: ``[0.88, 1.0]`` -> ``"88.0–100.0"`` (``–`` if absent)."""
     if not bounds:
@@ -84,6 +91,7 @@ __all__ = [
     "pct_sign",
     "percent",
     "percent_interval",
+    "percent_sign",
     "rounded_pct",
     "rounded_percent",
 ]

@@ -106,6 +106,7 @@ def test_run_logs_metrics_tables_and_card(tmp_path: Path, offline: Path) -> None
     ])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "wandb: logged constant:A/mmr-demo/detect" in result.output
+    wandb.teardown()  # the service closes the .wandb files (finish() may return before)
     run_dir = out / "constant_A" / "mmr-demo" / "detect"
     if not run_dir.is_dir():  # the suite's folder naming: find the one run.json
         (run_dir,) = [p.parent for p in out.rglob("run.json")]

@@ -6,7 +6,7 @@ import pytest
 
 from mmrobust.metrics import compute_metrics
 from mmrobust.metrics.stats import cluster_bootstrap, mcnemar_exact
-from mmrobust.metrics.tamper import window_iou
+from mmrobust.metrics.tamper import tamper_metrics, window_iou
 from mmrobust.records import ScoredRecord
 from mmrobust.schema import Window
 from mmrobust.status import Status
@@ -243,3 +243,23 @@ def test_scores_from_counts_match_sklearn() -> None:
     assert s["f1"] == pytest.approx(f1_score(yt, yp))
     assert s["mcc"] == pytest.approx(matthews_corrcoef(yt, yp))
     assert s["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(yt, yp))
+
+
+def test_an_undefined_f1_has_no_interval() -> None:
+    """A type none of whose tampered clips was scored has F1 None, and so has its CI (it was
+    bootstrapped from the originals alone: a CI around no estimate)."""
+    records = [
+        rec("a_orig", "original", "B"),
+        rec("b_orig", "original", "A"),
+        rec("a_drop", "dropping", "A"),
+        rec("b_drop", "dropping", "B"),
+        rec("a_mask", "masking", None, status=Status.PARSE_FAIL),
+        rec("b_mask", "masking", None, status=Status.API_ERROR),
+    ]
+    m = tamper_metrics(records, n_resamples=50)
+    assert m["f1"]["masking"] is None and m["f1"]["overall"] is None
+    assert m["f1_ci95"]["masking"] is None and m["f1_ci95"]["overall"] is None
+    assert m["per_type"]["masking"]["ci95"] is None
+    assert m["f1"]["dropping"] == pytest.approx(0.5)  # tp 1, fp 1, fn 1
+    low, high = m["f1_ci95"]["dropping"]
+    assert 0.0 <= low <= 0.5 <= high <= 1.0

@@ -379,7 +379,7 @@ def tamper_metrics(
     pf, err = _rates(records)
 
     # Cluster bootstrap of per-type F1 and their mean.
-    f1_ci: dict[str, list[float]] = {}
+    f1_ci: dict[str, list[float] | None] = {}
     if n_resamples > 0 and types and records:
         groups = sorted({r.group or r.sample_id for r in records})
         gidx = {g: i for i, g in enumerate(groups)}
@@ -401,7 +401,8 @@ def tamper_metrics(
             counts, _f1_from_counts, n_resamples=n_resamples, seed=seed, level=level
         )
         for i, name in enumerate([*types, "overall"]):
-            f1_ci[name] = [float(low[i]), float(high[i])]
+            # no interval around an undefined F1 (no tampered clip of the type scored)
+            f1_ci[name] = None if f1.get(name) is None else [float(low[i]), float(high[i])]
         for t in types:
             per_type[t]["ci95"] = f1_ci[t]
 

@@ -104,10 +104,13 @@ def test_mmr_fifth_option_and_repeated_d_are_defects_not_merged(tmp_path: Path) 
 
 
 def _corrupt_middle(src: Path, dst: Path) -> Path:
-    """``src`` with 20 kB zeroed at 10% of the file: demuxes whole, stops decoding early."""
+    """``src`` with 20 kB zeroed at 10%, 20%, ... 80% of the file: demuxes whole, and no
+    window of it decodes (a donor is decoded from the keyframe before its window since issue 32,
+    so one damaged spot early in the file no longer reaches the frames a window takes)."""
     data = bytearray(src.read_bytes())
-    start = len(data) // 10
-    data[start : start + 20_000] = bytes(20_000)
+    for tenth in range(1, 9):
+        start = len(data) * tenth // 10
+        data[start : start + 20_000] = bytes(20_000)
     dst.write_bytes(bytes(data))
     return dst
 

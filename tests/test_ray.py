@@ -403,6 +403,29 @@ def test_a_node_lost_during_the_path_check_is_left_out(
     assert checked == 2  # the two real nodes; the lost one is left out, not a traceback
 
 
+def test_the_eval_index_blocks_are_made_on_the_driver_without_a_ray_task(
+    cluster: LoopbackCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The eval dataset's blocks of item indices are made on the driver, exactly as cut.
+    ``ray.data.from_numpy`` made them in one Ray task per block: a worker process per node
+    that imported Ray Data, seconds of CPU on every run before the first replica started."""
+    import numpy as np
+    import ray.data.read_api
+
+    from mmrobust.distributed import RayOptions, session
+    from mmrobust.distributed.pipeline import index_dataset
+
+    def no_task(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a Ray task made the index blocks")
+
+    monkeypatch.setattr(ray.data.read_api, "cached_remote_fn", no_task)
+    blocks = [np.arange(0, 3), np.arange(3, 6), np.arange(6, 7)]
+    with session.ray_session(RayOptions(address=cluster.address)):
+        ds = index_dataset(blocks)
+        got = [b["data"].tolist() for b in ds.iter_batches(batch_size=None, batch_format="numpy")]
+    assert got == [[0, 1, 2], [3, 4, 5], [6]]
+
+
 def test_more_replicas_than_fit_fails_before_starting_any(
     cluster: LoopbackCluster, real_tamper_set: Path, tmp_path: Path
 ) -> None:

@@ -7,8 +7,14 @@ GPU-less machine: Ray schedules on the resource; code asks for
 ``device=cpu``) plus a custom resource ``accel``. The head runs no
 dashboard, autoscaler monitor or log monitor. Ray normally swaps 127.0.0.1
 for the host's network address; the environment below keeps every address
-on loopback. On exit every Ray process started is stopped, and the exit
-fails if one is still alive or the GCS port still answers.
+on loopback. The GCS health-checks each raylet every 0.5 s and declares a
+node dead after 3 failed checks in a row (``SYSTEM_CONFIG``; Ray's defaults, 3 s
+and 5, left a killed node "alive" for about 15 s, which the node-loss test
+waited out); each check still has Ray's 10 s timeout, so a busy but live
+raylet is not declared dead. Ray's usage statistics are off
+(``RAY_USAGE_STATS_ENABLED=0``: nothing to report from a test machine, and Ray Data starts
+no usage-collection actor). On exit every Ray process started is stopped, and
+the exit fails if one is still alive or the GCS port still answers.
 """
 
 from __future__ import annotations
@@ -28,6 +34,12 @@ NODE: dict[str, Any] = {
     "node_ip_address": "127.0.0.1",
     "resources": {"accel": 1},
 }
+
+SYSTEM_CONFIG: dict[str, Any] = {
+    "health_check_period_ms": 500,
+    "health_check_failure_threshold": 3,
+}
+"""The head's ``_system_config`` (every node of the cluster reads it from the GCS)."""
 
 
 def _alive(pid: int) -> bool:
@@ -68,7 +80,11 @@ class LoopbackCluster:
         import ray._private.ray_constants as ray_constants
         from ray.cluster_utils import Cluster
 
-        for key, value in (("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0"), ("RAY_ADDRESS", None)):
+        for key, value in (
+            ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0"),
+            ("RAY_ADDRESS", None),
+            ("RAY_USAGE_STATS_ENABLED", "0"),  # no usage reports, no Ray Data usage actor
+        ):
             self._env[key] = os.environ.get(key)
             if value is None:
                 os.environ.pop(key, None)
@@ -83,7 +99,7 @@ class LoopbackCluster:
         os.environ["RAY_TMPDIR"] = self._temp
         Path(self._temp, "ray").mkdir()
         head = {**self.node, "temp_dir": self._temp, "include_dashboard": False}
-        head.update(no_monitor=True, include_log_monitor=False)
+        head.update(no_monitor=True, include_log_monitor=False, _system_config=SYSTEM_CONFIG)
         self.cluster = Cluster(initialize_head=True, head_node_args=head)
         for _ in range(self.n_nodes - 1):
             self.add_node()
@@ -118,4 +134,4 @@ class LoopbackCluster:
             raise AssertionError(f"Ray's GCS port {address} still open")
 
 
-__all__ = ["NODE", "LoopbackCluster"]
+__all__ = ["NODE", "SYSTEM_CONFIG", "LoopbackCluster"]

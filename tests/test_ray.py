@@ -7,8 +7,12 @@ resource; the tiny ``hf:`` model runs on ``device=cpu``) and a custom
 resource ``accel``. Every check compares with the local (serial) path:
 the tamper build byte for byte, ``metrics.json`` for the forensic detector
 and a tiny random Idefics3 checkpoint, each row written once. Fault and
-interrupt tests remove a node or press Ctrl-C mid-run. The module's fixture
-stops every Ray process it started and checks that their ports are closed.
+interrupt tests remove a node, kill a replica or the driver, or press Ctrl-C
+mid-run; they evaluate ``SLOW``: ``random:7`` decoding 2 frames of each of the
+24 real clips and sleeping ``delay_s`` per request, so every run lasts a few
+seconds after its first rows whatever the machine's speed (the fault lands
+mid-run) while costing next to no CPU. The module's fixture stops every Ray
+process it started and checks that their ports are closed.
 """
 
 from __future__ import annotations
@@ -42,6 +46,12 @@ TAMPER_ARGS = [
     *("--preset", "ultrafast"),
 ]
 """The options of ``conftest.real_tamper_set`` (the serial build compared with)."""
+
+SLOW = ("random:7", "--model-arg", "media=frames", "--model-arg", "delay_s=0.2")
+SLOW += ("--frames", "2", "--workers", "1", "--bootstrap", "200")
+"""The fault tests' model and options (their serial reference, ``serial_slow``, too): 24
+samples in 8 blocks of 3 (one request at a time per replica), each request 0.2 s (``delay_s``
+changes no answer and no fingerprint)."""
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +119,14 @@ def _when_rows(run: Path, n: int, action: Callable[[], None]) -> Iterator[list[b
     finally:
         stop.set()
         thread.join(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def serial_slow(real_tamper_set: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``SLOW`` on the real tamper set, serial: the reference of the fault tests."""
+    out = tmp_path_factory.mktemp("serial-slow") / "run"
+    _invoke(_eval(real_tamper_set, out, *SLOW))
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -245,11 +263,11 @@ def _remove_a_replica_node(c: LoopbackCluster) -> None:
 
 
 def test_eval_survives_losing_a_node_mid_run(
-    cluster: LoopbackCluster, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
+    cluster: LoopbackCluster, real_tamper_set: Path, serial_slow: Path, tmp_path: Path
 ) -> None:
     cluster.add_node()  # 3 nodes for 2 replicas: one on a worker node, one slot spare
     out = tmp_path / "run"
-    args = [*_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"), *_ray_args(cluster)]
+    args = [*_eval(real_tamper_set, out, *SLOW), *_ray_args(cluster)]
     with _when_rows(out, 3, lambda: _remove_a_replica_node(cluster)) as fired:
         _invoke([*args, "--replicas", "2"])
     assert fired[0]
@@ -257,14 +275,14 @@ def test_eval_survives_losing_a_node_mid_run(
     ex = info["executor"]
     assert ex["replica_failures"] >= 1, ex  # Ray restarted it and re-ran its block
     assert (info["n_new"], info["n_rows"]) == (24, 24)  # nothing lost, nothing written twice
-    assert _metrics(out) == _metrics(serial_forensic)
+    assert _metrics(out) == _metrics(serial_slow)
 
 
 def test_ctrl_c_keeps_rows_and_the_same_command_resumes(
-    cluster: LoopbackCluster, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
+    cluster: LoopbackCluster, real_tamper_set: Path, serial_slow: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
-    args = [*_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"), *_ray_args(cluster)]
+    args = [*_eval(real_tamper_set, out, *SLOW), *_ray_args(cluster)]
     args += ["--replicas", "2"]  # a node removed by the fault test may still count as alive
     with _when_rows(out, 4, _thread.interrupt_main) as fired:
         first = CliRunner().invoke(app, args)
@@ -277,7 +295,7 @@ def test_ctrl_c_keeps_rows_and_the_same_command_resumes(
     _invoke(args)
     again = _run_info(out)
     assert again["n_new"] == 24 - done["n_new"]  # only the rest was asked
-    assert _metrics(out) == _metrics(serial_forensic)
+    assert _metrics(out) == _metrics(serial_slow)
 
 
 def test_a_path_a_worker_cannot_see_fails_early_in_one_line(
@@ -539,23 +557,23 @@ def _kill_a_replica_process() -> None:
 
 
 def test_eval_survives_a_killed_replica_process(
-    cluster: LoopbackCluster, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
+    cluster: LoopbackCluster, real_tamper_set: Path, serial_slow: Path, tmp_path: Path
 ) -> None:
     """Issue 29: a replica killed mid-run is restarted by Ray and its block re-run: every row
     written once, equal to serial."""
     out = tmp_path / "run"
-    args = [*_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"), *_ray_args(cluster)]
+    args = [*_eval(real_tamper_set, out, *SLOW), *_ray_args(cluster)]
     with _when_rows(out, 2, _kill_a_replica_process) as fired:
         _invoke([*args, "--replicas", "2"])
     assert fired[0]
     info = _run_info(out)
     assert (info["n_new"], info["n_rows"]) == (24, 24)
     assert info["executor"]["replica_failures"] >= 1, info["executor"]
-    _same_run(out, serial_forensic)
+    _same_run(out, serial_slow)
 
 
 def test_a_killed_driver_resumes_and_equals_serial(
-    cluster: LoopbackCluster, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
+    cluster: LoopbackCluster, real_tamper_set: Path, serial_slow: Path, tmp_path: Path
 ) -> None:
     """Issue 29: the driver SIGKILLed mid-run keeps every committed block; the same command
     then asks only for the rest, and the run equals serial."""
@@ -565,7 +583,7 @@ def test_a_killed_driver_resumes_and_equals_serial(
     import time
 
     out = tmp_path / "run"
-    args = [*_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"), *_ray_args(cluster)]
+    args = [*_eval(real_tamper_set, out, *SLOW), *_ray_args(cluster)]
     args += ["--replicas", "2"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     cmd = [sys.executable, "-c", "from mmrobust.cli import app; app()", *args]
@@ -584,4 +602,4 @@ def test_a_killed_driver_resumes_and_equals_serial(
     assert 1 <= kept < 24
     _invoke(args)
     assert _run_info(out)["n_new"] == 24 - kept  # only the rest was asked
-    _same_run(out, serial_forensic)
+    _same_run(out, serial_slow)

@@ -119,30 +119,44 @@ def _interrupt_once(
     return proc.returncode, err
 
 
+CTRL_C_AT = ["locked", "started", "rows:1", "rows:3", "rows:6"] * 2
+"""Where ``test_one_ctrl_c_...`` interrupts a run (``_interrupt_once``), each point twice."""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 4])
 def test_one_ctrl_c_always_writes_metrics_and_run_json_and_exits_130(
     tmp_path: Path, workers: int
 ) -> None:
+    """Each attempt is its own ``mmrobust eval`` process with its own run folder; two run at
+    once (a process spends most of its life starting Python and importing: CPU one core
+    gives, while the other waits on the fake server)."""
     import json
+    from concurrent.futures import ThreadPoolExecutor
 
     from tests.fake_openai_server import FakeOpenAIServer, Reply
 
     data = _jsonl(tmp_path / "d.jsonl", 24)
-    outcomes = []
-    with FakeOpenAIServer(
-        responder=lambda _req: Reply(body=Reply.ok("A").body, delay_s=0.15)
-    ) as srv:
-        for attempt, when in enumerate(["locked", "started", "rows:1", "rows:3", "rows:6"] * 2):
-            out = tmp_path / f"run{attempt}"
-            code, err = _interrupt_once(data, out, srv.base_url, workers, when)
-            metrics_file, info_file = out / "metrics.json", out / "run.json"
-            ok = code == 130 and metrics_file.is_file() and info_file.is_file()
-            info = json.loads(info_file.read_text()) if info_file.is_file() else {}
-            metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
-            ok = ok and info.get("interrupted") is True and info.get("complete") is False
-            ok = ok and metrics.get("complete") is False and info.get("n_rows") == _rows(out)
-            outcomes.append((when, code, ok, err.strip().splitlines()[-1:] if err else []))
+
+    def attempt(number: int, when: str) -> tuple[str, int, bool, list[str]]:
+        out = tmp_path / f"run{number}"
+        code, err = _interrupt_once(data, out, srv.base_url, workers, when)
+        metrics_file, info_file = out / "metrics.json", out / "run.json"
+        ok = code == 130 and metrics_file.is_file() and info_file.is_file()
+        info = json.loads(info_file.read_text()) if info_file.is_file() else {}
+        metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
+        ok = ok and info.get("interrupted") is True and info.get("complete") is False
+        ok = ok and metrics.get("complete") is False and info.get("n_rows") == _rows(out)
+        return (when, code, ok, err.strip().splitlines()[-1:] if err else [])
+
+    with (
+        FakeOpenAIServer(
+            responder=lambda _req: Reply(body=Reply.ok("A").body, delay_s=0.15)
+        ) as srv,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        outcomes = list(pool.map(attempt, range(len(CTRL_C_AT)), CTRL_C_AT))
+    assert len(outcomes) == 10
     assert all(ok for _, _, ok, _ in outcomes), outcomes
 
 

@@ -14,13 +14,18 @@ holding ``manifest.jsonl`` (24 clips: 4 originals + 20 tampered).
 ``family_tamper_set``: ``mmrobust tamper`` over bikes and carphone_pristine with
 ``dropping`` (4 clips: 2 originals, 2 tampered). ``frame_cache``: a session frame cache.
 
+``_private_cache`` (autouse, session): ``MMROBUST_CACHE`` points at a folder of the
+session's own, so frame sampling, the MMR demo set and unzipped hub data never read or write
+the user's ``~/.cache/mmrobust`` (``mmrobust.paths.cache_root``; Ray workers get the
+variable from ``distributed.session``).
+
 ``tests/synth.py`` has ``make_synthetic_video`` / ``read_frame_code`` for
 small synthetic clips that carry their frame index.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +33,18 @@ from typer.testing import CliRunner
 
 from mmrobust.cli import app
 from mmrobust.media import sample_clips
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """``MMROBUST_CACHE`` set to a session folder for the whole session (see module docstring).
+
+    A test may still point it elsewhere with ``monkeypatch.setenv``.
+    """
+    root = tmp_path_factory.mktemp("mmrobust-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MMROBUST_CACHE", str(root))
+        yield root
 
 
 @pytest.fixture(scope="session")

@@ -158,3 +158,30 @@ def test_mmr_data_takes_the_comma_form(tmp_path: Path) -> None:
     )  # fmt: skip
     assert swallowed.exit_code == 2 and "looks like several settings" in swallowed.output
     assert len(swallowed.output.strip().splitlines()) == 1  # one line (rich wrapped it at 80)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["tamper", "{missing}/", "--out", "{tmp}/built"], "no such video or folder: {missing}"),
+        (["tamper-data", "{missing}/", "--out", "{tmp}/td"], "no such video or folder: {missing}"),
+        (["eval", "--model", "constant:A", "--data", "{missing}", "--out", "{tmp}/run"],
+         "dataset not found: {missing}"),
+        (["audit", "{missing}/"], "dataset not found: {missing}"),
+        (["report", "{missing}/", "--out", "{tmp}/report"], "no such folder: {missing}"),
+    ],
+)  # fmt: skip
+def test_a_missing_input_path_exits_2_with_one_line(
+    args: list[str], says: str, tmp_path: Path
+) -> None:
+    """A mistyped path is a usage error on every command: exit 2 (typer's), one ``error:``
+    line on stderr, no traceback, nothing created (before: ``tamper nosuch/`` exited 1 with a
+    build summary, ``tamper-data nosuch/`` said "no video found in nosuch")."""
+    fill = {"missing": str(tmp_path / "nosuch"), "tmp": str(tmp_path)}
+    result = CliRunner().invoke(app, [a.format(**fill) for a in args])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert says.format(**fill) in lines[0]
+    assert "Traceback" not in result.output and result.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -253,3 +253,23 @@ def test_an_entry_read_under_another_key_or_clip_is_refused(
         loads_entry(data, key="k2")
     with pytest.raises(ValueError, match="another clip"):
         loads_entry(data, key="k1", video_sha256="v2")
+
+
+def test_the_test_session_never_uses_the_users_cache(
+    clip_set: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A run without ``cache_dir`` caches its frames in the session's own cache
+    (``tests/conftest.py`` sets ``MMROBUST_CACHE``), never in ``~/.cache/mmrobust`` or
+    ``$XDG_CACHE_HOME/mmrobust`` (before: every such test read and wrote the user's cache)."""
+    from mmrobust.paths import cache_root
+    from mmrobust.run.config import default_cache_dir
+
+    session = tmp_path_factory.getbasetemp().resolve()
+    assert cache_root().resolve().is_relative_to(session)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    user = {(Path.home() / ".cache").resolve(), *([Path(xdg).resolve()] if xdg else [])}
+    assert not any(default_cache_dir().resolve().is_relative_to(u) for u in user)
+    seen, info = _run(clip_set, tmp_path / "run", None)
+    fc = info["frame_cache"]
+    assert Path(fc["dir"]) == default_cache_dir() and len(seen.seen) == 4
+    assert fc["entries"] >= 4 and Path(fc["dir"]).resolve().is_relative_to(session)

@@ -125,7 +125,8 @@ def tamper(
         report = run_tamper(
             sources, out, config, positions=position, jobs=jobs, quiet=quiet, ray=ray
         )
-    except ValueError as exc:  # several positions on Ray, Ray unreachable, a path not seen
+    except (ValueError, FileNotFoundError) as exc:
+        # no source exists; several positions on Ray, Ray unreachable, a path not seen
         raise fail(str(exc)) from None
     if not report.ok:
         raise typer.Exit(1)

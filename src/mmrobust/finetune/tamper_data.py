@@ -245,13 +245,16 @@ def build_tamper_data(
     """Build the training and held-out sets into ``out`` (see the module docstring).
 
     Raises:
-        TamperDataError: no readable source, fewer than two distinct sources, or a
-            source on both sides of the built sets (never expected: asserted).
+        TamperDataError: no source exists (one line naming them), no readable source,
+            fewer than two distinct sources, or a source on both sides of the built sets
+            (never expected: asserted).
     """
     from mmrobust.finetune.tamper_chance import chance_levels
     from mmrobust.tamper.manifest import read_manifest, sha256_file
-    from mmrobust.tamper.sources import discover_sources
+    from mmrobust.tamper.sources import discover_sources, none_found
 
+    if missing := none_found(sources):
+        raise TamperDataError(missing)
     config = config or TamperDataConfig()
     root = Path(out)
     files, problems = discover_sources(sources)

@@ -27,6 +27,7 @@ from mmrobust.tamper.builder import (
 from mmrobust.tamper.effects import make_effect, parse_param_specs
 from mmrobust.tamper.effects.base import EffectParamError
 from mmrobust.tamper.layout import Layout
+from mmrobust.tamper.sources import none_found
 from mmrobust.tamper.window import Position, parse_position
 
 if TYPE_CHECKING:
@@ -197,9 +198,12 @@ def run_tamper(
     ``positions`` may be ``--position``'s comma list (``start,middle,end``).
 
     Raises:
+        FileNotFoundError: not one of ``sources`` exists (:func:`none_found`).
         ValueError: a bad or repeated position; several positions with Ray; (Ray)
             unreachable, a worker that cannot see a path.
     """
+    if missing := none_found(sources):
+        raise FileNotFoundError(missing)
     if isinstance(positions, str):
         from mmrobust.tamper.positions import parse_positions
 

@@ -53,6 +53,16 @@ def _walk_videos(folder: Path, errors: list[BuildError]) -> list[Path]:
     return sorted(vids)
 
 
+def none_found(paths: Sequence[str | Path]) -> str | None:
+    """The one-line error when not one of ``paths`` exists (a mistyped folder: a usage error,
+    exit 2), else ``None``; a missing path among existing ones is one ``BuildError`` of
+    :func:`discover_sources` instead (the build goes on)."""
+    given = [Path(p).expanduser() for p in paths]
+    if not given or any(p.exists() for p in given):
+        return None
+    return f"no such video or folder: {', '.join(map(str, given))}"
+
+
 def discover_sources(paths: Sequence[str | Path]) -> tuple[list[Path], list[BuildError]]:
     """Expand ``paths`` into a sorted, de-duplicated list of video files.
 
@@ -82,4 +92,4 @@ def discover_sources(paths: Sequence[str | Path]) -> tuple[list[Path], list[Buil
     return list(found), errors
 
 
-__all__ = ["VIDEO_SUFFIXES", "discover_sources"]
+__all__ = ["VIDEO_SUFFIXES", "discover_sources", "none_found"]

@@ -26,7 +26,8 @@ builds what such training needs, from any videos, with exact labels:
    size, what ``hf:`` is given), written once per clip under ``frames/<clip id>/``.
 
 Outputs: ``OUT/train/llava.json`` and ``OUT/eval/llava.json`` (LLaVA format, one
-``<image>`` per frame, for ``mmrobust finetune --data`` / ``--eval-data``) and
+``<image>`` per frame, and the frames' ``video_metadata`` for ``--video-input video``;
+for ``mmrobust finetune --data`` / ``--eval-data``) and
 ``OUT/tamper_data.json`` (the manifest of what went where: settings, each source with
 its sha256 and side, each conversation's clip, effect, task, position and duration,
 the counts, the builds, and the held-out set's chance levels per task,
@@ -157,22 +158,34 @@ def _build(
     return build(list(sources), out, built, jobs=config.jobs)
 
 
-def _frames(video: Path, folder: Path, config: TamperDataConfig) -> list[Path]:
-    """The clip's frames as ``eval`` samples and encodes them, written once (resumable)."""
+def _frames(
+    video: Path, folder: Path, config: TamperDataConfig
+) -> tuple[list[Path], dict[str, Any]]:
+    """The clip's frames as ``eval`` samples and encodes them, written once (resumable),
+    and their timing (the record's ``video_metadata``: source fps, frame indices, count)."""
     from mmrobust.media.frames import sample_clip
 
     done = folder / "frames.json"
     if done.is_file():
-        return [folder / name for name in json.loads(done.read_text(encoding="utf-8"))]
+        saved = json.loads(done.read_text(encoding="utf-8"))
+        if isinstance(saved, dict):  # a list: written before the timing was kept, redone
+            return [folder / name for name in saved["frames"]], saved["video_metadata"]
     clip = sample_clip(video, config.policy, config.encoding)
+    timing = {
+        "fps": float(clip.fps),
+        "frames_indices": list(clip.indices),
+        "total_num_frames": clip.n_frames,
+        "duration": clip.n_frames / float(clip.fps),
+    }
     folder.mkdir(parents=True, exist_ok=True)
     names = []
     for i, jpeg in enumerate(clip.jpegs):
         name = f"{i:03d}.jpg"
         (folder / name).write_bytes(jpeg)
         names.append(name)
-    done.write_text(json.dumps(names), encoding="utf-8")  # last: a cut run redoes the clip
-    return [folder / n for n in names]
+    record = {"frames": names, "video_metadata": timing}
+    done.write_text(json.dumps(record), encoding="utf-8")  # last: a cut run redoes the clip
+    return [folder / n for n in names], timing
 
 
 def conversations_of(
@@ -181,10 +194,13 @@ def conversations_of(
     """LLaVA records of every question about the clips of one build (and per-clip errors).
 
     Each record: ``id`` (``<task>/<tag>/<sample id>``), ``image`` (frame paths relative to
-    ``side_dir``), ``conversations`` (``<image>`` marks, then ``eval``'s prompt text; the
-    answer letter), and ``meta`` (task, clip, source, effect, tag; ``truth``: the right
-    option's key, ``none`` / an effect / ``middle`` / ``reject`` ..., or ``Yes`` / ``No``
-    for ``detect``; ``n_options``).
+    ``side_dir``), ``video_metadata`` (the frames' source ``fps``, ``frames_indices``,
+    ``total_num_frames``, ``duration``: what ``finetune --video-input video`` gives the
+    processor, as ``hf:`` with ``video_input=video``; LLaVA readers ignore it),
+    ``conversations`` (``<image>`` marks, then ``eval``'s prompt text; the answer letter),
+    and ``meta`` (task, clip, source, effect, tag; ``truth``: the right option's key,
+    ``none`` / an effect / ``middle`` / ``reject`` ..., or ``Yes`` / ``No`` for
+    ``detect``; ``n_options``).
     """
     from mmrobust.datasets import load_dataset
     from mmrobust.prompts import build_prompt
@@ -193,7 +209,7 @@ def conversations_of(
     dataset = load_dataset(clips_dir)
     records: list[dict[str, Any]] = []
     errors: list[str] = []
-    frames: dict[str, list[Path] | None] = {}
+    frames: dict[str, tuple[list[Path], dict[str, Any]] | None] = {}
     for task in config.tasks:
         for sample in derive_task(dataset, task, seed=config.seed).samples:
             if sample.video is None or sample.error:
@@ -207,9 +223,10 @@ def conversations_of(
                 except (OSError, ValueError, MediaError) as exc:  # one bad clip, not the run
                     errors.append(f"{key}: {str(exc).splitlines()[0]}")
                     frames[key] = None
-            paths = frames[key]
-            if not paths:
+            got = frames[key]
+            if not got:
                 continue
+            paths, timing = got
             prompt = build_prompt(sample)
             info = sample.meta.get(META_KEY)
             truth = info.get("truth") if isinstance(info, dict) else None
@@ -217,6 +234,7 @@ def conversations_of(
                 {
                     "id": f"{task}/{tag}/{sample.id}",
                     "image": [str(p.relative_to(side_dir)) for p in paths],
+                    "video_metadata": timing,
                     "conversations": [
                         {"from": "human", "value": "<image>\n" * len(paths) + prompt.text},
                         {"from": "gpt", "value": prompt.answer},

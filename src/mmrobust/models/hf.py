@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, Json
 
 from mmrobust.models._adapter import maybe_apply_adapter
 from mmrobust.models._encode import cap_size
-from mmrobust.models._hf_inputs import build_messages, video_metadata
+from mmrobust.models._hf_inputs import build_messages, video_call, video_metadata
 from mmrobust.models._hf_load import (
     hub_unreachable_but_cached,
     local_digest,
@@ -381,13 +381,11 @@ class HFModel(Model):
             clips = [(r, f) for r, f in zip(chunk, frames, strict=True) if len(f) > 1]
             singles = [Image.fromarray(f[0]) for f in frames if len(f) == 1]
             if clips:
-                call["videos"] = [np.stack(f) for _, f in clips]
-                metadata = [video_metadata(r, f) for r, f in clips]
-                if all(m is not None for m in metadata):
-                    call["video_metadata"] = metadata
-                else:  # frames not decoded by the runner: the processor will guess times
+                call.update(
+                    video_call([f for _, f in clips], [video_metadata(r, f) for r, f in clips])
+                )
+                if "video_metadata" not in call:  # frames not decoded by the runner
                     log.warning("hf: video_input=video without the clip's fps and frame indices")
-                call["do_sample_frames"] = False  # mmrobust's frame policy already chose them
             if singles:
                 call["images"] = singles
         elif any(frames):

@@ -260,3 +260,28 @@ def test_model_args_once_per_model(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     b2 = json.loads((shared / "random-0" / "mmr-demo" / "mmr" / "run.json").read_text())
     assert b2["config"]["model_args"] == {"delay_s": "0"}
+
+
+def test_a_video_only_model_is_planned_on_no_image_set(
+    family_tamper_set: Path, tmp_path: Path
+) -> None:
+    """``forensic`` takes video only (its backend says so, ``models.spec.media_kinds_of``): the
+    suite plans it on the tamper set and skips it on ``mmr-demo`` with the reason, exit 0
+    (before: 8 failed samples and exit 1); ``constant:A`` runs on both."""
+    out = tmp_path / "OUT"
+    args = ["run", "--model", "forensic", "--model", "constant:A", "--data", str(family_tamper_set)]
+    args += ["--data", "mmr-demo", "--task", "detect", "--out", str(out), "--bootstrap", "0"]
+    result = CliRunner().invoke(app, [*args, "--no-report", "-q"])
+    assert result.exit_code == 0, result.output
+    reason = "forensic takes video only; mmr-demo has images"
+    assert f"note: forensic on mmr-demo: skipped: {reason}" in result.stdout
+    assert "3 of 3 runs finished, 1 skipped (not applicable)" in result.stdout
+    runs = json.loads((out / "suite.json").read_text())["runs"]
+    assert [(r["run_dir"], r["status"], r["skipped"]) for r in runs] == [
+        (f"forensic/{family_tamper_set.name}/detect", "complete", None),
+        ("forensic/mmr-demo/mmr", "skipped", reason),
+        (f"constant-A/{family_tamper_set.name}/detect", "complete", None),
+        ("constant-A/mmr-demo/mmr", "complete", None),
+    ]
+    assert not (out / "forensic" / "mmr-demo").exists()
+    assert _rows(out / "constant-A" / "mmr-demo" / "mmr") == ROWS["mmr"]

@@ -34,6 +34,7 @@ from mmrobust.run.checks import (
     check_nonempty,
     check_same_run,
     check_usable,
+    media_kinds,
     nothing_scored,
     resolved,
     select_samples,
@@ -167,14 +168,16 @@ def _run_eval(
     lock = RunLock(run_dir).acquire()  # one process per run folder, from here to the end
     try:
         model = model or load_model(config.model, config.model_args)
-        refusal = (
+        # said before any request: no media it takes (forensic on images), or no answer
+        # among the options (a judge may still read such replies)
+        refusal = model.cannot_take(media_kinds(samples, text_only=config.text_only)) or (
             None
             if config.judge
             else model.cannot_answer(
                 [s.options for s in samples], [option_keys(s, s.options) for s in samples]
             )
         )
-        if refusal:  # said before any request (a judge may still read such replies)
+        if refusal:
             model.close()
             raise ValueError(refusal)
         judge = load_judge(config.judge, config.judge_args) if config.judge else None

@@ -144,7 +144,7 @@ def run_command(
     skipped = len(result.runs) - len(ran)
     typer.echo(
         f"{n_ok} of {len(ran)} runs finished"
-        + (f", {skipped} skipped (task does not apply)" if skipped else "")
+        + (f", {skipped} skipped (not applicable)" if skipped else "")
         + f"; run folders under {result.out}"
     )
     if result.site is not None:

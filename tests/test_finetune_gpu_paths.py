@@ -40,7 +40,7 @@ def test_accumulation_reaches_the_global_batch_on_world_size_devices(
 
 
 def test_qlora_trains_lora_only(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="QLoRA.*--method lora"):
+    with pytest.raises(ValueError, match=r"QLoRA.*--method lora"):
         _config(tmp_path, load_in_4bit=True, method="full")
     assert _config(tmp_path, load_in_4bit=True).load_in_4bit
 

@@ -80,7 +80,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("run", ("run", "runner", "finetune", "export")),  # eval, rescore; finetune; per-sample logs
     ("distributed", ("distributed",)),  # Ray executors over run / tamper / mmrdata
     ("report", ("report",)),  # one run view, tables, plots, site
-    ("apps", ("audit", "audit_scores", "demo", "suite", "catalog")),  # whole jobs
+    ("apps", ("audit", "audit_scores", "audit_builds", "demo", "suite", "catalog")),  # whole jobs
     ("cli", ("cli",)),
 ]
 """Lowest first. A key names a top-level module or package (``media`` is ``mmrobust.media``

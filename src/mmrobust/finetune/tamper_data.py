@@ -14,7 +14,8 @@ builds what such training needs, from any videos, with exact labels:
    original and one clip per effect, so originals and each effect are balanced 1:1
    (counted in the manifest). Substitution draws its donors from the same side only.
    Codec control is the builder's default (originals re-encoded like the tampered
-   clips), so the container cannot give the label away.
+   clips), so the container cannot give the label away; ``mmrobust tamper-data`` then
+   proves it with the leak audit of every build (:mod:`mmrobust.audit_builds`).
 3. **Questions** as evaluation asks them: the clips are loaded as ``eval`` loads a
    tamper set (``datasets.load_dataset``), the ``type`` / ``when`` / ``leading``
    questions derived by :func:`mmrobust.tasks.derive_task` (``detect`` is the paper's),
@@ -29,7 +30,8 @@ Outputs: ``OUT/train/llava.json`` and ``OUT/eval/llava.json`` (LLaVA format, one
 for ``mmrobust finetune --data`` / ``--eval-data``) and
 ``OUT/tamper_data.json`` (the manifest of what went where: settings, each source with
 its sha256 and side, each conversation's clip, effect, task, position and duration,
-and the counts). Re-running resumes: the builder skips finished clips, frames already
+the counts, the builds, and the held-out set's chance levels per task,
+:func:`mmrobust.finetune.tamper_chance.chance_levels`). Re-running resumes: the builder skips finished clips, frames already
 written are kept.
 """
 
@@ -74,6 +76,9 @@ class TamperDataConfig:
         policy: the frames shown (``eval``'s ``--frames``; default 8 segment centres).
         encoding: how they are encoded (default JPEG q95 at the decoded size, as ``hf:``).
         jobs: builder worker processes.
+        codec_control: the builder's codec control (default on: originals re-encoded
+            like the tampered clips). ``False`` copies the originals as they are, which
+            leaks the label through the codec: for demonstrating the leak audit only.
     """
 
     effects: tuple[str, ...] = tuple(PAPER_EFFECTS)
@@ -85,11 +90,13 @@ class TamperDataConfig:
     policy: FramePolicy = field(default_factory=FramePolicy)
     encoding: FrameEncoding = field(default_factory=FrameEncoding)
     jobs: int = 1
+    codec_control: bool = True
 
 
 @dataclass
 class TamperDataReport:
-    """What was built: the two sides' sources, conversations per task, clip counts."""
+    """What was built: the two sides' sources, conversations per task, clip counts, the
+    builds ``(side, tag, clips folder)`` and the held-out chance levels (``chance_levels``)."""
 
     out: Path
     train_sources: list[str]
@@ -97,6 +104,8 @@ class TamperDataReport:
     conversations: dict[str, Counter[str]]
     clips: dict[str, Counter[str]]
     errors: list[str]
+    builds: list[tuple[str, str, Path]] = field(default_factory=list)
+    chance: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def split_sources(
@@ -143,6 +152,7 @@ def _build(
         duration=duration,
         position=position,
         seed=config.seed,
+        codec_control=config.codec_control,
         donors=tuple(sources),  # substitution's donors from this side of the split only
     )
     return build(list(sources), out, built, jobs=config.jobs)
@@ -188,11 +198,13 @@ def conversations_of(
     ``total_num_frames``, ``duration``: what ``finetune --video-input video`` gives the
     processor, as ``hf:`` with ``video_input=video``; LLaVA readers ignore it),
     ``conversations`` (``<image>`` marks, then ``eval``'s prompt text; the answer letter),
-    and ``meta`` (task, clip, source, effect, position, duration).
+    and ``meta`` (task, clip, source, effect, tag; ``truth``: the right option's key,
+    ``none`` / an effect / ``middle`` / ``reject`` ..., or ``Yes`` / ``No`` for
+    ``detect``; ``n_options``).
     """
     from mmrobust.datasets import load_dataset
     from mmrobust.prompts import build_prompt
-    from mmrobust.tasks import derive_task
+    from mmrobust.tasks import META_KEY, derive_task
 
     dataset = load_dataset(clips_dir)
     records: list[dict[str, Any]] = []
@@ -216,6 +228,8 @@ def conversations_of(
                 continue
             paths, timing = got
             prompt = build_prompt(sample)
+            info = sample.meta.get(META_KEY)
+            truth = info.get("truth") if isinstance(info, dict) else None
             records.append(
                 {
                     "id": f"{task}/{tag}/{sample.id}",
@@ -231,6 +245,8 @@ def conversations_of(
                         "source": sample.group,
                         "effect": sample.tamper_type,
                         "tag": tag,
+                        "truth": truth or sample.options.get(sample.answer),
+                        "n_options": len(sample.options),
                     },
                 }
             )
@@ -251,6 +267,7 @@ def build_tamper_data(
             fewer than two distinct sources, or a source on both sides of the built sets
             (never expected: asserted).
     """
+    from mmrobust.finetune.tamper_chance import chance_levels
     from mmrobust.tamper.manifest import read_manifest, sha256_file
     from mmrobust.tamper.sources import discover_sources, none_found
 
@@ -305,6 +322,7 @@ def build_tamper_data(
         tmp.replace(path)
     per_task = {side: Counter(r["meta"]["task"] for r in records[side]) for side in (TRAIN, EVAL)}
     by_digest = dict(zip(map(str, files), digests, strict=True))
+    chance = chance_levels([r["meta"] for r in records[EVAL]])
     manifest = {
         "settings": {
             **{k: v for k, v in asdict(config).items() if k not in ("policy", "encoding")},
@@ -318,6 +336,8 @@ def build_tamper_data(
         "split_disjoint": not leaked,
         "clips": {side: dict(c) for side, c in clip_counts.items()},
         "conversations": {side: dict(c) for side, c in per_task.items()},
+        "builds": [{"side": s, "tag": t, "folder": str(f)} for s, t, f in builds],
+        "chance": chance,
         "records": {
             side: [{"id": r["id"], **r["meta"]} for r in records[side]] for side in records
         },
@@ -325,8 +345,9 @@ def build_tamper_data(
     }
     (root / MANIFEST).write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
     return TamperDataReport(
-        root, [str(p) for p in train], [str(p) for p in held], per_task, clip_counts, errors
-    )
+        root, [str(p) for p in train], [str(p) for p in held], per_task, clip_counts, errors,
+        builds, chance,
+    )  # fmt: skip
 
 
 __all__ = [

@@ -200,5 +200,10 @@ def test_image_max_side_is_in_the_card_and_the_resume_key(tmp_path: Path) -> Non
     assert "--model-arg adapter=<this folder> --model-arg image_max_side=512`" in card_markdown(
         card
     )
+    card["hyperparameters"]["video_input"] = "video"  # trained on clips as native video
+    assert (
+        "--model-arg adapter=<this folder> --model-arg image_max_side=512 "
+        "--model-arg video_input=video`"
+    ) in card_markdown(card)
     bad = CliRunner().invoke(app, [*args, "--image-max-side", "-1"])
     assert bad.exit_code == 2 and "--image-max-side:" in bad.output

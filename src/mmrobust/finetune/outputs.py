@@ -166,6 +166,8 @@ def card_markdown(card: Mapping[str, Any]) -> str:
     side = card["hyperparameters"].get("image_max_side", DEFAULT_IMAGE_MAX_SIDE)
     if side != DEFAULT_IMAGE_MAX_SIDE:  # evaluated on the pixels it was trained on
         usage += f" --model-arg image_max_side={side}"
+    if card["hyperparameters"].get("video_input") == "video":  # trained on clips as videos
+        usage += " --model-arg video_input=video"
     lines = [
         f"# {base} fine-tuned with mmrobust",
         "",

@@ -313,7 +313,7 @@ def run_finetune(
     )  # fmt: skip
     warning = schedule_warning(
         len(rows), config.per_device_batch * world_size * accumulation, total_steps,
-        warmup_steps(total_steps, config.warmup_ratio),
+        warmup_steps(total_steps, config.warmup_ratio), config.max_steps,
     )  # fmt: skip
     if warning:
         say(warning)

@@ -10,7 +10,19 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from mmrobust.cli import app
 from mmrobust.finetune.safeguards import schedule_warning
+from mmrobust.finetune.tamper_data import EVAL, TRAIN, TamperDataReport, build_problem
+from mmrobust.schema.window import WindowError
+from mmrobust.tamper.plan import choose_donor
 
 
 def test_max_steps_warning_names_max_steps_not_the_batch() -> None:
@@ -27,3 +39,64 @@ def test_max_steps_warning_names_max_steps_not_the_batch() -> None:
         "1 of warm-up; its first step has learning rate 0: too few for the schedule; "
         "use --global-batch 1 (about 10 steps) or more --epochs"
     )
+
+
+def _donor_reason() -> str:
+    """The builder's own message for a source with no other video to draw a donor from."""
+    plan: Any = SimpleNamespace(sha256="ab" * 32)
+    with pytest.raises(WindowError) as info:
+        choose_donor(plan, 25, [], seed=0)
+    return str(info.value)
+
+
+def test_missing_donor_names_tamper_data_fixes() -> None:
+    reason = _donor_reason()
+    assert "--donor" in reason  # tamper's hint, which tamper-data has no option for
+    held = build_problem("/v/bikes.mp4", reason, EVAL)
+    assert held == (
+        "/v/bikes.mp4: no substitution donor: needs another video with at least 25 frames "
+        "among the eval sources (donors come from the same side of the split; hold out 2 or "
+        "more videos: a larger --eval-fraction or more videos; or leave it out: --effects)"
+    )
+    train = build_problem("/v/a.mp4", reason, TRAIN)
+    assert "--donor" not in train and "a smaller --eval-fraction" in train
+    assert build_problem("/v/x.mp4", "not a video", EVAL) == "/v/x.mp4: not a video"
+
+
+def test_tamper_data_prints_each_problem(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import mmrobust.finetune.tamper_data as td
+
+    errors = [build_problem("/v/bikes.mp4", _donor_reason(), EVAL)]
+    errors += [f"/v/bad{i}.mp4: unreadable" for i in range(6)]
+
+    def fake_build(*_: Any, **__: Any) -> TamperDataReport:
+        talks = {TRAIN: Counter(detect=6), EVAL: Counter(detect=5)}
+        return TamperDataReport(tmp_path, ["a", "b", "c"], ["d"], talks, {}, errors)
+
+    monkeypatch.setattr(td, "build_tamper_data", fake_build)
+    result = CliRunner().invoke(
+        app, ["tamper-data", str(tmp_path), "--out", str(tmp_path), "--no-audit"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert (
+        f"6 training conversations from 3 source(s), 5 held out from 1 (no source on both "
+        f"sides); 7 problem(s); wrote {tmp_path}"
+    ) in lines
+    assert f"problem: {errors[0]}" in lines  # was only the count: "7 problems"
+    assert sum(line.startswith("problem: ") for line in lines) == 5
+    assert f"... and 2 more in {tmp_path / 'tamper_data.json'} (errors)" in lines
+
+
+def test_data_folder_of_tamper_data_names_its_train_side(tmp_path: Path) -> None:
+    from mmrobust.finetune.data import resolve_data_path
+
+    (tmp_path / "td" / "train").mkdir(parents=True)
+    (tmp_path / "td" / "train" / "llava.json").write_text("[]", encoding="utf-8")
+    with pytest.raises(FileNotFoundError) as info:  # was "(an `mmrobust mmr-data` output?)"
+        resolve_data_path(tmp_path / "td")
+    assert str(info.value) == (
+        f"no llava.json in {tmp_path / 'td'}: a `tamper-data` output? train on "
+        f"{tmp_path / 'td' / 'train'} (--data), its eval/llava.json for --eval-data"
+    )
+    assert resolve_data_path(tmp_path / "td" / "train") == tmp_path / "td" / "train" / "llava.json"

@@ -57,7 +57,7 @@ def tamper_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     args += ["--effects", EFFECTS, "--positions", "start,end", "--eval-fraction", "0.5"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert "24 training conversations from 1 sources, 12 held out from 1" in result.output
+    assert "24 training conversations from 1 source(s), 12 held out from 1" in result.output
     for build in ("train/clips-start-1s", "train/clips-end-1s", "eval"):  # codec control on
         assert f"leak audit {build} (1 original, 3 tampered clips): no leak;" in result.output
     return out

@@ -17,7 +17,9 @@ from mmrobust.cli.tamper_data import tamper_data_command  # light: typer only
 from mmrobust.finetune.command import finetune_command  # light: typer + pydantic
 from mmrobust.suite.command import run_command  # light: typer only
 
-app.command("finetune", short_help="Fine-tune a VLM on MMR paired data (LoRA).")(finetune_command)
+app.command("finetune", short_help="Fine-tune a VLM on MMR pairs or tamper clips (LoRA).")(
+    finetune_command
+)
 app.command(
     "tamper-data", short_help="Training clips and questions from your videos, split by source."
 )(tamper_data_command)

@@ -91,10 +91,12 @@ def tamper_data_command(
         )
     made = {side: sum(c.values()) for side, c in report.conversations.items()}
     typer.echo(
-        f"{made['train']} training conversations from {len(report.train_sources)} sources, "
+        f"{made['train']} training conversations from {len(report.train_sources)} source(s), "
         f"{made['eval']} held out from {len(report.eval_sources)} (no source on both sides); "
-        f"{len(report.errors)} problems; wrote {report.out}"
+        f"{len(report.errors)} problem(s); wrote {report.out}"
     )
+    for line in problem_lines(report.errors, report.out):
+        typer.echo(line, err=True)
     for line in chance_lines(report.chance):
         typer.echo(line)
     if leaking(audits, training=False):
@@ -112,6 +114,14 @@ def tamper_data_command(
             "could learn the encoding, not the tampering; rebuild "
             "with codec control (the default) or pass --allow-leak"
         )
+
+
+def problem_lines(errors: list[str], out: Path, shown: int = 5) -> list[str]:
+    """The first ``shown`` problems, one ``problem: ...`` line each, then where the rest are."""
+    lines = [f"problem: {e}" for e in errors[:shown]]
+    if len(errors) > shown:
+        lines.append(f"... and {len(errors) - shown} more in {out / 'tamper_data.json'} (errors)")
+    return lines
 
 
 def chance_lines(chance: dict[str, dict[str, Any]]) -> list[str]:
@@ -137,4 +147,4 @@ def chance_lines(chance: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-__all__ = ["chance_lines", "tamper_data_command"]
+__all__ = ["chance_lines", "problem_lines", "tamper_data_command"]

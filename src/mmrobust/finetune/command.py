@@ -24,7 +24,8 @@ def finetune_command(
     data: list[Path] = typer.Option(
         ...,
         "--data",
-        help="Generated data: mmr-data output folder, llava.json or mmr.json (repeatable).",
+        help="Training data: an mmr-data output folder, tamper-data's OUT/train, llava.json "
+        "or mmr.json (repeatable).",
     ),
     out: Path = typer.Option(
         ..., "--out", help="Output folder (adapter, card, loss curve, checkpoints)."
@@ -154,7 +155,7 @@ def finetune_command(
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
-    """Fine-tune a VLM on MMR paired data (LoRA, TRL SFT, the paper's Table 10 defaults). Re-running resumes."""
+    """Fine-tune a VLM on MMR paired data or tamper-data clips (LoRA, TRL SFT, the paper's Table 10 defaults). Re-running resumes."""
     from pydantic import ValidationError
 
     def fail(message: str, code: int = 2) -> typer.Exit:

@@ -95,7 +95,7 @@ class FinetuneConfig(BaseModel):
         report_to: ``none``, ``tensorboard`` (event files in ``out/checkpoints/runs``) or
             ``wandb`` (needs ``wandb`` installed and logged in); the loss CSV is always written.
         push_to_hub: a hub repository id the trainer pushes the result to (``None``: no push;
-            needs network and ``huggingface-cli login``).
+            needs network and ``hf auth login`` or ``HF_TOKEN``).
         load_in_4bit: QLoRA: load the base model 4-bit NF4 through bitsandbytes (CUDA only;
             LoRA only); its LoRA weights train in float32 over the frozen 4-bit base.
         video_input: ``images`` (every frame an image; default) or ``video``: a sample whose

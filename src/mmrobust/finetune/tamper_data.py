@@ -108,6 +108,25 @@ class TamperDataReport:
     chance: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+_DONOR_HINT = "(give more sources or --donor PATH)"
+
+
+def build_problem(source: str, reason: str, side: str) -> str:
+    """One builder problem as ``tamper-data`` reports it: ``"<source>: <reason>"`` (pure).
+
+    The builder's missing-donor hint names ``mmrobust tamper``'s ``--donor``, which
+    ``tamper-data`` does not have (donors come from the same side of the split), so that
+    hint is replaced by this command's fixes for ``side`` (``train`` or ``eval``).
+    """
+    if _DONOR_HINT in reason:
+        more = "hold out 2 or more videos: a larger --eval-fraction or more videos"
+        if side == TRAIN:
+            more = "keep 2 or more videos for training: a smaller --eval-fraction or more videos"
+        fix = f"(donors come from the same side of the split; {more}; or leave it out: --effects)"
+        reason = reason.replace(_DONOR_HINT, f"among the {side} sources {fix}")
+    return f"{source}: {reason}"
+
+
 def split_sources(
     files: Sequence[Path], digests: Sequence[str], fraction: float, seed: int
 ) -> tuple[list[Path], list[Path]]:
@@ -288,15 +307,15 @@ def build_tamper_data(
         for duration in config.durations:
             tag = _tag(position, duration)
             folder = side_dirs[TRAIN] / tag
-            log(f"building training clips {tag} ({len(train)} sources)")
+            log(f"building training clips {tag} ({len(train)} source(s))")
             errors += [
-                f"{e.source}: {e.reason}"
+                build_problem(str(e.source), e.reason, TRAIN)
                 for e in _build(train, folder, config, position, duration).errors
             ]
             builds.append((TRAIN, tag, folder))
-    log(f"building held-out clips (middle, 1 s; {len(held)} sources)")
+    log(f"building held-out clips (middle, 1 s; {len(held)} source(s))")
     errors += [
-        f"{e.source}: {e.reason}"
+        build_problem(str(e.source), e.reason, EVAL)
         for e in _build(held, side_dirs[EVAL], config, "middle", 1.0).errors
     ]
     builds.append((EVAL, "clips-middle-1s", side_dirs[EVAL]))
@@ -357,6 +376,7 @@ __all__ = [
     "TamperDataConfig",
     "TamperDataError",
     "TamperDataReport",
+    "build_problem",
     "build_tamper_data",
     "conversations_of",
     "split_sources",

@@ -344,7 +344,8 @@ def test_an_unreachable_cluster_fails_at_once_in_one_line(tmp_path: Path) -> Non
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{sock.getsockname()[1]}"
-    args = _eval(tmp_path, tmp_path / "run", "forensic")
+    # data and a model that can run: both are checked before the cluster is contacted
+    args = _eval(Path("mmr-demo"), tmp_path / "run", "constant:A")
     result = CliRunner().invoke(app, [*args, "--executor", "ray", "--ray-address", address])
     assert result.exit_code == 2
     assert result.output.strip() == (

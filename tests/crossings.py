@@ -148,7 +148,7 @@ def cells() -> Iterator[Any]:
                     marks.append(
                         pytest.mark.skip(
                             reason="forensic reads video files: it has no answer about a photo "
-                            "(MMR stops at once with 'options must contain one Yes and one No')"
+                            "(eval exits 2: 'forensic takes video only; the samples have images')"
                         )
                     )
                 elif executor == "ray" and not ray_cell(backend, task):

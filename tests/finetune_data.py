@@ -181,7 +181,8 @@ def widen_text_model(
 
     Built from the checkpoint's own config class (``from_config``); the
     processor files are left as they are (see the module docstring for the
-    two standard deviations). For configs without per-layer lists (Idefics3).
+    two standard deviations). A per-layer ``layer_types`` list (Qwen2-VL) is
+    resized to the new depth, its first entry repeated.
     """
     import torch
     from transformers import AutoConfig, AutoModelForImageTextToText, GenerationConfig
@@ -192,6 +193,8 @@ def widen_text_model(
     text.hidden_size = hidden
     text.intermediate_size = 2 * hidden
     text.num_hidden_layers = layers
+    if getattr(text, "layer_types", None):
+        text.layer_types = [text.layer_types[0]] * layers
     text.num_attention_heads = hidden // head_dim
     text.num_key_value_heads = 1
     text.initializer_range = config.initializer_range = initializer_range

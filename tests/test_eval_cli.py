@@ -164,3 +164,21 @@ def test_eval_bad_arguments_exit_nonzero(tmp_path: Path) -> None:
         ],
     )
     assert res.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("data", "extra", "has"),
+    [("mmr-demo", [], "images"), ("{tamper}", ["--text-only"], "no media")],
+)
+def test_a_video_only_model_on_other_media_exits_2_before_any_request(
+    data: str, extra: list[str], has: str, family_tamper_set: Path, tmp_path: Path
+) -> None:
+    """``forensic`` reads clips (``Model.media_kinds == ("video",)``): on MMR's images, or with
+    ``--text-only``, it refuses in one line before any request and leaves no run folder
+    (before: 8 ``model_error`` / ``media_error`` rows, then the stop rule, exit 3)."""
+    out = tmp_path / "run"
+    args = ["eval", "--model", "forensic", "--data", data.format(tamper=family_tamper_set)]
+    res = runner.invoke(app, [*args, *extra, "--out", str(out), "-q"])
+    assert res.exit_code == 2, res.output
+    assert res.stderr == f"error: forensic takes video only; the samples have {has}\n"
+    assert not out.exists()

@@ -549,7 +549,7 @@ def test_multi_gpu_configs_parse() -> None:
 class _WordRenderer:
     """Renders a conversation as its turns joined by spaces; the answer is the last span."""
 
-    def render(self, conversation: Conversation) -> Any:
+    def render(self, conversation: Conversation, *, video: bool = False) -> Any:
         from mmrobust.finetune.collate import Rendered
 
         text = " ".join(t.text for t in conversation.turns)
@@ -567,7 +567,7 @@ class _WordEncoder:
         words = rendered.text.split(" ")
         return [len(w) for w in words], [False] * (len(words) - 1) + [True]
 
-    def encode(self, rendered: Any, images: Any) -> dict[str, Any]:
+    def encode(self, rendered: Any, images: Any, videos: Any = None) -> dict[str, Any]:
         import torch
 
         self.encoded.append(rendered[0].text[:10])

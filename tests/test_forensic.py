@@ -261,6 +261,34 @@ def test_factory_and_fingerprint() -> None:
         make("x", {})
 
 
+def test_the_media_kinds_a_backend_declares_are_its_models(tmp_path: Path) -> None:
+    """``forensic`` answers videos only, and says so both on its backend (known before a model
+    is loaded: ``mmrobust run`` plans with it) and on its model (``eval`` refuses with it);
+    the other built-in backends take every kind. A Ray replica's stand-in carries the kinds."""
+    from mmrobust.distributed.eval import RemoteModel
+    from mmrobust.models.base import MEDIA_KINDS, media_refusal
+    from mmrobust.models.spec import load_model, media_kinds_of, parse_spec
+
+    assert media_kinds_of("forensic") == make(None, {}).media_kinds == ("video",)
+    for spec in ("constant:A", "random:0", "blind-overlap"):
+        assert media_kinds_of(parse_spec(spec).name) == load_model(spec).media_kinds == MEDIA_KINDS
+    for name in ("openai", "anthropic", "hf"):
+        assert media_kinds_of(name) == MEDIA_KINDS
+    m = make(None, {})
+    assert m.cannot_take({"video"}) is None and m.cannot_take(set()) is None
+    assert m.cannot_take({"image", "text"}) == (
+        "forensic takes video only; the samples have images, no media"
+    )
+    assert (
+        media_refusal("x", ("image",), {"video"}, of="set") == "x takes image only; set has videos"
+    )
+    info = {"name": "forensic", "batch_size": 1, "max_concurrency": 1, "fingerprint": {}}
+    remote = RemoteModel.from_info({**info, "media_input": "path", "media_kinds": ["video"]})
+    assert remote.media_kinds == ("video",) and remote.cannot_take({"image"})
+    old = RemoteModel.from_info({**info, "media_input": "path"})  # a replica of before
+    assert old.media_kinds == MEDIA_KINDS
+
+
 def _still_shot_with_walker(
     n: int, step: int = 1, size: tuple[int, int] = (24, 16), top: int = 56
 ) -> np.ndarray:

@@ -28,7 +28,7 @@ from mmrobust.distributed.pipeline import PipelineStats, probe_model, stream
 from mmrobust.distributed.replicas import ReplicaSpec
 from mmrobust.distributed.session import RaySession, check_paths, ray_session, worker_request
 from mmrobust.media.jpeg import FrameEncoding
-from mmrobust.models.base import MediaInput, Model, Request, Response
+from mmrobust.models.base import MEDIA_KINDS, MediaInput, Model, Request, Response
 from mmrobust.models.spec import PLACEMENTS, ModelSpec, frame_encoding_of, parse_spec
 from mmrobust.prompts import build_prompt
 from mmrobust.run.config import EvalConfig
@@ -50,7 +50,7 @@ class RemoteModel(Model):
     """The driver's stand-in for a model loaded in Ray replicas.
 
     Carries what the runner reads from a model (``name``, ``fingerprint()``,
-    ``media_input``, ``batch_size``, ``max_concurrency``) as a replica reported
+    ``media_input``, ``media_kinds``, ``batch_size``, ``max_concurrency``) as a replica reported
     it, and the frame encoding of the model spec (``models.spec.frame_encoding_of``,
     computed without a client), so the driver's run key is a local run's;
     :meth:`generate` is never called on the driver.
@@ -70,7 +70,8 @@ class RemoteModel(Model):
         """The stand-in for the model a replica described in ``Replica.ready``; ``encoding``:
         the spec's frame encoding (default: JPEG q95, decoded size)."""
         media: MediaInput = info["media_input"]
-        sub = type("RemoteModel", (cls,), {"media_input": media})
+        kinds = tuple(info.get("media_kinds") or MEDIA_KINDS)  # older replicas: every kind
+        sub = type("RemoteModel", (cls,), {"media_input": media, "media_kinds": kinds})
         return sub(info, encoding)
 
     def frame_encoding(self) -> FrameEncoding:

@@ -121,6 +121,7 @@ class Replica:
                 name=self.model.name,
                 fingerprint=self.model.fingerprint(),
                 media_input=self.model.media_input,
+                media_kinds=list(self.model.media_kinds),
                 batch_size=int(self.model.batch_size),
                 max_concurrency=int(self.model.max_concurrency),
                 key=asdict(self.key) if self.key is not None else None,

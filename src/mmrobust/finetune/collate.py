@@ -4,7 +4,10 @@ Family-agnostic, through the processor's own chat template and call:
 
 1. :func:`to_messages` turns a :class:`~mmrobust.finetune.data.Conversation`
    into the HF multimodal chat format (``{"type": "image"}`` parts where the
-   ``<image>`` marks were, as ``hf:`` sends them at evaluation).
+   ``<image>`` marks were, as ``hf:`` sends them at evaluation; with
+   ``--video-input video`` the frames of one clip are one ``{"type": "video"}``
+   part, given to the processor as a clip with its frame times,
+   :mod:`mmrobust.finetune.video`).
 2. :class:`ChatRenderer` renders the whole conversation with the chat template
    and finds each assistant turn's character span by rendering the prefixes
    (messages before the turn with the generation prompt; through the turn).
@@ -42,7 +45,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mmrobust.finetune.data import IMAGE_MARK, Conversation, Problem
+from mmrobust.finetune.data import IMAGE_MARK, Conversation, Problem, VideoTiming
+from mmrobust.finetune.pixels import load_images
+from mmrobust.finetune.video import VideoInput, clip_call, is_video, timing_json, timing_of
+from mmrobust.frame_size import DEFAULT_IMAGE_MAX_SIDE
 
 IGNORE_INDEX = -100
 """Label of tokens outside the loss (the value PyTorch's cross-entropy ignores)."""
@@ -52,20 +58,27 @@ class TemplateError(ValueError):
     """The chat template cannot be used for training (one line, with the fix)."""
 
 
-def to_messages(conversation: Conversation) -> list[dict[str, Any]]:
+def to_messages(conversation: Conversation, *, video: bool = False) -> list[dict[str, Any]]:
     """HF multimodal chat messages of one conversation (pure).
 
     ``"<image>\\nWhat is it?"`` becomes ``[{"type": "image"}, {"type": "text",
     "text": "What is it?"}]`` (the newline next to a mark is dropped); answers
-    are one text part.
+    are one text part. ``video``: the first mark becomes the one ``{"type": "video"}``
+    part and the other marks (the clip's other frames) are dropped, as ``hf:``'s
+    ``build_messages`` sends a clip with ``video_input=video``.
     """
     messages: list[dict[str, Any]] = []
+    marks = 0
     for turn in conversation.turns:
         parts: list[dict[str, Any]] = []
         pieces = turn.text.split(IMAGE_MARK)
         for index, piece in enumerate(pieces):
             if index > 0:
-                parts.append({"type": "image"})
+                marks += 1
+                if not video:
+                    parts.append({"type": "image"})
+                elif marks == 1:
+                    parts.append({"type": "video"})
             text = piece.strip("\n") if len(pieces) > 1 else piece
             if text.strip():
                 parts.append({"type": "text", "text": text})
@@ -112,14 +125,16 @@ class ChatRenderer:
             text = text[0]
         return str(text)
 
-    def render(self, conversation: Conversation) -> Rendered:
+    def render(self, conversation: Conversation, *, video: bool = False) -> Rendered:
         """Full text and assistant spans (EOS added after answers the template leaves open).
+
+        ``video``: the conversation's frames are one video part (:func:`to_messages`).
 
         Raises:
             TemplateError: rendering a prefix of the conversation does not give a
                 prefix of the full text (the template rewrites earlier turns).
         """
-        messages = to_messages(conversation)
+        messages = to_messages(conversation, video=video)
         full = self._apply(messages, False)
         spans: list[tuple[int, int]] = []
         open_ends: list[int] = []  # span ends where the template wrote no end-of-turn token
@@ -231,27 +246,26 @@ def align_labels(
     return labels, sum(trainable) - found
 
 
-def load_images(paths: Sequence[Path]) -> list[Any]:
-    """Open images as RGB PIL images (raises ``OSError`` for an unreadable file)."""
-    from PIL import Image
-
-    out = []
-    for path in paths:
-        with Image.open(path) as image:
-            out.append(image.convert("RGB"))
-    return out
-
-
 class Encoder:
     """Turns rendered conversations into model inputs with assistant-only labels.
 
     Args:
         processor: the model's processor (tokenizer + image processor).
         processor_call: extra keyword arguments for every processor call.
+        image_max_side: cap in pixels on the longer side of every image and video frame,
+            applied as ``hf:`` evaluation applies its ``image_max_side``
+            (:mod:`mmrobust.finetune.pixels`); 0: as read.
     """
 
-    def __init__(self, processor: Any, processor_call: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        processor: Any,
+        processor_call: dict[str, Any] | None = None,
+        *,
+        image_max_side: int = DEFAULT_IMAGE_MAX_SIDE,
+    ) -> None:
         self.processor = processor
+        self.image_max_side = image_max_side
         self.tokenizer = getattr(processor, "tokenizer", processor)
         if not getattr(self.tokenizer, "is_fast", False):
             raise TemplateError(
@@ -269,9 +283,22 @@ class Encoder:
         return list(enc["input_ids"]), trainable_tokens(enc["offset_mapping"], rendered.spans)
 
     def encode(
-        self, rendered: Sequence[Rendered], images: Sequence[Sequence[Path]]
+        self,
+        rendered: Sequence[Rendered],
+        images: Sequence[Sequence[Path]],
+        videos: Sequence[VideoTiming | None] | None = None,
     ) -> dict[str, Any]:
         """One padded batch (right padding): the processor's tensors plus ``labels``.
+
+        Args:
+            rendered: the rendered conversations.
+            images: each conversation's image files (read and capped as ``hf:``
+                evaluation shows them, :mod:`mmrobust.finetune.pixels`).
+            videos: per conversation, the clip timing when its images go in as one
+                native video (rendered with ``video=True``), else ``None``; such clips
+                reach the processor as ``hf:`` evaluation sends them
+                (:func:`mmrobust.finetune.video.clip_call`); ``run_finetune`` never
+                mixes clips and images in one batch (``video.data_problem``).
 
         Raises:
             ValueError: a trainable token could not be aligned (never silently mislabelled).
@@ -279,7 +306,12 @@ class Encoder:
         """
         import torch
 
-        pictures = [load_images(p) for p in images]
+        timings = list(videos) if videos is not None else [None] * len(images)
+        side = self.image_max_side
+        pictures = [
+            load_images(p, side) if t is None else [] for p, t in zip(images, timings, strict=True)
+        ]
+        clips = [(p, t) for p, t in zip(images, timings, strict=True) if t is not None]
         call: dict[str, Any] = {
             "text": [r.text for r in rendered],
             "return_tensors": "pt",
@@ -288,7 +320,9 @@ class Encoder:
             "add_special_tokens": all(add_special_tokens(self.tokenizer, r.text) for r in rendered),
             **self.processor_call,
         }
-        if any(pictures):
+        if clips:
+            call.update(clip_call([p for p, _ in clips], [t for _, t in clips], side))
+        if any(pictures):  # per row ([] for a clip's row): Qwen2-VL and SmolVLM2 take it
             call["images"] = pictures
         batch = self.processor(**call)
         input_ids = batch["input_ids"]
@@ -320,8 +354,12 @@ def prepare_rows(
     problems: list[Problem],
     *,
     progress: bool = False,
+    video_input: VideoInput = "images",
 ) -> list[dict[str, Any]]:
     """Render and encode each conversation once; keep the trainable ones as dataset rows.
+
+    ``video_input="video"``: a conversation with clip timing and 2+ frames is rendered
+    and encoded as one native video (:mod:`mmrobust.finetune.video`).
 
     A sample whose image cannot be read, that is longer than ``max_length``
     tokens (images included), whose answer tokens cannot be aligned, or that
@@ -337,14 +375,15 @@ def prepare_rows(
 
     rows = []
     for conversation in track(conversations, description="checking data", disable=not progress):
-        rendered = renderer.render(conversation)
+        timing = conversation.video if is_video(conversation, video_input) else None
+        rendered = renderer.render(conversation, video=timing is not None)
         n_plain = len(encoder.plain(rendered)[0])
         if n_plain > max_length:  # measured before the processor and the alignment
             detail = f"{n_plain} tokens before image expansion > max_length {max_length}"
             problems.append(Problem("too_long", conversation.id, detail))
             continue
         try:
-            batch = encoder.encode([rendered], [conversation.images])
+            batch = encoder.encode([rendered], [conversation.images], [timing])
         except OSError as exc:
             problems.append(Problem("unreadable_image", conversation.id, str(exc).splitlines()[0]))
             continue
@@ -367,6 +406,7 @@ def prepare_rows(
                 "text": rendered.text,
                 "spans": [list(s) for s in rendered.spans],
                 "image_paths": [str(p) for p in conversation.images],
+                "video": timing_json(timing),
                 "n_tokens": n_tokens,
                 "n_labels": n_labels,
             }
@@ -375,7 +415,8 @@ def prepare_rows(
 
 
 class Collator:
-    """``data_collator`` for the trainer: rows carry ``text``, ``spans`` and ``image_paths``."""
+    """``data_collator`` for the trainer: rows carry ``text``, ``spans``, ``image_paths``
+    and ``video`` (the clip timing as JSON, ``""`` for images)."""
 
     def __init__(self, encoder: Encoder) -> None:
         self.encoder = encoder
@@ -385,7 +426,7 @@ class Collator:
             Rendered(r["text"], tuple((int(s), int(e)) for s, e in r["spans"])) for r in rows
         ]
         images = [[Path(p) for p in r["image_paths"]] for r in rows]
-        return self.encoder.encode(rendered, images)
+        return self.encoder.encode(rendered, images, [timing_of(r.get("video", "")) for r in rows])
 
 
 __all__ = [

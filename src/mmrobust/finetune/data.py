@@ -24,7 +24,10 @@ Formats read (auto-detected per file):
   text-only), "conversations": [{"from": "human"|"gpt"|"system", "value": str}],
   "polarity"?}``; ``<image>`` in a human turn marks where an image goes (LLaVA
   convention; a record with one image and no marker gets it before the first
-  question). ``llava.json`` of ``mmrobust mmr-data`` is this format.
+  question). ``llava.json`` of ``mmrobust mmr-data`` is this format. A record whose
+  images are the frames of one clip may carry ``"video_metadata"`` (the clip's
+  ``fps``, ``frames_indices``, ``total_num_frames``; :mod:`mmrobust.finetune.conversation`),
+  as ``mmrobust tamper-data`` writes; a malformed one makes the record ``malformed``.
 * MMR benchmark format (``mmr.json`` of ``mmrobust mmr-data``, the released
   ``MMR-benchmark.json``): each question becomes one multiple-choice round with
   the exact prompt ``mmrobust eval`` sends (question, options, MMR's
@@ -37,110 +40,25 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-IMAGE_MARK = "<image>"
+from mmrobust.finetune.conversation import (
+    IMAGE_MARK,
+    Conversation,
+    DataFile,
+    DataReport,
+    Problem,
+    ProblemKind,
+    Turn,
+    VideoTiming,
+    read_video_timing,
+)
+
 Composition = Literal["generated", "combination", "concatenation"]
 Polarity = Literal["both", "positive", "negative"]
 ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant"}
-
-ProblemKind = Literal[
-    "malformed", "missing_image", "unreadable_image", "too_long", "no_answer_tokens", "unaligned"
-]
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One message: ``role`` is ``system``, ``user`` or ``assistant``; ``text`` keeps ``<image>`` marks."""
-
-    role: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """One training sample.
-
-    Attributes:
-        id: ``<file stem>:<record id or index>``.
-        source: ``generated`` or ``extra``.
-        images: image files, in the order of the ``<image>`` marks.
-        turns: system? then user/assistant alternating, ending with assistant.
-        polarity: ``positive`` / ``negative`` for generated MMR samples, else ``None``.
-    """
-
-    id: str
-    source: str
-    images: tuple[Path, ...]
-    turns: tuple[Turn, ...]
-    polarity: str | None = None
-
-    @property
-    def rounds(self) -> int:
-        """Number of assistant turns (conversation rounds)."""
-        return sum(t.role == "assistant" for t in self.turns)
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A record that is not trained on, and why (``kind`` counts; ``detail`` is one line)."""
-
-    kind: ProblemKind
-    id: str
-    detail: str
-
-
-@dataclass
-class DataFile:
-    """One input file: its path, sha256, format and record counts."""
-
-    path: Path
-    sha256: str
-    format: Literal["llava", "mmr"]
-    source: str
-    records: int
-    kept: int = 0
-
-
-@dataclass
-class DataReport:
-    """What was read, composed and skipped (``problems``: every skipped record)."""
-
-    files: list[DataFile] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    composition: str = "generated"
-    rounds: int | None = None
-    polarity: str = "both"
-    samples: int = 0
-    rounds_total: int = 0
-    rounds_left_out: int = 0
-
-    def counts(self) -> dict[str, int]:
-        """Skipped records per problem kind."""
-        return dict(sorted(Counter(p.kind for p in self.problems).items()))
-
-    def summary(self, examples: int = 3) -> dict[str, Any]:
-        """JSON-able summary: files with hashes, counts, and the first ``examples`` problems per kind."""
-        first: dict[str, list[str]] = {}
-        for problem in self.problems:
-            items = first.setdefault(problem.kind, [])
-            if len(items) < examples:
-                items.append(f"{problem.id}: {problem.detail}")
-        return {
-            "files": [{**vars(f), "path": str(f.path)} for f in self.files],
-            "composition": self.composition,
-            "rounds": self.rounds,
-            "polarity": self.polarity,
-            "samples": self.samples,
-            "rounds_total": self.rounds_total,
-            "rounds_left_out": self.rounds_left_out,
-            "skipped": self.counts(),
-            "skipped_examples": first,
-        }
 
 
 def resolve_data_path(path: Path) -> Path:
@@ -282,6 +200,13 @@ def _llava_conversation(
             bad(f"image not found: {name}", "missing_image")
             return None
         paths.append(found)
+    video: VideoTiming | None = None
+    if record.get("video_metadata") is not None:  # frames of one clip, with their times
+        timing = read_video_timing(record["video_metadata"], len(paths))
+        if isinstance(timing, str):
+            bad(timing)
+            return None
+        video = timing
     polarity = record.get("polarity")
     return Conversation(
         id=rid,
@@ -289,6 +214,7 @@ def _llava_conversation(
         images=tuple(paths),
         turns=tuple(turns),
         polarity=polarity if polarity in ("positive", "negative") else None,
+        video=video,
     )
 
 
@@ -406,7 +332,9 @@ def compose(
             rounds_left_out += max(0, len(appended) - limit)
             turns = [*base.turns, *(t for pair in appended[:limit] for t in pair)]
             out.append(
-                Conversation(base.id, "concatenation", base.images, tuple(turns), base.polarity)
+                Conversation(
+                    base.id, "concatenation", base.images, tuple(turns), base.polarity, base.video
+                )
             )
         for key, group in by_image.items():
             if key in used:
@@ -426,6 +354,7 @@ def compose(
                     first.images,
                     tuple(turns),
                     polarities.pop() if len(polarities) == 1 else None,
+                    first.video,
                 )
             )
         out += no_key
@@ -489,7 +418,9 @@ __all__ = [
     "DataReport",
     "Polarity",
     "Problem",
+    "ProblemKind",
     "Turn",
+    "VideoTiming",
     "compose",
     "load_training_data",
     "read_file",

@@ -14,7 +14,8 @@ builds what such training needs, from any videos, with exact labels:
    original and one clip per effect, so originals and each effect are balanced 1:1
    (counted in the manifest). Substitution draws its donors from the same side only.
    Codec control is the builder's default (originals re-encoded like the tampered
-   clips), so the container cannot give the label away.
+   clips), so the container cannot give the label away; ``mmrobust tamper-data`` then
+   proves it with the leak audit of every build (:mod:`mmrobust.audit_builds`).
 3. **Questions** as evaluation asks them: the clips are loaded as ``eval`` loads a
    tamper set (``datasets.load_dataset``), the ``type`` / ``when`` / ``leading``
    questions derived by :func:`mmrobust.tasks.derive_task` (``detect`` is the paper's),
@@ -25,10 +26,12 @@ builds what such training needs, from any videos, with exact labels:
    size, what ``hf:`` is given), written once per clip under ``frames/<clip id>/``.
 
 Outputs: ``OUT/train/llava.json`` and ``OUT/eval/llava.json`` (LLaVA format, one
-``<image>`` per frame, for ``mmrobust finetune --data`` / ``--eval-data``) and
+``<image>`` per frame, and the frames' ``video_metadata`` for ``--video-input video``;
+for ``mmrobust finetune --data`` / ``--eval-data``) and
 ``OUT/tamper_data.json`` (the manifest of what went where: settings, each source with
 its sha256 and side, each conversation's clip, effect, task, position and duration,
-and the counts). Re-running resumes: the builder skips finished clips, frames already
+the counts, the builds, and the held-out set's chance levels per task,
+:func:`mmrobust.finetune.tamper_chance.chance_levels`). Re-running resumes: the builder skips finished clips, frames already
 written are kept.
 """
 
@@ -73,6 +76,9 @@ class TamperDataConfig:
         policy: the frames shown (``eval``'s ``--frames``; default 8 segment centres).
         encoding: how they are encoded (default JPEG q95 at the decoded size, as ``hf:``).
         jobs: builder worker processes.
+        codec_control: the builder's codec control (default on: originals re-encoded
+            like the tampered clips). ``False`` copies the originals as they are, which
+            leaks the label through the codec: for demonstrating the leak audit only.
     """
 
     effects: tuple[str, ...] = tuple(PAPER_EFFECTS)
@@ -84,11 +90,13 @@ class TamperDataConfig:
     policy: FramePolicy = field(default_factory=FramePolicy)
     encoding: FrameEncoding = field(default_factory=FrameEncoding)
     jobs: int = 1
+    codec_control: bool = True
 
 
 @dataclass
 class TamperDataReport:
-    """What was built: the two sides' sources, conversations per task, clip counts."""
+    """What was built: the two sides' sources, conversations per task, clip counts, the
+    builds ``(side, tag, clips folder)`` and the held-out chance levels (``chance_levels``)."""
 
     out: Path
     train_sources: list[str]
@@ -96,6 +104,8 @@ class TamperDataReport:
     conversations: dict[str, Counter[str]]
     clips: dict[str, Counter[str]]
     errors: list[str]
+    builds: list[tuple[str, str, Path]] = field(default_factory=list)
+    chance: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def split_sources(
@@ -142,27 +152,40 @@ def _build(
         duration=duration,
         position=position,
         seed=config.seed,
+        codec_control=config.codec_control,
         donors=tuple(sources),  # substitution's donors from this side of the split only
     )
     return build(list(sources), out, built, jobs=config.jobs)
 
 
-def _frames(video: Path, folder: Path, config: TamperDataConfig) -> list[Path]:
-    """The clip's frames as ``eval`` samples and encodes them, written once (resumable)."""
+def _frames(
+    video: Path, folder: Path, config: TamperDataConfig
+) -> tuple[list[Path], dict[str, Any]]:
+    """The clip's frames as ``eval`` samples and encodes them, written once (resumable),
+    and their timing (the record's ``video_metadata``: source fps, frame indices, count)."""
     from mmrobust.media.frames import sample_clip
 
     done = folder / "frames.json"
     if done.is_file():
-        return [folder / name for name in json.loads(done.read_text(encoding="utf-8"))]
+        saved = json.loads(done.read_text(encoding="utf-8"))
+        if isinstance(saved, dict):  # a list: written before the timing was kept, redone
+            return [folder / name for name in saved["frames"]], saved["video_metadata"]
     clip = sample_clip(video, config.policy, config.encoding)
+    timing = {
+        "fps": float(clip.fps),
+        "frames_indices": list(clip.indices),
+        "total_num_frames": clip.n_frames,
+        "duration": clip.n_frames / float(clip.fps),
+    }
     folder.mkdir(parents=True, exist_ok=True)
     names = []
     for i, jpeg in enumerate(clip.jpegs):
         name = f"{i:03d}.jpg"
         (folder / name).write_bytes(jpeg)
         names.append(name)
-    done.write_text(json.dumps(names), encoding="utf-8")  # last: a cut run redoes the clip
-    return [folder / n for n in names]
+    record = {"frames": names, "video_metadata": timing}
+    done.write_text(json.dumps(record), encoding="utf-8")  # last: a cut run redoes the clip
+    return [folder / n for n in names], timing
 
 
 def conversations_of(
@@ -171,17 +194,22 @@ def conversations_of(
     """LLaVA records of every question about the clips of one build (and per-clip errors).
 
     Each record: ``id`` (``<task>/<tag>/<sample id>``), ``image`` (frame paths relative to
-    ``side_dir``), ``conversations`` (``<image>`` marks, then ``eval``'s prompt text; the
-    answer letter), and ``meta`` (task, clip, source, effect, position, duration).
+    ``side_dir``), ``video_metadata`` (the frames' source ``fps``, ``frames_indices``,
+    ``total_num_frames``, ``duration``: what ``finetune --video-input video`` gives the
+    processor, as ``hf:`` with ``video_input=video``; LLaVA readers ignore it),
+    ``conversations`` (``<image>`` marks, then ``eval``'s prompt text; the answer letter),
+    and ``meta`` (task, clip, source, effect, tag; ``truth``: the right option's key,
+    ``none`` / an effect / ``middle`` / ``reject`` ..., or ``Yes`` / ``No`` for
+    ``detect``; ``n_options``).
     """
     from mmrobust.datasets import load_dataset
     from mmrobust.prompts import build_prompt
-    from mmrobust.tasks import derive_task
+    from mmrobust.tasks import META_KEY, derive_task
 
     dataset = load_dataset(clips_dir)
     records: list[dict[str, Any]] = []
     errors: list[str] = []
-    frames: dict[str, list[Path] | None] = {}
+    frames: dict[str, tuple[list[Path], dict[str, Any]] | None] = {}
     for task in config.tasks:
         for sample in derive_task(dataset, task, seed=config.seed).samples:
             if sample.video is None or sample.error:
@@ -195,14 +223,18 @@ def conversations_of(
                 except (OSError, ValueError, MediaError) as exc:  # one bad clip, not the run
                     errors.append(f"{key}: {str(exc).splitlines()[0]}")
                     frames[key] = None
-            paths = frames[key]
-            if not paths:
+            got = frames[key]
+            if not got:
                 continue
+            paths, timing = got
             prompt = build_prompt(sample)
+            info = sample.meta.get(META_KEY)
+            truth = info.get("truth") if isinstance(info, dict) else None
             records.append(
                 {
                     "id": f"{task}/{tag}/{sample.id}",
                     "image": [str(p.relative_to(side_dir)) for p in paths],
+                    "video_metadata": timing,
                     "conversations": [
                         {"from": "human", "value": "<image>\n" * len(paths) + prompt.text},
                         {"from": "gpt", "value": prompt.answer},
@@ -213,6 +245,8 @@ def conversations_of(
                         "source": sample.group,
                         "effect": sample.tamper_type,
                         "tag": tag,
+                        "truth": truth or sample.options.get(sample.answer),
+                        "n_options": len(sample.options),
                     },
                 }
             )
@@ -233,6 +267,7 @@ def build_tamper_data(
             fewer than two distinct sources, or a source on both sides of the built sets
             (never expected: asserted).
     """
+    from mmrobust.finetune.tamper_chance import chance_levels
     from mmrobust.tamper.manifest import read_manifest, sha256_file
     from mmrobust.tamper.sources import discover_sources, none_found
 
@@ -287,6 +322,7 @@ def build_tamper_data(
         tmp.replace(path)
     per_task = {side: Counter(r["meta"]["task"] for r in records[side]) for side in (TRAIN, EVAL)}
     by_digest = dict(zip(map(str, files), digests, strict=True))
+    chance = chance_levels([r["meta"] for r in records[EVAL]])
     manifest = {
         "settings": {
             **{k: v for k, v in asdict(config).items() if k not in ("policy", "encoding")},
@@ -300,6 +336,8 @@ def build_tamper_data(
         "split_disjoint": not leaked,
         "clips": {side: dict(c) for side, c in clip_counts.items()},
         "conversations": {side: dict(c) for side, c in per_task.items()},
+        "builds": [{"side": s, "tag": t, "folder": str(f)} for s, t, f in builds],
+        "chance": chance,
         "records": {
             side: [{"id": r["id"], **r["meta"]} for r in records[side]] for side in records
         },
@@ -307,8 +345,9 @@ def build_tamper_data(
     }
     (root / MANIFEST).write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
     return TamperDataReport(
-        root, [str(p) for p in train], [str(p) for p in held], per_task, clip_counts, errors
-    )
+        root, [str(p) for p in train], [str(p) for p in held], per_task, clip_counts, errors,
+        builds, chance,
+    )  # fmt: skip
 
 
 __all__ = [

@@ -49,6 +49,7 @@ from mmrobust.finetune.safeguards import (
     warmup_steps,
 )
 from mmrobust.finetune.trainer import sft_args, trainer_class, versions
+from mmrobust.finetune.video import data_problem, processor_problem
 from mmrobust.mmrdata.writers import write_json
 
 CARD = "training_card.json"
@@ -70,6 +71,7 @@ SOURCES = {
     "projector_lr": "Bunny finetune_lora.sh (--mm_projector_lr)",
     "max_length": "Bunny finetune_lora.sh (--model_max_length)",
     "save_steps": "Bunny finetune_lora.sh",
+    "image_max_side": "same as hf: evaluation",
 }
 """Where each default comes from (see :mod:`mmrobust.finetune.config`); overridden values say 'set'."""
 
@@ -252,6 +254,9 @@ def run_finetune(
             conversations, held_out = split_eval(conversations, config.eval_fraction, config.seed)
         except ValueError as exc:
             raise FinetuneError(str(exc)) from None
+    problem = data_problem(conversations, held_out, config.video_input, config.per_device_batch)
+    if problem:  # before the model loads
+        raise FinetuneError(problem)
     args = sft_args(
         config,
         checkpoints=str(checkpoints),
@@ -270,18 +275,24 @@ def run_finetune(
     )
     if config.chat_template is not None:
         processor.chat_template = config.chat_template.read_text(encoding="utf-8")
+    problem = processor_problem(processor, config.video_input)
+    if problem:  # as hf: refuses video_input=video
+        raise FinetuneError(f"finetune: {config.model_id}: {problem}")
     tokenizer = processor.tokenizer
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     try:
         renderer = ChatRenderer(processor)
-        encoder = Encoder(processor)
+        encoder = Encoder(processor, image_max_side=config.image_max_side)
         rows = prepare_rows(
             conversations, renderer, encoder, config.max_length, report.problems,
-            progress=progress and main_process,
+            progress=progress and main_process, video_input=config.video_input,
         )  # fmt: skip
         eval_problems: list[Any] = []
-        eval_rows = prepare_rows(held_out, renderer, encoder, config.max_length, eval_problems)
+        eval_rows = prepare_rows(
+            held_out, renderer, encoder, config.max_length, eval_problems,
+            video_input=config.video_input,
+        )  # fmt: skip
     except TemplateError as exc:
         raise FinetuneError(f"finetune: {config.model_id}: {exc}") from None
     if main_process:

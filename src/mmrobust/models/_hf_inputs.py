@@ -37,29 +37,67 @@ def build_messages(request: Request, n_frames: int, video_input: str) -> list[di
     return messages
 
 
-def video_metadata(request: Request, frames: Sequence[np.ndarray]) -> dict[str, Any] | None:
-    """transformers ``VideoMetadata`` fields for a request's sampled frames, or ``None``.
+def clip_metadata(
+    fps: float | None,
+    frame_indices: Sequence[int],
+    total_frames: int | None,
+    frames: Sequence[np.ndarray],
+) -> dict[str, Any] | None:
+    """transformers ``VideoMetadata`` fields of sampled frames, or ``None`` (pure).
 
-    ``fps`` is the source video's frame rate, ``frames_indices`` the sampled
-    source frame indices (so a processor's frame times are ``index / fps``
-    seconds), ``total_num_frames`` and ``duration`` (seconds) describe the whole
-    source clip, ``height``/``width`` the frames as passed. ``None`` when the
-    request carries no timing (frames not from a video decoded by the runner).
+    Args:
+        fps: the source video's frame rate (frames per second).
+        frame_indices: the sampled source frame index of each entry of ``frames``.
+        total_frames: frames in the whole source video (``None``: last index + 1).
+        frames: the frames as passed, each ``(H, W, 3) uint8``.
+
+    Returns:
+        ``fps``, ``frames_indices`` (so a processor's frame times are ``index / fps``
+        seconds), ``total_num_frames`` and ``duration`` (seconds) of the whole source
+        clip, ``height``/``width`` of the frames as passed; ``None`` without a frame
+        rate or indices, or when the indices do not match the frames one to one.
+        The one definition ``hf:`` evaluation and ``finetune --video-input video`` share.
     """
-    if not request.video_fps or not request.frame_indices:
+    if not fps or not frame_indices or not frames or len(frame_indices) != len(frames):
         return None
-    if len(request.frame_indices) != len(frames):
-        return None
-    total = request.video_frame_count or (max(request.frame_indices) + 1)
+    total = total_frames or (max(frame_indices) + 1)
     h, w = frames[0].shape[:2]
     return {
         "total_num_frames": int(total),
-        "fps": float(request.video_fps),
-        "duration": total / float(request.video_fps),
-        "frames_indices": [int(i) for i in request.frame_indices],
+        "fps": float(fps),
+        "duration": total / float(fps),
+        "frames_indices": [int(i) for i in frame_indices],
         "height": int(h),
         "width": int(w),
     }
 
 
-__all__ = ["build_messages", "video_metadata"]
+def video_metadata(request: Request, frames: Sequence[np.ndarray]) -> dict[str, Any] | None:
+    """:func:`clip_metadata` of a request's sampled frames, or ``None``.
+
+    ``None`` when the request carries no timing (frames not from a video decoded by
+    the runner).
+    """
+    return clip_metadata(
+        request.video_fps, request.frame_indices, request.video_frame_count, frames
+    )
+
+
+def video_call(
+    clips: Sequence[Sequence[np.ndarray]], metadata: Sequence[dict[str, Any] | None]
+) -> dict[str, Any]:
+    """The processor keyword arguments of clips given as native video (pure).
+
+    ``videos``: one ``(T, H, W, 3) uint8`` array per clip; ``video_metadata``: the
+    clips' :func:`clip_metadata`, only when every clip has it (else the processor
+    guesses the times); ``do_sample_frames=False``: mmrobust's frame policy already
+    chose the frames, the processor must neither re-sample them nor invent their times.
+    """
+    call: dict[str, Any] = {"videos": [np.stack(list(f)) for f in clips]}
+    if metadata and all(m is not None for m in metadata):
+        call["video_metadata"] = list(metadata)
+    call["do_sample_frames"] = False
+    return call
+
+
+__all__ = ["build_messages", "clip_metadata", "video_call", "video_metadata"]

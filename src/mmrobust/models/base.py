@@ -8,13 +8,14 @@ A model never sees the ground truth, and ``models`` never imports ``store``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 
+from mmrobust.schema.sample import MediaKind
 from mmrobust.status import Status
 
 if TYPE_CHECKING:
@@ -30,6 +31,11 @@ MediaInput = Literal["frames", "path", "none"]
   takes ``video_url``).
 * ``"none"``: text only (blind baselines, ``--text-only`` ablations).
 """
+
+MEDIA_KINDS: tuple[MediaKind, ...] = ("video", "image", "text")
+"""Every media kind: what a model answers unless it declares less (``Model.media_kinds``)."""
+
+_KIND_WORDS: dict[str, str] = {"video": "videos", "image": "images", "text": "no media"}
 
 Placement = Literal["api", "gpu", "cpu"]
 """Where a model's work runs, for executors that place replicas (``distributed/``).
@@ -143,6 +149,10 @@ class Model(ABC):
 
     placement: ClassVar[Placement] = "cpu"
     media_input: ClassVar[MediaInput] = "frames"
+    media_kinds: ClassVar[tuple[MediaKind, ...]] = MEDIA_KINDS
+    """The kinds of sample this model can answer (default: every kind; ``forensic``: video
+    only). Declared for the backend too (``models.spec.register_backend(media=...)``), so a
+    suite plans no run the model cannot answer before loading it."""
     frame_format: ClassVar[FrameFormat] = "arrays"
     name: str = "model"
     max_concurrency: int = 1
@@ -185,8 +195,28 @@ class Model(ABC):
         """
         return None
 
+    def cannot_take(self, kinds: Collection[str]) -> str | None:
+        """Why this model can answer none of the samples, whose media kinds are ``kinds``
+        (``Sample.media_kind``, or ``{"text"}`` under ``--text-only``), else ``None``: see
+        :func:`media_refusal`. Checked before any request is sent."""
+        return media_refusal(self.name, self.media_kinds, kinds)
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (servers, GPU memory). Default: nothing."""
+
+
+def media_refusal(
+    name: str, takes: Collection[str], kinds: Collection[str], *, of: str | None = None
+) -> str | None:
+    """One line when a model that takes the media kinds ``takes`` can answer no sample of the
+    kinds ``kinds`` (``"forensic takes video only; the samples have images"``, or ``"...;
+    mmr-demo has images"`` with ``of="mmr-demo"``), else ``None`` (also for no kinds at all).
+    Pure."""
+    if not kinds or set(kinds) & set(takes):
+        return None
+    has = ", ".join(_KIND_WORDS.get(k, k) for k in MEDIA_KINDS if k in kinds)
+    whose = f"{of} has" if of else "the samples have"
+    return f"{name} takes {' or '.join(takes)} only; {whose} {has}"
 
 
 P = TypeVar("P")
@@ -210,11 +240,14 @@ def place_media(
 
 
 __all__ = [
+    "MEDIA_KINDS",
     "FrameFormat",
     "MediaInput",
+    "MediaKind",
     "Model",
     "Placement",
     "Request",
     "Response",
+    "media_refusal",
     "place_media",
 ]

@@ -34,7 +34,7 @@ from mmrobust.forensic.detector import (
     ranked_types,
 )
 from mmrobust.forensic.thresholds import DEFAULT, THRESHOLDS_VERSION, Thresholds
-from mmrobust.models.base import MediaInput, Model, Request, Response
+from mmrobust.models.base import MediaInput, MediaKind, Model, Request, Response
 from mmrobust.status import Status
 from mmrobust.tasks.answer import answer_from_detection
 
@@ -63,6 +63,7 @@ class ForensicDetector(Model):
     """
 
     media_input: ClassVar[MediaInput] = "path"
+    media_kinds: ClassVar[tuple[MediaKind, ...]] = ("video",)  # it reads the clip's pixels
     name = "forensic"
 
     def __init__(self, thresholds: Thresholds = DEFAULT, prior: str = "none") -> None:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mmrobust.models.base import Model, Placement
+from mmrobust.models.base import MEDIA_KINDS, MediaKind, Model, Placement
 from mmrobust.registry import Registry
 
 if TYPE_CHECKING:
@@ -43,6 +43,10 @@ MODELS: Registry[ModelFactory] = Registry("model")
 PLACEMENTS: dict[str, Placement] = {}
 """Backend name -> where its model runs (the ``placement`` of the models it makes)."""
 
+MEDIA: dict[str, tuple[MediaKind, ...]] = {}
+"""Backends whose models answer fewer media kinds than all (``Model.media_kinds``):
+``name -> kinds`` (``forensic``: video only)."""
+
 FRAME_ENCODINGS: dict[str, str] = {}
 """Backends whose frame encoding is not the default (JPEG q95, decoded size):
 ``name -> "module:function"``, ``function(arg, args) -> FrameEncoding`` (no client built)."""
@@ -54,11 +58,13 @@ def register_backend(
     *,
     placement: Placement = "cpu",
     frame_encoding: str | None = None,
+    media: tuple[MediaKind, ...] | None = None,
 ) -> None:
-    """Register a backend: its factory (or lazy ``"module:function"``), its placement and,
+    """Register a backend: its factory (or lazy ``"module:function"``), its placement,
     when its frames are not JPEG q95 at the decoded size, the lazy ``"module:function"``
     ``function(arg, args) -> FrameEncoding`` that says what it sends without building a
-    client (:func:`frame_encoding_of`).
+    client (:func:`frame_encoding_of`), and when its models answer fewer media kinds than
+    all, those (``media``: its models' ``Model.media_kinds``; :func:`media_kinds_of`).
 
     Raises:
         ValueError: ``name`` is already registered with another factory.
@@ -67,6 +73,8 @@ def register_backend(
     PLACEMENTS[name] = placement
     if frame_encoding is not None:
         FRAME_ENCODINGS[name] = frame_encoding
+    if media is not None:
+        MEDIA[name] = tuple(media)
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,17 @@ class ModelSpec:
     def placement(self) -> Placement:
         """Where this spec's model runs (:func:`placement_of`)."""
         return placement_of(self.name)
+
+    @property
+    def media_kinds(self) -> tuple[MediaKind, ...]:
+        """The media kinds this spec's model answers (:func:`media_kinds_of`)."""
+        return media_kinds_of(self.name)
+
+
+def media_kinds_of(name: str) -> tuple[MediaKind, ...]:
+    """The media kinds the models of backend ``name`` answer (every kind unless registered
+    with fewer), known before any model is loaded (``mmrobust run`` plans with it)."""
+    return MEDIA.get(name, MEDIA_KINDS)
 
 
 def placement_of(name: str) -> Placement:
@@ -243,7 +262,7 @@ def frame_encoding_of(
 # Built-in backends, imported on first use. Each module defines ``make(arg, args)``.
 register_backend("constant", "mmrobust.models.baselines:make_constant")
 register_backend("random", "mmrobust.models.baselines:make_random")
-register_backend("forensic", "mmrobust.models.forensic:make")
+register_backend("forensic", "mmrobust.models.forensic:make", media=("video",))
 register_backend("blind-overlap", "mmrobust.models.blind:make_overlap")
 register_backend("blind-embed", "mmrobust.models.blind:make_embed")
 register_backend(
@@ -262,12 +281,14 @@ register_backend("hf", "mmrobust.models.hf:make", placement="gpu")
 
 __all__ = [
     "FRAME_ENCODINGS",
+    "MEDIA",
     "MODELS",
     "PLACEMENTS",
     "ModelFactory",
     "ModelSpec",
     "frame_encoding_of",
     "load_model",
+    "media_kinds_of",
     "parse_model_args",
     "parse_spec",
     "placement_of",

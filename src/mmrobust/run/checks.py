@@ -2,7 +2,7 @@
 
 * :func:`check_same_run`: a run folder holds one run (same key, same dataset).
 * :func:`check_nonempty`, :func:`check_usable`: fail before any model call
-  when nothing can be asked.
+  when nothing can be asked; :func:`media_kinds`: what a model is shown.
 * :func:`unfinished`: the samples a resume still has to ask.
 * :func:`nothing_scored`: why a run that finished scored nothing (exit 1).
 """
@@ -86,6 +86,15 @@ def check_usable(samples: Sequence[Sample], config: EvalConfig) -> None:
             else " (pass --media DIR, or --text-only for a text-only run)"
         )
         raise DatasetError(f"none of the {len(samples)} samples can be evaluated: {first}{hint}")
+
+
+def media_kinds(samples: Sequence[Sample], *, text_only: bool = False) -> set[str]:
+    """The media kinds a model is shown for ``samples`` (``Sample.media_kind`` of each sample
+    without a loader error; ``{"text"}`` under ``--text-only``): what
+    ``Model.cannot_take`` is asked about."""
+    if text_only:
+        return {"text"} if samples else set()
+    return {s.media_kind for s in samples if not s.error}
 
 
 def check_nonempty(dataset: Dataset, samples: Sequence[Sample], config: EvalConfig) -> None:
@@ -208,6 +217,7 @@ __all__ = [
     "check_nonempty",
     "check_same_run",
     "check_usable",
+    "media_kinds",
     "nothing_scored",
     "resolved",
     "same_source",

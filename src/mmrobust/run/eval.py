@@ -34,6 +34,7 @@ from mmrobust.run.checks import (
     check_nonempty,
     check_same_run,
     check_usable,
+    media_kinds,
     nothing_scored,
     resolved,
     select_samples,
@@ -113,6 +114,7 @@ def run_eval(
     progress: bool = True,
     model: Model | None = None,
     executor: Executor | None = None,
+    dataset: Dataset | None = None,
 ) -> RunResult:
     """Evaluate ``config.model`` on ``config.data``; write the run folder; return the metrics.
 
@@ -120,6 +122,9 @@ def run_eval(
         config: the run configuration.
         progress: show a rich progress bar with ETA on stderr.
         model: an already-built model (else built from ``config.model``).
+        dataset: ``config.data`` already loaded with ``config.format``, ``config.images``
+            and ``config.text_only`` (``mmrobust run`` loads each dataset once for all its
+            runs); else loaded here.
         executor: runs the work items (default: :func:`choose_executor`); ``run.json``
             records its ``describe()`` under ``executor``.
 
@@ -141,7 +146,7 @@ def run_eval(
     """
     config.validate()  # every option fails before any work
     with INTERRUPTS.watch():  # Ctrl-C from here on ends with metrics.json and run.json
-        return _run_eval(config, progress=progress, model=model, executor=executor)
+        return _run_eval(config, progress=progress, model=model, executor=executor, dataset=dataset)
 
 
 def _run_eval(
@@ -150,14 +155,16 @@ def _run_eval(
     progress: bool,
     model: Model | None,
     executor: Executor | None,
+    dataset: Dataset | None = None,
 ) -> RunResult:
     """The body of :func:`run_eval`, with SIGINT owned by ``INTERRUPTS``."""
     from mmrobust.models.spec import load_model
 
     policy, pconf = config.policy(), config.prompt_config()
-    dataset = load_dataset(
-        config.data, config.format, images=config.images, text_only=config.text_only
-    )
+    if dataset is None:
+        dataset = load_dataset(
+            config.data, config.format, images=config.images, text_only=config.text_only
+        )
     dataset = derive_task(dataset, config.task, seed=config.seed)
     samples = [absolute_media(s) for s in select_samples(dataset, config.limit)]
     check_nonempty(dataset, samples, config)
@@ -167,14 +174,16 @@ def _run_eval(
     lock = RunLock(run_dir).acquire()  # one process per run folder, from here to the end
     try:
         model = model or load_model(config.model, config.model_args)
-        refusal = (
+        # said before any request: no media it takes (forensic on images), or no answer
+        # among the options (a judge may still read such replies)
+        refusal = model.cannot_take(media_kinds(samples, text_only=config.text_only)) or (
             None
             if config.judge
             else model.cannot_answer(
                 [s.options for s in samples], [option_keys(s, s.options) for s in samples]
             )
         )
-        if refusal:  # said before any request (a judge may still read such replies)
+        if refusal:
             model.close()
             raise ValueError(refusal)
         judge = load_judge(config.judge, config.judge_args) if config.judge else None

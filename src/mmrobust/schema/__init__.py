@@ -24,7 +24,7 @@ from mmrobust.schema.manifest import (
     Donor,
     ManifestEntry,
 )
-from mmrobust.schema.sample import Benchmark, Polarity, Sample, Window
+from mmrobust.schema.sample import Benchmark, MediaKind, Polarity, Sample, Window
 from mmrobust.schema.vocab import (
     CANONICAL_TYPES,
     OFFICIAL_TOKENS,
@@ -61,6 +61,7 @@ __all__ = [
     "DerivedWindow",
     "Donor",
     "ManifestEntry",
+    "MediaKind",
     "Polarity",
     "Position",
     "Sample",

@@ -23,6 +23,9 @@ Benchmark = str
 ``tamper-*`` questions of ``--task type|when|leading`` (``mmrobust.tasks``) about tamper
 clips, or a family a user registered (``mmrobust.families.register_family``)."""
 Polarity = Literal["positive", "negative"]
+MediaKind = Literal["video", "image", "text"]
+"""What one sample shows a model (:attr:`Sample.media_kind`): a video, an image, or no media
+(a text-only question; any sample under ``--text-only``)."""
 
 
 class Window(BaseModel):
@@ -113,9 +116,14 @@ class Sample(BaseModel):
         return self
 
     @property
+    def media_kind(self) -> MediaKind:
+        """What the sample shows a model: ``"video"``, ``"image"`` or ``"text"`` (no media)."""
+        return "video" if self.video is not None else "image" if self.image is not None else "text"
+
+    @property
     def answer_text(self) -> str:
         """Text of the ground-truth option (e.g. "Yes")."""
         return self.options[self.answer]
 
 
-__all__ = ["TAMPER_ORIGINAL", "Benchmark", "Polarity", "Sample", "Window"]
+__all__ = ["TAMPER_ORIGINAL", "Benchmark", "MediaKind", "Polarity", "Sample", "Window"]

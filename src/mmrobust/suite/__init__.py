@@ -4,8 +4,9 @@
 module         owns
 ============== ==========================================================================
 ``names``      safe, collision-free folder names; the ``--task`` list
-``runner``     :class:`SuiteConfig`, the plan, :func:`run_suite` (one ``run_eval`` per
-               run folder, one report at the end)
+``config``     :class:`SuiteConfig` (what ``mmrobust run`` takes)
+``plan``       the plan: run folders, runs skipped (task or media kind not applicable)
+``runner``     :func:`run_suite` (one ``run_eval`` per run folder, one report at the end)
 ============== ==========================================================================
 
 Layer: above ``run`` and ``report`` (it calls both), below ``cli``.

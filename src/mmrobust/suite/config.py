@@ -1,0 +1,114 @@
+"""What ``mmrobust run`` takes: :class:`SuiteConfig` (models x datasets x tasks, shared options).
+
+Each run's :class:`EvalConfig` differs from the suite's shared options only in ``model``,
+``data``, ``task``, ``out`` and the model's own backend settings (:meth:`SuiteConfig.args_of`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from mmrobust.run.config import EvalConfig
+
+
+@dataclass
+class SuiteConfig:
+    """Everything ``mmrobust run`` takes.
+
+    Attributes:
+        models: model specs (``constant:A``, ``openai:<m>``, ``hf:<id>``), each run on every
+            dataset.
+        data: datasets (anything ``eval --data`` takes).
+        tasks: task names (:func:`parse_tasks`).
+        out: the suite folder.
+        media: per dataset (same order as ``data``) its ``--media`` folder or ``None``;
+            empty: none for any.
+        options: every other :class:`EvalConfig` field, shared by all runs (``limit``,
+            ``seed``, ``model_args``, ``frames`` ...).
+        report: write ``OUT/report`` at the end.
+        log_samples: write each run folder's ``samples.jsonl`` (:mod:`mmrobust.export`).
+        model_args: per model spec, backend settings added to ``options["model_args"]`` (which
+            every model gets): models served by different servers.
+        title: the report's title.
+    """
+
+    models: list[str]
+    data: list[str]
+    tasks: list[str]
+    out: str
+    media: list[str | None] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    report: bool = True
+    title: str = "mmrobust report"
+    log_samples: bool = False
+    model_args: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """Check the lists and every shared option before any work.
+
+        Raises:
+            ValueError: no model, no dataset, a ``media`` list of another length than
+                ``data``, an option :class:`EvalConfig` does not have, or a bad option
+                (:meth:`EvalConfig.validate`).
+            UnknownNameError: an unknown model backend, task or reference.
+        """
+        from mmrobust.demo import check_models
+
+        if not self.models:
+            raise ValueError("no --model given")
+        if not self.data:
+            raise ValueError("no --data given")
+        if self.media and len(self.media) != len(self.data):
+            raise ValueError(
+                f"--media is given {len(self.media)} times for {len(self.data)} --data; give "
+                "one per --data in the same order ('-' for none), or none"
+            )
+        known = {f.name for f in fields(EvalConfig)} - {"data", "model", "out", "task", "images"}
+        unknown = sorted(set(self.options) - known)
+        if unknown:
+            raise ValueError(f"not an eval option: {', '.join(unknown)}")
+        check_models(self.models)
+        for task in self.tasks:
+            self.eval_config(self.models[0], self.data[0], None, task, "x").validate()
+
+    def eval_config(
+        self, model: str, data: str, media: str | None, task: str, out: str
+    ) -> EvalConfig:
+        """The :class:`EvalConfig` of one run (its ``model_args``: :meth:`args_of`)."""
+        options = {**self.options, "model_args": self.args_of(model)}
+        return EvalConfig(data=data, model=model, out=out, task=task, images=media, **options)
+
+    def args_of(self, model: str) -> dict[str, str]:
+        """The backend settings of ``model``: the shared ones its backend takes
+        (:meth:`model_args_for`), then its own."""
+        return {**self.model_args_for(model), **self.model_args.get(model, {})}
+
+    def model_args_for(self, model: str) -> dict[str, str]:
+        """The shared ``--model-arg`` settings the backend of ``model`` takes.
+
+        With models of several backends (``openai:`` beside ``hf:`` or ``forensic``), each
+        gets only the keys its backend declares (``mmrobust list models``), so
+        ``base_url=...`` reaches the API models and not the local ones; a key no backend of
+        the suite declares is passed to every model, whose backend then rejects it (a typo
+        still fails). With one backend every key is passed as given.
+        """
+        args: dict[str, str] = dict(self.options.get("model_args") or {})
+        backends = {m.partition(":")[0] for m in self.models}
+        if not args or len(backends) < 2:
+            return args
+        from mmrobust.catalog import models as backend_catalog
+
+        declared = {
+            b["name"]: {o["name"] for o in b["options"]}
+            for b in backend_catalog()
+            if b["name"] in backends
+        }
+        if set(declared) != backends:  # a backend the catalog does not know: pass all
+            return args
+        anywhere = set().union(*declared.values())
+        mine = declared[model.partition(":")[0]]
+        return {k: v for k, v in args.items() if k in mine or k not in anywhere}
+
+
+__all__ = ["SuiteConfig"]

@@ -392,6 +392,7 @@ def test_finetune_native_video_and_measure_held_out(tamper_data: Path, tmp_path:
     print("video fine-tune:", {k: result[k] for k in ("first_loss", "final_loss", "steps")})
     print("held-out eval loss:", result["eval_loss_before"], "->", result["eval_loss_after"])
     assert card["hyperparameters"]["video_input"] == "video"
+    assert "--model-arg video_input=video`" in (out / "README.md").read_text()
     assert card["data"]["trained"] == 24 and result["steps"] == 12
     assert result["final_loss"] < 0.5 * result["first_loss"]  # measured 9.06 -> 1.17
     assert result["eval_loss_after"] < result["eval_loss_before"]  # measured 9.34 -> 1.53

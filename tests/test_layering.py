@@ -25,7 +25,7 @@ them holds a cycle together; the cycle tests include them):
   ``distributed.replicas`` -> ``run``, ``judge``, ``models``, ``mmrdata`` inside the replica
   actor (imported on the Ray worker), ``distributed.tamper`` -> ``tamper.console``;
 * decoding only where frames are read: ``datasets.windows``, ``forensic.detector``,
-  ``models.forensic``, ``run.process``, ``audit`` -> ``media``; ``models.base`` /
+  ``models.forensic``, ``run.process``, ``audit``, ``finetune.pixels`` -> ``media``; ``models.base`` /
   ``models.spec`` -> ``media.jpeg``;
 * torch only when training: ``finetune.data`` / ``finetune.train`` -> ``datasets.mmr``,
   ``prompts``, ``models._adapter``;
@@ -65,6 +65,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "reasoning",
             "reply_words",
             "safenames",
+            "frame_size",
             "distributed.__init__",
         ),
     ),

@@ -147,6 +147,11 @@ def finetune_command(
         "--video-input",
         help="images | video (a clip's frames as native video, as hf: video_input=video).",
     ),
+    image_max_side: int = typer.Option(
+        _D["image_max_side"],
+        "--image-max-side",
+        help="Cap images/frames' longer side at N px, as hf: evaluation (0: none).",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Fine-tune a VLM on MMR paired data (LoRA, TRL SFT, the paper's Table 10 defaults). Re-running resumes."""
@@ -177,6 +182,7 @@ def finetune_command(
             num_workers=workers, eval_fraction=eval_fraction, eval_data=eval_data,
             eval_steps=eval_steps, report_to=report_to, push_to_hub=push_to_hub,
             load_in_4bit=load_in_4bit, video_input=video_input,
+            image_max_side=image_max_side,
         )  # fmt: skip
     except ValidationError as exc:
         first = exc.errors()[0]

@@ -45,7 +45,14 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mmrobust.tamper.config import MIN_SIDE, TAMPER_CODEC, TAMPER_PRESET, BuildConfig, Style
+from mmrobust.tamper.config import (
+    MIN_SIDE,
+    TAMPER_CODEC,
+    TAMPER_PRESET,
+    TAMPER_THREADS,
+    BuildConfig,
+    Style,
+)
 from mmrobust.tamper.entries import KEY_VERSION
 from mmrobust.tamper.layout import write_mvtamperbench_json
 from mmrobust.tamper.manifest import (
@@ -257,6 +264,7 @@ __all__ = [
     "MIN_SIDE",
     "TAMPER_CODEC",
     "TAMPER_PRESET",
+    "TAMPER_THREADS",
     "BuildConfig",
     "BuildReport",
     "PoolVideo",

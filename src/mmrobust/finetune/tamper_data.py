@@ -31,8 +31,12 @@ for ``mmrobust finetune --data`` / ``--eval-data``) and
 ``OUT/tamper_data.json`` (the manifest of what went where: settings, each source with
 its sha256 and side, each conversation's clip, effect, task, position and duration,
 the counts, the builds, and the held-out set's chance levels per task,
-:func:`mmrobust.finetune.tamper_chance.chance_levels`). Re-running resumes: the builder skips finished clips, frames already
-written are kept.
+:func:`mmrobust.finetune.tamper_chance.chance_levels`). Re-running resumes: the builder skips
+finished clips, frames already written are kept. A re-run into the same ``OUT`` with other
+settings says which changed (:func:`changed_settings`) and rebuilds what they change: clips by
+the builder's resume key (codec control, effects, seed, window), frames by the clip's sha256,
+the frame policy and the encoding; clips those settings no longer make (an effect left out, a
+source now on the other side of the split) are deleted (``build(prune=True)``).
 """
 
 from __future__ import annotations
@@ -54,6 +58,12 @@ from mmrobust.tamper.window import Position
 
 MANIFEST = "tamper_data.json"
 TRAIN, EVAL = "train", "eval"
+CLIP_SETTINGS = (
+    "effects", "positions", "durations", "eval_fraction", "seed", "codec_control", "policy",
+    "encoding",
+)  # fmt: skip
+"""The settings that change the clips, the split or the frames (``tasks`` and ``jobs`` do not:
+the questions are derived again on every run)."""
 
 
 class TamperDataError(ValueError):
@@ -153,6 +163,37 @@ def split_sources(
     return train, evals
 
 
+def settings_of(config: TamperDataConfig) -> dict[str, Any]:
+    """``config`` as ``tamper_data.json`` records it (``settings``; JSON values)."""
+    return dict(json.loads(json.dumps(asdict(config), default=str)))
+
+
+def changed_settings(
+    previous: dict[str, Any], config: TamperDataConfig, digests: Sequence[str]
+) -> list[str]:
+    """What differs from an earlier build's ``tamper_data.json`` (``previous``) in the settings
+    that change clips, split or frames (``CLIP_SETTINGS``) and in the sources (their sha256),
+    one ``"name: was -> now"`` each (``policy.n_frames: 8 -> 4``). Pure."""
+    was, now = previous.get("settings") or {}, settings_of(config)
+    changes = []
+    for name in CLIP_SETTINGS:
+        old, new = was.get(name), now[name]
+        if isinstance(old, dict) and isinstance(new, dict):
+            changes += [
+                f"{name}.{k}: {old.get(k)!r} -> {new.get(k)!r}"
+                for k in sorted(set(old) | set(new))
+                if old.get(k) != new.get(k)
+            ]
+        elif old != new:
+            changes.append(f"{name}: {old!r} -> {new!r}")
+    sources = previous.get("sources") or {}
+    before = {s.get("sha256") for side in sources.values() for s in side}
+    if before != set(digests):
+        gone, added = len(before - set(digests)), len(set(digests) - before)
+        changes.append(f"sources: {gone} left out, {added} new")
+    return changes
+
+
 def _tag(position: Position, duration: float) -> str:
     return f"clips-{position}-{duration:g}s"
 
@@ -174,21 +215,38 @@ def _build(
         codec_control=config.codec_control,
         donors=tuple(sources),  # substitution's donors from this side of the split only
     )
-    return build(list(sources), out, built, jobs=config.jobs)
+    return build(list(sources), out, built, jobs=config.jobs, prune=True)
 
 
 def _frames(
-    video: Path, folder: Path, config: TamperDataConfig
+    video: Path, folder: Path, config: TamperDataConfig, video_sha256: str | None = None
 ) -> tuple[list[Path], dict[str, Any]]:
     """The clip's frames as ``eval`` samples and encodes them, written once (resumable),
-    and their timing (the record's ``video_metadata``: source fps, frame indices, count)."""
+    and their timing (the record's ``video_metadata``: source fps, frame indices, count).
+
+    Kept only for the same clip (``video_sha256``, the manifest's; else hashed here), frame
+    policy and encoding (``frames.json`` records them); otherwise sampled again."""
     from mmrobust.media.frames import sample_clip
+    from mmrobust.tamper.manifest import sha256_file
 
     done = folder / "frames.json"
+    made_from = json.loads(
+        json.dumps(  # as frames.json reads back (tuples are lists)
+            {
+                "video_sha256": video_sha256 or sha256_file(video),
+                "policy": asdict(config.policy),
+                "encoding": asdict(config.encoding),
+            }
+        )
+    )
     if done.is_file():
         saved = json.loads(done.read_text(encoding="utf-8"))
-        if isinstance(saved, dict):  # a list: written before the timing was kept, redone
+        # a list: written before the timing was kept; no made_from: before it was checked
+        if isinstance(saved, dict) and saved.get("made_from") == made_from:
             return [folder / name for name in saved["frames"]], saved["video_metadata"]
+        done.unlink()
+        for old in folder.glob("*.jpg"):  # another clip's or policy's frames
+            old.unlink()
     clip = sample_clip(video, config.policy, config.encoding)
     timing = {
         "fps": float(clip.fps),
@@ -202,7 +260,7 @@ def _frames(
         name = f"{i:03d}.jpg"
         (folder / name).write_bytes(jpeg)
         names.append(name)
-    record = {"frames": names, "video_metadata": timing}
+    record = {"frames": names, "video_metadata": timing, "made_from": made_from}
     done.write_text(json.dumps(record), encoding="utf-8")  # last: a cut run redoes the clip
     return [folder / n for n in names], timing
 
@@ -238,7 +296,11 @@ def conversations_of(
             if key not in frames:
                 try:
                     clip = Path(key).resolve().relative_to(clips_dir.resolve()).with_suffix("")
-                    frames[key] = _frames(Path(key), side_dir / "frames" / tag / clip, config)
+                    sha = sample.meta.get("video_sha256")
+                    frames[key] = _frames(
+                        Path(key), side_dir / "frames" / tag / clip, config,
+                        sha if isinstance(sha, str) else None,
+                    )  # fmt: skip
                 except (OSError, ValueError, MediaError) as exc:  # one bad clip, not the run
                     errors.append(f"{key}: {str(exc).splitlines()[0]}")
                     frames[key] = None
@@ -299,6 +361,17 @@ def build_tamper_data(
     if not files:
         raise TamperDataError(f"no video found in {', '.join(map(str, sources))}")
     digests = [sha256_file(f) for f in files]
+    if (root / MANIFEST).is_file():  # a re-run into the same OUT
+        try:
+            previous = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            previous = {}
+        changes = changed_settings(previous if isinstance(previous, dict) else {}, config, digests)
+        if changes:
+            log(
+                f"{root} was built with other settings ({'; '.join(changes)}): rebuilding the "
+                "clips and frames they change; clips they no longer make are removed"
+            )
     train, held = split_sources(files, digests, config.eval_fraction, config.seed)
     log(f"split by source: {len(train)} training, {len(held)} held out")
     side_dirs = {TRAIN: root / TRAIN, EVAL: root / EVAL}
@@ -343,11 +416,7 @@ def build_tamper_data(
     by_digest = dict(zip(map(str, files), digests, strict=True))
     chance = chance_levels([r["meta"] for r in records[EVAL]])
     manifest = {
-        "settings": {
-            **{k: v for k, v in asdict(config).items() if k not in ("policy", "encoding")},
-            "policy": asdict(config.policy),
-            "encoding": asdict(config.encoding),
-        },
+        "settings": settings_of(config),
         "sources": {
             TRAIN: [{"path": str(p), "sha256": by_digest[str(p)]} for p in train],
             EVAL: [{"path": str(p), "sha256": by_digest[str(p)]} for p in held],
@@ -370,6 +439,7 @@ def build_tamper_data(
 
 
 __all__ = [
+    "CLIP_SETTINGS",
     "EVAL",
     "MANIFEST",
     "TRAIN",
@@ -378,6 +448,8 @@ __all__ = [
     "TamperDataReport",
     "build_problem",
     "build_tamper_data",
+    "changed_settings",
     "conversations_of",
+    "settings_of",
     "split_sources",
 ]

@@ -100,3 +100,37 @@ def test_data_folder_of_tamper_data_names_its_train_side(tmp_path: Path) -> None
         f"{tmp_path / 'td' / 'train'} (--data), its eval/llava.json for --eval-data"
     )
     assert resolve_data_path(tmp_path / "td" / "train") == tmp_path / "td" / "train" / "llava.json"
+
+
+def test_substitution_with_one_source_on_a_side_is_refused_before_building(
+    tmp_path: Path,
+) -> None:
+    """4 videos, the default --eval-fraction 0.25: one held out, so the held-out side had no
+    substitution clip and its ``type`` question offered 5 options against training's 6 (a
+    new user's run-through). Refused now, before any clip is built, with the fixes."""
+    from mmrobust.finetune.tamper_data import TamperDataConfig, donor_problem
+    from mmrobust.media import sample_clips
+
+    clips = sorted(sample_clips().values())
+    out = tmp_path / "td"
+    result = CliRunner().invoke(
+        app, ["tamper-data", *map(str, clips), "--out", str(out), "--no-audit"]
+    )
+    assert result.exit_code == 2, result.output
+    assert (
+        "error: substitution needs 2 or more source videos on each side of the split (its "
+        "donor is another video of the same side); the eval side has 1: hold out more videos "
+        "(a larger --eval-fraction) or add videos, or leave it out: --effects "
+        "dropping,masking,rotation,repetition"
+    ) in " ".join(result.output.split())
+    assert not (out / "train").exists() and not (out / "eval").exists()  # nothing built
+
+    digest = {str(c): str(i) for i, c in enumerate(clips)}
+    config = TamperDataConfig()
+    assert donor_problem(clips[:2], clips[2:], digest, config) is None  # 2 on each side
+    assert "the train side has 1" in str(donor_problem(clips[:1], clips[1:], digest, config))
+    same = {str(c): "x" for c in clips[2:]} | digest  # two copies of one video are one source
+    same[str(clips[3])] = same[str(clips[2])]
+    assert "the eval side has 1" in str(donor_problem(clips[:2], clips[2:], same, config))
+    no_sub = TamperDataConfig(effects=("dropping", "masking"))
+    assert donor_problem(clips[:1], clips[1:2], digest, no_sub) is None

@@ -163,6 +163,35 @@ def split_sources(
     return train, evals
 
 
+def donor_problem(
+    train: Sequence[Path], held: Sequence[Path], digest_of: dict[str, str], config: TamperDataConfig
+) -> str | None:
+    """Why substitution cannot be built on both sides of the split, or ``None`` (pure).
+
+    Substitution's donor is another video of the same side (the split is by source), so a
+    side with one distinct source gets no substitution clip; its ``type`` question would then
+    offer one option fewer than the other side's (training on 6 options, evaluating on 5), and
+    its clips would not be balanced 1:1 with the originals. Refused before anything is built.
+    """
+    if "substitution" not in config.effects:
+        return None
+    for side, files in ((TRAIN, train), (EVAL, held)):
+        n = len({digest_of[str(f)] for f in files})
+        if n < 2:
+            more = (
+                "hold out more videos (a larger --eval-fraction) or add videos"
+                if side == EVAL
+                else "keep more videos for training (a smaller --eval-fraction) or add videos"
+            )
+            rest = ",".join(e for e in config.effects if e != "substitution")
+            return (
+                f"substitution needs 2 or more source videos on each side of the split (its "
+                f"donor is another video of the same side); the {side} side has {n}: {more}, "
+                f"or leave it out: --effects {rest}"
+            )
+    return None
+
+
 def settings_of(config: TamperDataConfig) -> dict[str, Any]:
     """``config`` as ``tamper_data.json`` records it (``settings``; JSON values)."""
     return dict(json.loads(json.dumps(asdict(config), default=str)))
@@ -361,6 +390,7 @@ def build_tamper_data(
     if not files:
         raise TamperDataError(f"no video found in {', '.join(map(str, sources))}")
     digests = [sha256_file(f) for f in files]
+    by_digest = dict(zip(map(str, files), digests, strict=True))
     if (root / MANIFEST).is_file():  # a re-run into the same OUT
         try:
             previous = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
@@ -373,6 +403,8 @@ def build_tamper_data(
                 "clips and frames they change; clips they no longer make are removed"
             )
     train, held = split_sources(files, digests, config.eval_fraction, config.seed)
+    if problem := donor_problem(train, held, by_digest, config):
+        raise TamperDataError(problem)
     log(f"split by source: {len(train)} training, {len(held)} held out")
     side_dirs = {TRAIN: root / TRAIN, EVAL: root / EVAL}
     builds: list[tuple[str, str, Path]] = []  # (side, tag, clips folder)
@@ -413,7 +445,6 @@ def build_tamper_data(
         tmp.write_text(json.dumps(records[side], indent=1), encoding="utf-8")
         tmp.replace(path)
     per_task = {side: Counter(r["meta"]["task"] for r in records[side]) for side in (TRAIN, EVAL)}
-    by_digest = dict(zip(map(str, files), digests, strict=True))
     chance = chance_levels([r["meta"] for r in records[EVAL]])
     manifest = {
         "settings": settings_of(config),
@@ -450,6 +481,7 @@ __all__ = [
     "build_tamper_data",
     "changed_settings",
     "conversations_of",
+    "donor_problem",
     "settings_of",
     "split_sources",
 ]

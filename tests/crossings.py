@@ -158,6 +158,58 @@ def cells() -> Iterator[Any]:
                 )
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A model that can answer none of a cell's samples: ``eval`` says so in one line and
+    exits 2 before any request, on every executor (on Ray before the cluster is contacted).
+
+    Attributes:
+        name: test id.
+        model: ``--model``.
+        task: a ``TASKS`` value (``mmr``: the ``mmr-demo`` data).
+        line: the whole output.
+    """
+
+    name: str
+    model: str
+    task: str
+    line: str
+
+
+PICKY = "picky-video"
+"""A backend the refusal tests register (not light: its model is loaded only where it runs)
+whose models take video only, declared with ``register_backend(media=("video",))``."""
+
+REFUSALS = (
+    Refusal(
+        "constant-Z",
+        "constant:Z",
+        "detect",
+        "error: constant:Z answers 'Z', which is neither an option letter (A, B) nor an "
+        "option text of any sample: every answer would be a parse failure",
+    ),
+    # the forensic x mmr cells that cells() skips: refused, as their skip reason says
+    Refusal(
+        "forensic-images",
+        "forensic",
+        "mmr",
+        "error: forensic takes video only; the samples have images",
+    ),
+    Refusal(
+        "declared-media", PICKY, "mmr", f"error: {PICKY} takes video only; the samples have images"
+    ),
+)
+"""``Model.cannot_answer`` (``constant:Z`` on Yes/No), ``Model.cannot_take`` of a light
+backend (``forensic`` on photos) and of a backend known only by its spec on the driver."""
+
+
+def refusal_cells() -> Iterator[Any]:
+    """``pytest.param(refusal, executor)`` for every ``REFUSALS`` entry on every executor."""
+    for r in REFUSALS:
+        for executor in EXECUTORS:
+            yield pytest.param(r, executor, id=f"{r.name}-{executor}")
+
+
 def responder(request: RecordedRequest) -> Reply:
     """The fake server's reply: ``A`` or ``B`` from a checksum of the prompt and the images.
 
@@ -225,17 +277,21 @@ __all__ = [
     "EXECUTORS",
     "FRAMES",
     "MMR_LIMIT",
+    "PICKY",
     "RAY_VARIANTS",
+    "REFUSALS",
     "ROW_FIELDS",
     "TASKS",
     "VARIANTS",
     "VOLATILE",
     "Backend",
+    "Refusal",
     "build_tiny_set",
     "cells",
     "comparable",
     "metrics",
     "ray_cell",
+    "refusal_cells",
     "replicas",
     "responder",
     "rows",

@@ -57,6 +57,26 @@ def _port_open(address: str) -> bool:
         return sock.connect_ex((host, int(port))) == 0
 
 
+START_ATTEMPTS = 3
+"""Starts of a cluster tried before a test fails (only on Ray's node-startup timeout)."""
+
+
+def _kill_processes_naming(folder: str) -> None:
+    """Kill the Ray processes of a failed start: those whose command line names ``folder``
+    (each node's session folder lies under the cluster's own temporary folder)."""
+    import psutil
+
+    mine = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if any(folder in part for part in proc.info["cmdline"] or ()):
+                proc.kill()
+                mine.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    psutil.wait_procs(mine, timeout=10)
+
+
 class LoopbackCluster:
     """``with LoopbackCluster(nodes=2) as c:`` ... ``c.address``, ``c.add_node()``, ``c.cluster``."""
 
@@ -100,10 +120,24 @@ class LoopbackCluster:
         Path(self._temp, "ray").mkdir()
         head = {**self.node, "temp_dir": self._temp, "include_dashboard": False}
         head.update(no_monitor=True, include_log_monitor=False, _system_config=SYSTEM_CONFIG)
-        self.cluster = Cluster(initialize_head=True, head_node_args=head)
-        for _ in range(self.n_nodes - 1):
-            self.add_node()
-        return self
+        for attempt in range(1, START_ATTEMPTS + 1):
+            cluster = None
+            try:
+                cluster = self.cluster = Cluster(initialize_head=True, head_node_args=head)
+                for _ in range(self.n_nodes - 1):
+                    self.add_node()
+                return self
+            except Exception as error:
+                # Ray waits a fixed 30 s for a new raylet to register with the GCS
+                # (ray/_private/node.py); on a loaded 2-core machine it can miss that: start
+                # the cluster again, after ending what this attempt started.
+                if "timed out during startup" not in str(error) or attempt == START_ATTEMPTS:
+                    raise
+                if cluster is not None:
+                    cluster.shutdown()
+                _kill_processes_naming(self._temp)
+                print(f"ray_cluster: start attempt {attempt} timed out; starting again")
+        raise AssertionError("unreachable")
 
     def __exit__(self, *exc: object) -> None:
         import ray._private.ray_constants as ray_constants

@@ -57,7 +57,9 @@ def tamper_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     args += ["--effects", EFFECTS, "--positions", "start,end", "--eval-fraction", "0.5"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert "24 training conversations from 1 sources, 12 held out from 1" in result.output
+    assert "24 training conversations from 1 source(s), 12 held out from 1" in result.output
+    for build in ("train/clips-start-1s", "train/clips-end-1s", "eval"):  # codec control on
+        assert f"leak audit {build} (1 original, 3 tampered clips): no leak;" in result.output
     return out
 
 
@@ -83,6 +85,18 @@ def test_split_by_source_balance_and_eval_frames(tamper_data: Path) -> None:
     assert manifest["clips"]["train"] == {"original": 2, "dropping": 2, "masking": 2, "rotation": 2}
     assert manifest["clips"]["eval"] == {"original": 1, "dropping": 1, "masking": 1, "rotation": 1}
     assert manifest["conversations"]["train"] == {"detect": 8, "type": 8, "when": 8}
+    audit = manifest["audit"]["builds"]  # the leak audit of every build: nothing separates
+    assert {n: a["status"] for n, a in audit.items()} == {
+        "train/clips-start-1s": "clean", "train/clips-end-1s": "clean", "eval": "clean",
+    }  # fmt: skip
+    # chance on the 4 held-out clips (original + 3 effects, middle 1 s), by hand: always
+    # Yes F1 2t/(2t+o) = 2/3 per type, accuracy 3/4; type 1/4 (each key once); when 1/4,
+    # majority "middle" 3/4 (the original's truth is "nowhere")
+    chance = manifest["chance"]
+    assert chance["detect"]["always_yes_f1"] == pytest.approx(2 / 3)
+    assert chance["detect"]["always_yes_accuracy"] == chance["detect"]["majority_accuracy"] == 0.75
+    assert (chance["type"]["uniform_accuracy"], chance["type"]["majority_accuracy"]) == (0.25, 0.25)
+    assert (chance["when"]["majority"], chance["when"]["majority_accuracy"]) == ("middle", 0.75)
 
     records = _records(tamper_data / "train" / "llava.json")
     detect = [r for r in records if r["meta"]["task"] == "detect"]
@@ -378,6 +392,7 @@ def test_finetune_native_video_and_measure_held_out(tamper_data: Path, tmp_path:
     print("video fine-tune:", {k: result[k] for k in ("first_loss", "final_loss", "steps")})
     print("held-out eval loss:", result["eval_loss_before"], "->", result["eval_loss_after"])
     assert card["hyperparameters"]["video_input"] == "video"
+    assert "--model-arg video_input=video`" in (out / "README.md").read_text()
     assert card["data"]["trained"] == 24 and result["steps"] == 12
     assert result["final_loss"] < 0.5 * result["first_loss"]  # measured 9.06 -> 1.17
     assert result["eval_loss_after"] < result["eval_loss_before"]  # measured 9.34 -> 1.53

@@ -25,7 +25,7 @@ them holds a cycle together; the cycle tests include them):
   ``distributed.replicas`` -> ``run``, ``judge``, ``models``, ``mmrdata`` inside the replica
   actor (imported on the Ray worker), ``distributed.tamper`` -> ``tamper.console``;
 * decoding only where frames are read: ``datasets.windows``, ``forensic.detector``,
-  ``models.forensic``, ``run.process``, ``audit`` -> ``media``; ``models.base`` /
+  ``models.forensic``, ``run.process``, ``audit``, ``finetune.pixels`` -> ``media``; ``models.base`` /
   ``models.spec`` -> ``media.jpeg``;
 * torch only when training: ``finetune.data`` / ``finetune.train`` -> ``datasets.mmr``,
   ``prompts``, ``models._adapter``;
@@ -65,6 +65,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "reasoning",
             "reply_words",
             "safenames",
+            "frame_size",
             "distributed.__init__",
         ),
     ),
@@ -79,7 +80,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("run", ("run", "runner", "finetune", "export")),  # eval, rescore; finetune; per-sample logs
     ("distributed", ("distributed",)),  # Ray executors over run / tamper / mmrdata
     ("report", ("report",)),  # one run view, tables, plots, site
-    ("apps", ("audit", "audit_scores", "demo", "suite", "catalog")),  # whole jobs
+    ("apps", ("audit", "audit_scores", "audit_builds", "demo", "suite", "catalog")),  # whole jobs
     ("cli", ("cli",)),
 ]
 """Lowest first. A key names a top-level module or package (``media`` is ``mmrobust.media``

@@ -170,9 +170,10 @@ def test_cli_names_failed_runs_and_exits_1(family_tamper_set: Path, tmp_path: Pa
     args += ["--bootstrap", "0", "--no-report"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 1, result.output
-    assert "1 of 2 runs finished" in result.stdout
-    assert "error: 1 run(s) failed:" in result.stderr
-    assert "constant-A/no-such-set/detect: " in result.stderr
+    assert "1 of 2 runs finished, 1 blocked (dataset not loaded)" in result.stdout
+    assert "error: 1 dataset(s) cannot be loaded:" in result.stderr
+    assert f"  {missing}: dataset not found: " in result.stderr
+    assert "(blocks 1 run: constant-A/no-such-set: detect)" in result.stderr
     assert _rows(out / "constant-A" / Path(family_tamper_set).name / "detect") == 4
     bad = CliRunner().invoke(app, ["run", "--model", "constant:A", "--data", "mmr-demo",
                                    "--task", "detct", "--out", str(out)])  # fmt: skip
@@ -285,3 +286,77 @@ def test_a_video_only_model_is_planned_on_no_image_set(
     ]
     assert not (out / "forensic" / "mmr-demo").exists()
     assert _rows(out / "constant-A" / "mmr-demo" / "mmr") == ROWS["mmr"]
+
+
+def test_an_unloadable_dataset_is_one_failure_naming_the_runs_it_blocks(
+    family_tamper_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``hf:MVTamperBench`` offline and not in the hub cache: resolved once, reported once with
+    the tasks it blocks, exit 1 (before: one failed run per model and task, the same error 8
+    times on the console and 8 times in the failure list); the other dataset still runs."""
+    import huggingface_hub.constants as hub_constants
+
+    from mmrobust.datasets import hub
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    resolved: list[str] = []
+    real = hub.snapshot
+
+    def counting(ref: hub.HubRef, **kw: object) -> Path:
+        resolved.append(ref.repo_id)
+        return real(ref, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hub, "snapshot", counting)
+    out = tmp_path / "OUT"
+    args = ["run", "--model", "constant:A", "--model", "random:0", "--data", "hf:MVTamperBench"]
+    args += ["--data", str(family_tamper_set), "--task", "all", "--out", str(out), "-q"]
+    result = CliRunner().invoke(app, [*args, "--bootstrap", "0", "--no-report"])
+    assert result.exit_code == 1, result.output
+    assert resolved == ["Srikant86/MVTamperBench"]
+    why = "Srikant86/MVTamperBench is not (completely) in the local hub cache"
+    assert result.output.count(why) == 2  # once as it is found, once in the closing list
+    assert "error: 1 dataset(s) cannot be loaded:" in result.stderr
+    blocks = "(blocks 8 runs: constant-A/hf-MVTamperBench: detect, type, when, leading; "
+    blocks += "random-0/hf-MVTamperBench: detect, type, when, leading)"
+    assert blocks in result.stderr and "run(s) failed" not in result.stderr
+    assert "8 of 16 runs finished, 8 blocked (dataset not loaded)" in result.stdout
+    suite = json.loads((out / "suite.json").read_text())
+    [failure] = suite["datasets_failed"]
+    assert failure["data"] == "hf:MVTamperBench" and failure["error"].startswith(why)
+    assert failure["blocked"] == [
+        f"{m}/hf-MVTamperBench/{t}"
+        for m in ("constant-A", "random-0")
+        for t in ("detect", "type", "when", "leading")
+    ]
+    statuses = [(r["run_dir"].split("/")[1], r["status"]) for r in suite["runs"]]
+    assert statuses.count(("hf-MVTamperBench", "blocked")) == 8
+    assert statuses.count((family_tamper_set.name, "complete")) == 8
+
+
+def test_each_dataset_is_loaded_once_per_suite(
+    family_tamper_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan loads each dataset once and every run uses that load (before: once for the
+    plan and once more per run: 9 loads of one dataset for 2 models x 4 tasks)."""
+    import mmrobust.datasets
+    import mmrobust.run.eval
+
+    loads: list[str] = []
+    real = mmrobust.datasets.load_dataset
+
+    def counting(data: object, *a: object, **kw: object) -> object:
+        loads.append(str(data))
+        return real(data, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(mmrobust.datasets, "load_dataset", counting)
+    monkeypatch.setattr(mmrobust.run.eval, "load_dataset", counting)
+    cfg = SuiteConfig(
+        models=list(MODELS), data=[str(family_tamper_set)], tasks=list(parse_tasks(["all"])),
+        out=str(tmp_path / "OUT"), options={"n_resamples": 0}, report=False,
+    )  # fmt: skip
+    res = run_suite(cfg, progress=False)
+    assert [r.status for r in res.runs] == ["complete"] * 8
+    assert loads == [str(family_tamper_set)]
+    assert [_rows(r.run_dir) for r in res.runs[:4]] == [4, 4, 4, 8]

@@ -1,5 +1,5 @@
 """``mmrobust finetune`` (issue 21; options and body in :mod:`mmrobust.finetune.command`),
-``mmrobust tamper-data`` (issue 31; :mod:`mmrobust.finetune.tamper_command`),
+``mmrobust tamper-data`` (issue 31; :mod:`mmrobust.cli.tamper_data`),
 ``mmrobust run`` (issue 30; options and body in :mod:`mmrobust.suite.command`) and
 ``mmrobust demo`` (issue 7, :func:`mmrobust.demo.run_demo`).
 """
@@ -13,11 +13,13 @@ from mmrobust.cli.options import (
     fail_on,
     model_args_option,
 )
+from mmrobust.cli.tamper_data import tamper_data_command  # light: typer only
 from mmrobust.finetune.command import finetune_command  # light: typer + pydantic
-from mmrobust.finetune.tamper_command import tamper_data_command  # light: typer only
 from mmrobust.suite.command import run_command  # light: typer only
 
-app.command("finetune", short_help="Fine-tune a VLM on MMR paired data (LoRA).")(finetune_command)
+app.command("finetune", short_help="Fine-tune a VLM on MMR pairs or tamper clips (LoRA).")(
+    finetune_command
+)
 app.command(
     "tamper-data", short_help="Training clips and questions from your videos, split by source."
 )(tamper_data_command)

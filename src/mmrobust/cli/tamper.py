@@ -78,6 +78,12 @@ def tamper(
         help="Fixed quantiser 1-31 for mpeg4/mpeg2video (3 when not given: at least the "
         "released mp4v clips' PSNR); unused by crf codecs.",
     ),
+    threads: int = typer.Option(
+        2,  # tamper.config.TAMPER_THREADS (not imported here: the CLI starts without PyAV)
+        min=1,
+        help="Encoder threads (slices per frame). Fixed, so a build's bytes do not depend "
+        "on the machine's cores; another count gives other bytes.",
+    ),
     segments: bool = typer.Option(
         True,
         "--segments/--no-segments",
@@ -110,6 +116,7 @@ def tamper(
             crf=crf,
             preset=preset,
             qscale=qscale,
+            threads=threads,
             segments=segments,
             layout=layout,
             task=task,

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import ray
 from ray.exceptions import RayError
 
+from mmrobust.datasets import Dataset
 from mmrobust.distributed import RayOptions
 from mmrobust.distributed.pipeline import PipelineStats, probe_model, stream
 from mmrobust.distributed.replicas import ReplicaSpec
@@ -342,11 +343,19 @@ def check_same_key(config: EvalConfig, model: Model, info: dict[str, Any]) -> No
         )
 
 
-def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = True) -> RunResult:
+def run_eval_ray(
+    config: EvalConfig,
+    options: RayOptions,
+    *,
+    progress: bool = True,
+    dataset: Dataset | None = None,
+) -> RunResult:
     """:func:`mmrobust.run.eval.run_eval` with the model in Ray replicas (see module docstring).
 
     ``config.workers`` is the number of concurrent model calls per replica
-    (default: the model's ``max_concurrency``).
+    (default: the model's ``max_concurrency``). ``dataset``: ``config.data`` already loaded
+    (``run.eval.evaluate`` loads it, and refuses a model that can answer none of its
+    samples, before this is called: before the cluster is contacted).
 
     Raises:
         ValueError, WorkerPathError: Ray unreachable, no room for the replicas,
@@ -368,7 +377,7 @@ def run_eval_ray(config: EvalConfig, options: RayOptions, *, progress: bool = Tr
         encoding = frame_encoding_of(config.model, config.model_args)
         model = RemoteModel.from_info(replicas.info, encoding)
         check_same_key(config, model, replicas.info)
-        return run_eval(config, progress=progress, model=model, executor=executor)
+        return run_eval(config, progress=progress, model=model, executor=executor, dataset=dataset)
 
 
 __all__ = [

@@ -26,6 +26,12 @@ its block without end; the old dispatcher wrote ``model_error`` rows after 3
 deaths), and an attempt count per item.
 An exception raised for one item (not a dead worker) is returned as that
 item's result (the caller records typed ``model_error`` rows).
+
+Ray 2.60 logs "has constructor arguments in the object store and max_restarts > 0"
+once per replica actor: Ray Data passes its own wrapped UDF and ``DataContext`` to
+each actor by object reference (ray-project/ray#57733), whatever our constructor
+arguments (``ReplicaSpec`` and one reference to the items, about 600 bytes pickled);
+only ``max_restarts=0`` silences it, giving up the restarts above (docs/scaling.md).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ counts, the donor pool, resume keys), then :class:`RaySourceMap` runs
 the same temporary file + rename as a local build, in the driver's working
 directory, so outputs are byte-identical to a local build of the same command
 (same seeds, same donors: both are drawn from the plan, not from where a
-task runs; and the same encoder thread count: a task lets its encoders see
-as many CPUs as the driver has, see :func:`encoder_cpus`). The driver appends ``manifest.jsonl`` as results arrive and writes
+task runs; and the same encoder thread count, ``BuildConfig.threads``, fixed
+rather than taken from the node's cores). The driver appends ``manifest.jsonl`` as results arrive and writes
 ``errors.jsonl``. Before the first task, every node that could run one is
 asked whether it sees every planned source and donor file (a node whose data
 mount is an empty folder stops the build in one line, before anything is
@@ -19,7 +19,6 @@ every task has finished.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,38 +52,6 @@ MAX_TASK_RETRIES = 3
 """Times Ray re-runs a source whose worker process or node died."""
 
 
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask; ``os.cpu_count()`` where there is none)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-@contextlib.contextmanager
-def encoder_cpus(n: int) -> Iterator[bool]:
-    """Let FFmpeg's and x264's automatic thread counts see ``n`` CPUs, as on the driver.
-
-    Encoders with ``threads=0`` pick their thread count from the CPUs the
-    process may use, and the thread count changes the bytes they write (mpeg4
-    slices, x264 frame threads). Restricting the task to ``n`` of its CPUs
-    makes a worker encode exactly as a local build on the driver would.
-    Yields ``False`` (and changes nothing) when the node has fewer than ``n``
-    CPUs or no affinity control: its clips may then differ in bytes.
-    """
-    if not hasattr(os, "sched_getaffinity"):
-        yield usable_cpus() == n
-        return
-    old = os.sched_getaffinity(0)
-    if len(old) < n:
-        yield False
-        return
-    os.sched_setaffinity(0, sorted(old)[:n])
-    try:
-        yield True
-    finally:
-        os.sched_setaffinity(0, old)
-
-
 def _build_remote(
     plan: SourcePlan,
     config: BuildConfig,
@@ -92,16 +59,15 @@ def _build_remote(
     pool: list[PoolVideo],
     done: dict[str, ManifestEntry],
     cwd: str,
-    cpus: int,
-) -> tuple[SourceResult, str, str, bool]:
-    """On a worker: ``build_source`` in the driver's working directory, encoding with the
-    driver's CPU count; ``(result, node ip, node id, encoded as on the driver)``.
+) -> tuple[SourceResult, str, str]:
+    """On a worker: ``build_source`` in the driver's working directory; ``(result, node ip,
+    node id)``.
 
     A source this node cannot see or read (its mount lost after the check) is not built: its
     error names the node, so it does not read as a bad file (a re-run builds it again, as
     any source with no clip in the manifest)."""
     ip = ray.util.get_node_ip_address()
-    with in_dir(cwd), encoder_cpus(cpus) as same:
+    with in_dir(cwd):
         why = unreadable_here(plan.path)
         if why is not None:
             reason = f"Ray node {ip} {why} {plan.path} (the driver does; node-local)"
@@ -111,7 +77,7 @@ def _build_remote(
         else:
             result = build_source(plan, config, out_dir, pool, done)
     node = ray.get_runtime_context().get_node_id()
-    return result, ip, node, same
+    return result, ip, node
 
 
 _build_task = ray.remote(_build_remote)
@@ -134,8 +100,6 @@ class RaySourceMap:
         nodes: sources built per node ip (this build).
         node_ids: the Ray nodes that built a source.
         failed: sources that failed on every try.
-        fewer_cpus: sources built on a node with fewer CPUs than the driver (their encoders
-            may have used fewer threads, so their clips may differ in bytes from a local build).
     """
 
     def __init__(self, session: RaySession, request: Mapping[str, float], tasks: int) -> None:
@@ -145,8 +109,6 @@ class RaySourceMap:
         self.nodes: dict[str, int] = {}
         self.node_ids: set[str] = set()
         self.failed = 0
-        self.fewer_cpus = 0
-        self.driver_cpus = usable_cpus()
 
     def __call__(
         self,
@@ -191,7 +153,6 @@ class RaySourceMap:
                             pool_ref,
                             done_ref,
                             self.session.cwd,
-                            self.driver_cpus,
                         )
                     ] = plan
                 if not pending:
@@ -201,7 +162,7 @@ class RaySourceMap:
                 for ref in ready:
                     plan = pending.pop(ref)
                     try:
-                        result, ip, node_id, same = ray.get(ref)
+                        result, ip, node_id = ray.get(ref)
                     except RayError as exc:  # the source failed on every try: one source lost
                         self.failed += 1
                         text = str(exc).strip()
@@ -214,7 +175,6 @@ class RaySourceMap:
                         continue
                     self.nodes[ip] = self.nodes.get(ip, 0) + 1
                     self.node_ids.add(node_id)
-                    self.fewer_cpus += not same
                     yield result
         finally:
             for ref in pending:
@@ -227,17 +187,10 @@ class RaySourceMap:
         """One line: tasks at once, resources and where the sources were built."""
         where = ", ".join(f"{ip}: {n}" for ip, n in sorted(self.nodes.items())) or "none"
         asks = ", ".join(f"{k}={v:g}" for k, v in self.request.items())
-        line = (
+        return (
             f"ray: up to {self.tasks} sources at once ({asks} each); "
             f"built on {len(self.node_ids)} node(s) ({where})"
         )
-        if self.fewer_cpus:
-            line += (
-                f"; {self.fewer_cpus} source(s) on nodes with fewer than the driver's "
-                f"{self.driver_cpus} CPUs: their encoders used fewer threads, so their clips "
-                "may differ in bytes from a local build"
-            )
-        return line
 
 
 @contextlib.contextmanager
@@ -302,8 +255,6 @@ __all__ = [
     "MAX_TASK_RETRIES",
     "RaySourceMap",
     "build_on_ray",
-    "encoder_cpus",
     "planned_files",
     "ray_source_map",
-    "usable_cpus",
 ]

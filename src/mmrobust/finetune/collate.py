@@ -46,7 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from mmrobust.finetune.data import IMAGE_MARK, Conversation, Problem, VideoTiming
+from mmrobust.finetune.pixels import load_images
 from mmrobust.finetune.video import VideoInput, clip_call, is_video, timing_json, timing_of
+from mmrobust.frame_size import DEFAULT_IMAGE_MAX_SIDE
 
 IGNORE_INDEX = -100
 """Label of tokens outside the loss (the value PyTorch's cross-entropy ignores)."""
@@ -244,27 +246,26 @@ def align_labels(
     return labels, sum(trainable) - found
 
 
-def load_images(paths: Sequence[Path]) -> list[Any]:
-    """Open images as RGB PIL images (raises ``OSError`` for an unreadable file)."""
-    from PIL import Image
-
-    out = []
-    for path in paths:
-        with Image.open(path) as image:
-            out.append(image.convert("RGB"))
-    return out
-
-
 class Encoder:
     """Turns rendered conversations into model inputs with assistant-only labels.
 
     Args:
         processor: the model's processor (tokenizer + image processor).
         processor_call: extra keyword arguments for every processor call.
+        image_max_side: cap in pixels on the longer side of every image and video frame,
+            applied as ``hf:`` evaluation applies its ``image_max_side``
+            (:mod:`mmrobust.finetune.pixels`); 0: as read.
     """
 
-    def __init__(self, processor: Any, processor_call: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        processor: Any,
+        processor_call: dict[str, Any] | None = None,
+        *,
+        image_max_side: int = DEFAULT_IMAGE_MAX_SIDE,
+    ) -> None:
         self.processor = processor
+        self.image_max_side = image_max_side
         self.tokenizer = getattr(processor, "tokenizer", processor)
         if not getattr(self.tokenizer, "is_fast", False):
             raise TemplateError(
@@ -291,7 +292,8 @@ class Encoder:
 
         Args:
             rendered: the rendered conversations.
-            images: each conversation's image files.
+            images: each conversation's image files (read and capped as ``hf:``
+                evaluation shows them, :mod:`mmrobust.finetune.pixels`).
             videos: per conversation, the clip timing when its images go in as one
                 native video (rendered with ``video=True``), else ``None``; such clips
                 reach the processor as ``hf:`` evaluation sends them
@@ -305,8 +307,9 @@ class Encoder:
         import torch
 
         timings = list(videos) if videos is not None else [None] * len(images)
+        side = self.image_max_side
         pictures = [
-            load_images(p) if t is None else [] for p, t in zip(images, timings, strict=True)
+            load_images(p, side) if t is None else [] for p, t in zip(images, timings, strict=True)
         ]
         clips = [(p, t) for p, t in zip(images, timings, strict=True) if t is not None]
         call: dict[str, Any] = {
@@ -318,7 +321,7 @@ class Encoder:
             **self.processor_call,
         }
         if clips:
-            call.update(clip_call([p for p, _ in clips], [t for _, t in clips]))
+            call.update(clip_call([p for p, _ in clips], [t for _, t in clips], side))
         if any(pictures):  # per row ([] for a clip's row): Qwen2-VL and SmolVLM2 take it
             call["images"] = pictures
         batch = self.processor(**call)

@@ -24,7 +24,8 @@ def finetune_command(
     data: list[Path] = typer.Option(
         ...,
         "--data",
-        help="Generated data: mmr-data output folder, llava.json or mmr.json (repeatable).",
+        help="Training data: an mmr-data output folder, tamper-data's OUT/train, llava.json "
+        "or mmr.json (repeatable).",
     ),
     out: Path = typer.Option(
         ..., "--out", help="Output folder (adapter, card, loss curve, checkpoints)."
@@ -147,9 +148,14 @@ def finetune_command(
         "--video-input",
         help="images | video (a clip's frames as native video, as hf: video_input=video).",
     ),
+    image_max_side: int = typer.Option(
+        _D["image_max_side"],
+        "--image-max-side",
+        help="Cap images/frames' longer side at N px, as hf: evaluation (0: none).",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
-    """Fine-tune a VLM on MMR paired data (LoRA, TRL SFT, the paper's Table 10 defaults). Re-running resumes."""
+    """Fine-tune a VLM on MMR paired data or tamper-data clips (LoRA, TRL SFT, the paper's Table 10 defaults). Re-running resumes."""
     from pydantic import ValidationError
 
     def fail(message: str, code: int = 2) -> typer.Exit:
@@ -177,6 +183,7 @@ def finetune_command(
             num_workers=workers, eval_fraction=eval_fraction, eval_data=eval_data,
             eval_steps=eval_steps, report_to=report_to, push_to_hub=push_to_hub,
             load_in_4bit=load_in_4bit, video_input=video_input,
+            image_max_side=image_max_side,
         )  # fmt: skip
     except ValidationError as exc:
         first = exc.errors()[0]

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mmrobust.finetune.data import Composition, Polarity
 from mmrobust.finetune.video import VideoInput
+from mmrobust.frame_size import DEFAULT_IMAGE_MAX_SIDE
 
 TABLE10: dict[str, Any] = {
     "global_batch": 128,
@@ -94,13 +95,18 @@ class FinetuneConfig(BaseModel):
         report_to: ``none``, ``tensorboard`` (event files in ``out/checkpoints/runs``) or
             ``wandb`` (needs ``wandb`` installed and logged in); the loss CSV is always written.
         push_to_hub: a hub repository id the trainer pushes the result to (``None``: no push;
-            needs network and ``huggingface-cli login``).
+            needs network and ``hf auth login`` or ``HF_TOKEN``).
         load_in_4bit: QLoRA: load the base model 4-bit NF4 through bitsandbytes (CUDA only;
             LoRA only); its LoRA weights train in float32 over the frozen 4-bit base.
         video_input: ``images`` (every frame an image; default) or ``video``: a sample whose
             images are the frames of one clip (``video_metadata``, 2+ frames) goes in as the
             processor's native video with its frame times, as ``hf:`` evaluation does with
             ``--model-arg video_input=video`` (:mod:`mmrobust.finetune.video`).
+        image_max_side: pixels; every training image and video frame is read as ``hf:``
+            evaluation reads it and downscaled so its longer side is at most this, as
+            ``hf:``'s ``image_max_side`` does (same default,
+            ``frame_size.DEFAULT_IMAGE_MAX_SIDE``; :mod:`mmrobust.finetune.pixels`);
+            0: as read. Evaluate with the same ``--model-arg image_max_side``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -151,6 +157,7 @@ class FinetuneConfig(BaseModel):
     push_to_hub: str | None = None
     load_in_4bit: bool = False
     video_input: VideoInput = "images"
+    image_max_side: int = Field(DEFAULT_IMAGE_MAX_SIDE, ge=0)
 
     @model_validator(mode="after")
     def _check(self) -> FinetuneConfig:

@@ -62,16 +62,26 @@ ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assi
 
 
 def resolve_data_path(path: Path) -> Path:
-    """A file as given, or ``llava.json`` inside an ``mmrobust mmr-data`` output folder.
+    """A file as given, or ``llava.json`` inside an ``mmrobust mmr-data`` output folder or
+    a side (``train/``, ``eval/``) of an ``mmrobust tamper-data`` output.
 
     Raises:
-        FileNotFoundError: no such file, or a folder without ``llava.json``.
+        FileNotFoundError: no such file, or a folder without ``llava.json`` (naming
+            ``OUT/train`` when the folder is a ``tamper-data`` output's top).
     """
     path = Path(path).expanduser()
     if path.is_dir():
         candidate = path / "llava.json"
         if not candidate.is_file():
-            raise FileNotFoundError(f"no llava.json in {path} (an `mmrobust mmr-data` output?)")
+            if (path / "train" / "llava.json").is_file():
+                raise FileNotFoundError(
+                    f"no llava.json in {path}: a `tamper-data` output? train on "
+                    f"{path / 'train'} (--data), its eval/llava.json for --eval-data"
+                )
+            raise FileNotFoundError(
+                f"no llava.json in {path} (an `mmrobust mmr-data` output, or a "
+                "`tamper-data` output's train/ or eval/?)"
+            )
         return candidate
     if not path.is_file():
         raise FileNotFoundError(f"no such data file: {path}")

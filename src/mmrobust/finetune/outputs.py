@@ -28,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mmrobust.frame_size import DEFAULT_IMAGE_MAX_SIDE
+
 LOSS_COLUMNS = ("step", "epoch", "loss", "learning_rate", "grad_norm", "tokens_seen")
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 
@@ -161,6 +163,11 @@ def card_markdown(card: Mapping[str, Any]) -> str:
         usage = f"mmrobust eval --model hf:{base} --model-arg adapter=<this folder>"
     else:
         usage = "mmrobust eval --model hf:<this folder>"
+    side = card["hyperparameters"].get("image_max_side", DEFAULT_IMAGE_MAX_SIDE)
+    if side != DEFAULT_IMAGE_MAX_SIDE:  # evaluated on the pixels it was trained on
+        usage += f" --model-arg image_max_side={side}"
+    if card["hyperparameters"].get("video_input") == "video":  # trained on clips as videos
+        usage += " --model-arg video_input=video"
     lines = [
         f"# {base} fine-tuned with mmrobust",
         "",

@@ -66,21 +66,30 @@ def warmup_steps(total: int, warmup_ratio: float) -> int:
     return math.ceil(total * warmup_ratio) if warmup_ratio > 0 else 0
 
 
-def schedule_warning(samples: int, global_batch: int, total: int, warmup: int) -> str | None:
+def schedule_warning(
+    samples: int, global_batch: int, total: int, warmup: int, max_steps: int = -1
+) -> str | None:
     """One line when ``total`` steps are too few for the schedule, else ``None`` (pure).
 
     Too few: every step is in warm-up (the first warm-up step has learning rate 0, so one
-    step trains nothing), or fewer than :data:`MIN_STEPS` steps in all.
+    step trains nothing), or fewer than :data:`MIN_STEPS` steps in all. With ``max_steps >
+    0`` the count is ``--max-steps`` itself (it overrides epochs and batch), so the line
+    names that option, not a smaller ``--global-batch`` that would change nothing.
     """
     if total >= MIN_STEPS and warmup < total:
         return None
-    suggestion = max(1, samples // MIN_STEPS)
     lr0 = "; its first step has learning rate 0" if warmup else ""
     all_warm = " (all of it warm-up)" if warmup >= total else ""
+    tail = f"step(s){all_warm}, {warmup} of warm-up{lr0}: too few for the schedule; "
+    if max_steps > 0:
+        return (
+            f"warning: --max-steps {max_steps} gives {total} optimizer {tail}use --max-steps "
+            f"{MIN_STEPS} or more"
+        )
+    suggestion = max(1, samples // MIN_STEPS)
     return (
         f"warning: {samples} samples at global batch {global_batch} give {total} optimizer "
-        f"step(s){all_warm}, {warmup} of warm-up{lr0}: too few for the schedule; "
-        f"use --global-batch {suggestion} (about {MIN_STEPS} steps) or more --epochs"
+        f"{tail}use --global-batch {suggestion} (about {MIN_STEPS} steps) or more --epochs"
     )
 
 

@@ -14,7 +14,8 @@ builds what such training needs, from any videos, with exact labels:
    original and one clip per effect, so originals and each effect are balanced 1:1
    (counted in the manifest). Substitution draws its donors from the same side only.
    Codec control is the builder's default (originals re-encoded like the tampered
-   clips), so the container cannot give the label away.
+   clips), so the container cannot give the label away; ``mmrobust tamper-data`` then
+   proves it with the leak audit of every build (:mod:`mmrobust.audit_builds`).
 3. **Questions** as evaluation asks them: the clips are loaded as ``eval`` loads a
    tamper set (``datasets.load_dataset``), the ``type`` / ``when`` / ``leading``
    questions derived by :func:`mmrobust.tasks.derive_task` (``detect`` is the paper's),
@@ -29,8 +30,13 @@ Outputs: ``OUT/train/llava.json`` and ``OUT/eval/llava.json`` (LLaVA format, one
 for ``mmrobust finetune --data`` / ``--eval-data``) and
 ``OUT/tamper_data.json`` (the manifest of what went where: settings, each source with
 its sha256 and side, each conversation's clip, effect, task, position and duration,
-and the counts). Re-running resumes: the builder skips finished clips, frames already
-written are kept.
+the counts, the builds, and the held-out set's chance levels per task,
+:func:`mmrobust.finetune.tamper_chance.chance_levels`). Re-running resumes: the builder skips
+finished clips, frames already written are kept. A re-run into the same ``OUT`` with other
+settings says which changed (:func:`changed_settings`) and rebuilds what they change: clips by
+the builder's resume key (codec control, effects, seed, window), frames by the clip's sha256,
+the frame policy and the encoding; clips those settings no longer make (an effect left out, a
+source now on the other side of the split) are deleted (``build(prune=True)``).
 """
 
 from __future__ import annotations
@@ -52,6 +58,12 @@ from mmrobust.tamper.window import Position
 
 MANIFEST = "tamper_data.json"
 TRAIN, EVAL = "train", "eval"
+CLIP_SETTINGS = (
+    "effects", "positions", "durations", "eval_fraction", "seed", "codec_control", "policy",
+    "encoding",
+)  # fmt: skip
+"""The settings that change the clips, the split or the frames (``tasks`` and ``jobs`` do not:
+the questions are derived again on every run)."""
 
 
 class TamperDataError(ValueError):
@@ -74,6 +86,9 @@ class TamperDataConfig:
         policy: the frames shown (``eval``'s ``--frames``; default 8 segment centres).
         encoding: how they are encoded (default JPEG q95 at the decoded size, as ``hf:``).
         jobs: builder worker processes.
+        codec_control: the builder's codec control (default on: originals re-encoded
+            like the tampered clips). ``False`` copies the originals as they are, which
+            leaks the label through the codec: for demonstrating the leak audit only.
     """
 
     effects: tuple[str, ...] = tuple(PAPER_EFFECTS)
@@ -85,11 +100,13 @@ class TamperDataConfig:
     policy: FramePolicy = field(default_factory=FramePolicy)
     encoding: FrameEncoding = field(default_factory=FrameEncoding)
     jobs: int = 1
+    codec_control: bool = True
 
 
 @dataclass
 class TamperDataReport:
-    """What was built: the two sides' sources, conversations per task, clip counts."""
+    """What was built: the two sides' sources, conversations per task, clip counts, the
+    builds ``(side, tag, clips folder)`` and the held-out chance levels (``chance_levels``)."""
 
     out: Path
     train_sources: list[str]
@@ -97,6 +114,27 @@ class TamperDataReport:
     conversations: dict[str, Counter[str]]
     clips: dict[str, Counter[str]]
     errors: list[str]
+    builds: list[tuple[str, str, Path]] = field(default_factory=list)
+    chance: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+_DONOR_HINT = "(give more sources or --donor PATH)"
+
+
+def build_problem(source: str, reason: str, side: str) -> str:
+    """One builder problem as ``tamper-data`` reports it: ``"<source>: <reason>"`` (pure).
+
+    The builder's missing-donor hint names ``mmrobust tamper``'s ``--donor``, which
+    ``tamper-data`` does not have (donors come from the same side of the split), so that
+    hint is replaced by this command's fixes for ``side`` (``train`` or ``eval``).
+    """
+    if _DONOR_HINT in reason:
+        more = "hold out 2 or more videos: a larger --eval-fraction or more videos"
+        if side == TRAIN:
+            more = "keep 2 or more videos for training: a smaller --eval-fraction or more videos"
+        fix = f"(donors come from the same side of the split; {more}; or leave it out: --effects)"
+        reason = reason.replace(_DONOR_HINT, f"among the {side} sources {fix}")
+    return f"{source}: {reason}"
 
 
 def split_sources(
@@ -125,6 +163,66 @@ def split_sources(
     return train, evals
 
 
+def donor_problem(
+    train: Sequence[Path], held: Sequence[Path], digest_of: dict[str, str], config: TamperDataConfig
+) -> str | None:
+    """Why substitution cannot be built on both sides of the split, or ``None`` (pure).
+
+    Substitution's donor is another video of the same side (the split is by source), so a
+    side with one distinct source gets no substitution clip; its ``type`` question would then
+    offer one option fewer than the other side's (training on 6 options, evaluating on 5), and
+    its clips would not be balanced 1:1 with the originals. Refused before anything is built.
+    """
+    if "substitution" not in config.effects:
+        return None
+    for side, files in ((TRAIN, train), (EVAL, held)):
+        n = len({digest_of[str(f)] for f in files})
+        if n < 2:
+            more = (
+                "hold out more videos (a larger --eval-fraction) or add videos"
+                if side == EVAL
+                else "keep more videos for training (a smaller --eval-fraction) or add videos"
+            )
+            rest = ",".join(e for e in config.effects if e != "substitution")
+            return (
+                f"substitution needs 2 or more source videos on each side of the split (its "
+                f"donor is another video of the same side); the {side} side has {n}: {more}, "
+                f"or leave it out: --effects {rest}"
+            )
+    return None
+
+
+def settings_of(config: TamperDataConfig) -> dict[str, Any]:
+    """``config`` as ``tamper_data.json`` records it (``settings``; JSON values)."""
+    return dict(json.loads(json.dumps(asdict(config), default=str)))
+
+
+def changed_settings(
+    previous: dict[str, Any], config: TamperDataConfig, digests: Sequence[str]
+) -> list[str]:
+    """What differs from an earlier build's ``tamper_data.json`` (``previous``) in the settings
+    that change clips, split or frames (``CLIP_SETTINGS``) and in the sources (their sha256),
+    one ``"name: was -> now"`` each (``policy.n_frames: 8 -> 4``). Pure."""
+    was, now = previous.get("settings") or {}, settings_of(config)
+    changes = []
+    for name in CLIP_SETTINGS:
+        old, new = was.get(name), now[name]
+        if isinstance(old, dict) and isinstance(new, dict):
+            changes += [
+                f"{name}.{k}: {old.get(k)!r} -> {new.get(k)!r}"
+                for k in sorted(set(old) | set(new))
+                if old.get(k) != new.get(k)
+            ]
+        elif old != new:
+            changes.append(f"{name}: {old!r} -> {new!r}")
+    sources = previous.get("sources") or {}
+    before = {s.get("sha256") for side in sources.values() for s in side}
+    if before != set(digests):
+        gone, added = len(before - set(digests)), len(set(digests) - before)
+        changes.append(f"sources: {gone} left out, {added} new")
+    return changes
+
+
 def _tag(position: Position, duration: float) -> str:
     return f"clips-{position}-{duration:g}s"
 
@@ -143,23 +241,41 @@ def _build(
         duration=duration,
         position=position,
         seed=config.seed,
+        codec_control=config.codec_control,
         donors=tuple(sources),  # substitution's donors from this side of the split only
     )
-    return build(list(sources), out, built, jobs=config.jobs)
+    return build(list(sources), out, built, jobs=config.jobs, prune=True)
 
 
 def _frames(
-    video: Path, folder: Path, config: TamperDataConfig
+    video: Path, folder: Path, config: TamperDataConfig, video_sha256: str | None = None
 ) -> tuple[list[Path], dict[str, Any]]:
     """The clip's frames as ``eval`` samples and encodes them, written once (resumable),
-    and their timing (the record's ``video_metadata``: source fps, frame indices, count)."""
+    and their timing (the record's ``video_metadata``: source fps, frame indices, count).
+
+    Kept only for the same clip (``video_sha256``, the manifest's; else hashed here), frame
+    policy and encoding (``frames.json`` records them); otherwise sampled again."""
     from mmrobust.media.frames import sample_clip
+    from mmrobust.tamper.manifest import sha256_file
 
     done = folder / "frames.json"
+    made_from = json.loads(
+        json.dumps(  # as frames.json reads back (tuples are lists)
+            {
+                "video_sha256": video_sha256 or sha256_file(video),
+                "policy": asdict(config.policy),
+                "encoding": asdict(config.encoding),
+            }
+        )
+    )
     if done.is_file():
         saved = json.loads(done.read_text(encoding="utf-8"))
-        if isinstance(saved, dict):  # a list: written before the timing was kept, redone
+        # a list: written before the timing was kept; no made_from: before it was checked
+        if isinstance(saved, dict) and saved.get("made_from") == made_from:
             return [folder / name for name in saved["frames"]], saved["video_metadata"]
+        done.unlink()
+        for old in folder.glob("*.jpg"):  # another clip's or policy's frames
+            old.unlink()
     clip = sample_clip(video, config.policy, config.encoding)
     timing = {
         "fps": float(clip.fps),
@@ -173,7 +289,7 @@ def _frames(
         name = f"{i:03d}.jpg"
         (folder / name).write_bytes(jpeg)
         names.append(name)
-    record = {"frames": names, "video_metadata": timing}
+    record = {"frames": names, "video_metadata": timing, "made_from": made_from}
     done.write_text(json.dumps(record), encoding="utf-8")  # last: a cut run redoes the clip
     return [folder / n for n in names], timing
 
@@ -188,11 +304,13 @@ def conversations_of(
     ``total_num_frames``, ``duration``: what ``finetune --video-input video`` gives the
     processor, as ``hf:`` with ``video_input=video``; LLaVA readers ignore it),
     ``conversations`` (``<image>`` marks, then ``eval``'s prompt text; the answer letter),
-    and ``meta`` (task, clip, source, effect, position, duration).
+    and ``meta`` (task, clip, source, effect, tag; ``truth``: the right option's key,
+    ``none`` / an effect / ``middle`` / ``reject`` ..., or ``Yes`` / ``No`` for
+    ``detect``; ``n_options``).
     """
     from mmrobust.datasets import load_dataset
     from mmrobust.prompts import build_prompt
-    from mmrobust.tasks import derive_task
+    from mmrobust.tasks import META_KEY, derive_task
 
     dataset = load_dataset(clips_dir)
     records: list[dict[str, Any]] = []
@@ -207,7 +325,11 @@ def conversations_of(
             if key not in frames:
                 try:
                     clip = Path(key).resolve().relative_to(clips_dir.resolve()).with_suffix("")
-                    frames[key] = _frames(Path(key), side_dir / "frames" / tag / clip, config)
+                    sha = sample.meta.get("video_sha256")
+                    frames[key] = _frames(
+                        Path(key), side_dir / "frames" / tag / clip, config,
+                        sha if isinstance(sha, str) else None,
+                    )  # fmt: skip
                 except (OSError, ValueError, MediaError) as exc:  # one bad clip, not the run
                     errors.append(f"{key}: {str(exc).splitlines()[0]}")
                     frames[key] = None
@@ -216,6 +338,8 @@ def conversations_of(
                 continue
             paths, timing = got
             prompt = build_prompt(sample)
+            info = sample.meta.get(META_KEY)
+            truth = info.get("truth") if isinstance(info, dict) else None
             records.append(
                 {
                     "id": f"{task}/{tag}/{sample.id}",
@@ -231,6 +355,8 @@ def conversations_of(
                         "source": sample.group,
                         "effect": sample.tamper_type,
                         "tag": tag,
+                        "truth": truth or sample.options.get(sample.answer),
+                        "n_options": len(sample.options),
                     },
                 }
             )
@@ -251,6 +377,7 @@ def build_tamper_data(
             fewer than two distinct sources, or a source on both sides of the built sets
             (never expected: asserted).
     """
+    from mmrobust.finetune.tamper_chance import chance_levels
     from mmrobust.tamper.manifest import read_manifest, sha256_file
     from mmrobust.tamper.sources import discover_sources, none_found
 
@@ -263,7 +390,21 @@ def build_tamper_data(
     if not files:
         raise TamperDataError(f"no video found in {', '.join(map(str, sources))}")
     digests = [sha256_file(f) for f in files]
+    by_digest = dict(zip(map(str, files), digests, strict=True))
+    if (root / MANIFEST).is_file():  # a re-run into the same OUT
+        try:
+            previous = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            previous = {}
+        changes = changed_settings(previous if isinstance(previous, dict) else {}, config, digests)
+        if changes:
+            log(
+                f"{root} was built with other settings ({'; '.join(changes)}): rebuilding the "
+                "clips and frames they change; clips they no longer make are removed"
+            )
     train, held = split_sources(files, digests, config.eval_fraction, config.seed)
+    if problem := donor_problem(train, held, by_digest, config):
+        raise TamperDataError(problem)
     log(f"split by source: {len(train)} training, {len(held)} held out")
     side_dirs = {TRAIN: root / TRAIN, EVAL: root / EVAL}
     builds: list[tuple[str, str, Path]] = []  # (side, tag, clips folder)
@@ -271,15 +412,15 @@ def build_tamper_data(
         for duration in config.durations:
             tag = _tag(position, duration)
             folder = side_dirs[TRAIN] / tag
-            log(f"building training clips {tag} ({len(train)} sources)")
+            log(f"building training clips {tag} ({len(train)} source(s))")
             errors += [
-                f"{e.source}: {e.reason}"
+                build_problem(str(e.source), e.reason, TRAIN)
                 for e in _build(train, folder, config, position, duration).errors
             ]
             builds.append((TRAIN, tag, folder))
-    log(f"building held-out clips (middle, 1 s; {len(held)} sources)")
+    log(f"building held-out clips (middle, 1 s; {len(held)} source(s))")
     errors += [
-        f"{e.source}: {e.reason}"
+        build_problem(str(e.source), e.reason, EVAL)
         for e in _build(held, side_dirs[EVAL], config, "middle", 1.0).errors
     ]
     builds.append((EVAL, "clips-middle-1s", side_dirs[EVAL]))
@@ -304,13 +445,9 @@ def build_tamper_data(
         tmp.write_text(json.dumps(records[side], indent=1), encoding="utf-8")
         tmp.replace(path)
     per_task = {side: Counter(r["meta"]["task"] for r in records[side]) for side in (TRAIN, EVAL)}
-    by_digest = dict(zip(map(str, files), digests, strict=True))
+    chance = chance_levels([r["meta"] for r in records[EVAL]])
     manifest = {
-        "settings": {
-            **{k: v for k, v in asdict(config).items() if k not in ("policy", "encoding")},
-            "policy": asdict(config.policy),
-            "encoding": asdict(config.encoding),
-        },
+        "settings": settings_of(config),
         "sources": {
             TRAIN: [{"path": str(p), "sha256": by_digest[str(p)]} for p in train],
             EVAL: [{"path": str(p), "sha256": by_digest[str(p)]} for p in held],
@@ -318,6 +455,8 @@ def build_tamper_data(
         "split_disjoint": not leaked,
         "clips": {side: dict(c) for side, c in clip_counts.items()},
         "conversations": {side: dict(c) for side, c in per_task.items()},
+        "builds": [{"side": s, "tag": t, "folder": str(f)} for s, t, f in builds],
+        "chance": chance,
         "records": {
             side: [{"id": r["id"], **r["meta"]} for r in records[side]] for side in records
         },
@@ -325,18 +464,24 @@ def build_tamper_data(
     }
     (root / MANIFEST).write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
     return TamperDataReport(
-        root, [str(p) for p in train], [str(p) for p in held], per_task, clip_counts, errors
-    )
+        root, [str(p) for p in train], [str(p) for p in held], per_task, clip_counts, errors,
+        builds, chance,
+    )  # fmt: skip
 
 
 __all__ = [
+    "CLIP_SETTINGS",
     "EVAL",
     "MANIFEST",
     "TRAIN",
     "TamperDataConfig",
     "TamperDataError",
     "TamperDataReport",
+    "build_problem",
     "build_tamper_data",
+    "changed_settings",
     "conversations_of",
+    "donor_problem",
+    "settings_of",
     "split_sources",
 ]

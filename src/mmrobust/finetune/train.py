@@ -71,6 +71,7 @@ SOURCES = {
     "projector_lr": "Bunny finetune_lora.sh (--mm_projector_lr)",
     "max_length": "Bunny finetune_lora.sh (--model_max_length)",
     "save_steps": "Bunny finetune_lora.sh",
+    "image_max_side": "same as hf: evaluation",
 }
 """Where each default comes from (see :mod:`mmrobust.finetune.config`); overridden values say 'set'."""
 
@@ -282,7 +283,7 @@ def run_finetune(
         tokenizer.pad_token = tokenizer.eos_token
     try:
         renderer = ChatRenderer(processor)
-        encoder = Encoder(processor)
+        encoder = Encoder(processor, image_max_side=config.image_max_side)
         rows = prepare_rows(
             conversations, renderer, encoder, config.max_length, report.problems,
             progress=progress and main_process, video_input=config.video_input,
@@ -312,7 +313,7 @@ def run_finetune(
     )  # fmt: skip
     warning = schedule_warning(
         len(rows), config.per_device_batch * world_size * accumulation, total_steps,
-        warmup_steps(total_steps, config.warmup_ratio),
+        warmup_steps(total_steps, config.warmup_ratio), config.max_steps,
     )  # fmt: skip
     if warning:
         say(warning)

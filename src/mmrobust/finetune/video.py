@@ -15,7 +15,8 @@ one clip (a LLaVA record with ``video_metadata``, as ``mmrobust tamper-data`` wr
   family writes (Qwen2.5-VL's ``second_per_grid_ts``, Qwen3-VL's ``<t seconds>``,
   SmolVLM2's ``Frame from mm:ss``) are the true ones;
 * the frames are decoded as evaluation decodes its cached JPEGs
-  (:func:`mmrobust.media.jpeg.decode_jpeg`, OpenCV), so the arrays are the same.
+  (:func:`mmrobust.media.jpeg.decode_jpeg`, OpenCV) and capped at ``--image-max-side``
+  as ``hf:`` caps them (:mod:`mmrobust.finetune.pixels`), so the arrays are the same.
 
 Single-image samples and samples without ``video_metadata`` stay images. The video
 processor expands the one video placeholder into the clip's tokens; expansion only
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mmrobust.finetune.conversation import Conversation, VideoTiming
+from mmrobust.frame_size import DEFAULT_IMAGE_MAX_SIDE
 
 VideoInput = Literal["images", "video"]
 
@@ -84,33 +86,23 @@ def processor_problem(processor: Any, video_input: VideoInput) -> str | None:
     )
 
 
-def load_frames(paths: Sequence[Path]) -> list[Any]:
-    """Frames as ``(H, W, 3) uint8 RGB`` arrays, decoded as evaluation decodes JPEGs.
-
-    Raises:
-        OSError: a file cannot be read or decoded.
-    """
-    from mmrobust.media.jpeg import decode_jpeg
-
-    frames = []
-    for path in paths:
-        try:
-            frames.append(decode_jpeg(Path(path).read_bytes()))
-        except ValueError:
-            raise OSError(f"{path}: not a decodable image") from None
-    return frames
-
-
-def clip_call(clips: Sequence[Sequence[Path]], timings: Sequence[VideoTiming]) -> dict[str, Any]:
+def clip_call(
+    clips: Sequence[Sequence[Path]],
+    timings: Sequence[VideoTiming],
+    max_side: int = DEFAULT_IMAGE_MAX_SIDE,
+) -> dict[str, Any]:
     """Processor keyword arguments for clips of frame files: ``videos``, ``video_metadata``,
-    ``do_sample_frames=False`` (:func:`mmrobust.models._hf_inputs.video_call`).
+    ``do_sample_frames=False`` (:func:`mmrobust.models._hf_inputs.video_call`); each frame
+    capped at ``max_side`` pixels (0: none) as ``hf:`` caps it (:func:`mmrobust.finetune.pixels.load_frames`), the
+    metadata's frame size the capped one, as evaluation's.
 
     Raises:
         OSError: a frame cannot be read.
     """
+    from mmrobust.finetune.pixels import load_frames
     from mmrobust.models._hf_inputs import clip_metadata, video_call
 
-    frames = [load_frames(paths) for paths in clips]
+    frames = [load_frames(paths, max_side) for paths in clips]
     metadata = [
         clip_metadata(t.fps, t.frames_indices, t.total_num_frames, f)
         for t, f in zip(timings, frames, strict=True)
@@ -148,7 +140,6 @@ __all__ = [
     "clip_call",
     "data_problem",
     "is_video",
-    "load_frames",
     "processor_problem",
     "timing_json",
     "timing_of",

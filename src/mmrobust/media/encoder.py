@@ -52,6 +52,22 @@ is measured in ``docs/tamper.md``.
 """
 
 
+ENCODER_THREADS = 2
+"""Default encoder thread count, pinned so that the bytes written depend only on the
+frames and settings, never on the machine.
+
+FFmpeg's automatic count (``threads=0``) follows the CPUs the process may use
+(``sched_getaffinity``; ``mpeg4``: cores + 1, at most 16), and ``mpeg4`` and
+x264 both cut each frame into one slice per thread, so the same frames encoded
+in a process allowed 1 CPU and in one allowed 2 gave different files
+(``mpeg4``: 1 vs 3 slices; x264: 1 vs 2). With a fixed count the slices are
+fixed: 1 to 4 threads each gave one sha256 with 1 or 2 CPUs on the sample
+clips (``benchmarks/encoder_threads.py``). Encoding runs slice-threaded
+(``thread_type`` ``SLICE``, PyAV's default, pinned too). The cost against the
+automatic count (none measurable in CPU time; each slice adds 0.1-0.3% to the
+file) is in ``docs/tamper.md``.
+"""
+
 _SHORT_TIME_BASE = {"mpeg4", "h263", "h263p", "msmpeg4", "msmpeg4v2", "flv"}
 """Encoders whose time base denominator must fit in 16 bits (MPEG-4 Part 2 and
 its relatives: FFmpeg refuses 1 / fps when fps's numerator exceeds 65535)."""
@@ -102,7 +118,10 @@ class EncoderSettings:
     Attributes:
         fps: frame rate; the codec time base is ``1 / fps`` (one tick per frame).
         width, height: size of the frames given to the encoder, before padding.
-        codec, crf, pix_fmt, preset, threads, gop, mbtree: as ``VideoWriter``.
+        codec, crf, pix_fmt, preset, gop, mbtree: as ``VideoWriter``.
+        threads: encoder threads, slice-threaded (default ``ENCODER_THREADS``);
+            0: FFmpeg's automatic count, which follows the machine's CPUs and
+            so changes the bytes from one machine to another.
         qscale: fixed quantiser 1 (best) to 31 for codecs without a crf
             (``mpeg4``, ``mpeg2video``: FFmpeg ``-qscale:v``); ``None``: the
             codec's own rate control. Ignored by crf codecs.
@@ -114,7 +133,8 @@ class EncoderSettings:
             decoder and frames converted from RGB on the same scale.
 
     Raises:
-        ValueError: a size below 1, ``gop`` below 1 or ``qscale`` outside 1-31.
+        ValueError: a size below 1, ``gop`` below 1, ``qscale`` outside 1-31
+            or ``threads`` below 0.
     """
 
     fps: Fraction
@@ -124,7 +144,7 @@ class EncoderSettings:
     crf: int | None = DEFAULT_CRF
     pix_fmt: str = "yuv420p"
     preset: str | None = DEFAULT_PRESET
-    threads: int = 0
+    threads: int = ENCODER_THREADS
     gop: int | None = None
     mbtree: bool = False
     qscale: int | None = None
@@ -138,6 +158,8 @@ class EncoderSettings:
             raise ValueError(f"gop must be at least 1 frame, got {self.gop}")
         if self.qscale is not None and not 1 <= self.qscale <= 31:
             raise ValueError(f"qscale must be in 1-31, got {self.qscale}")
+        if self.threads < 0:
+            raise ValueError(f"threads must be 0 (automatic) or more, got {self.threads}")
         object.__setattr__(self, "fps", Fraction(self.fps).limit_denominator(1_000_000))
 
     @property
@@ -187,8 +209,8 @@ class EncoderSettings:
         ctx.width, ctx.height = self.enc_size
         ctx.pix_fmt = self.pix_fmt
         ctx.time_base = 1 / self.fps
-        if self.threads:
-            ctx.thread_count = self.threads
+        ctx.thread_type = "SLICE"  # PyAV's default; pinned so that a new one cannot move bytes
+        ctx.thread_count = self.threads
         if self.gop is not None:
             ctx.gop_size = self.gop
         if self.qscale is not None and self.codec not in _CRF_CODECS:
@@ -209,6 +231,7 @@ class EncoderSettings:
             "pix_fmt": self.pix_fmt,
             "fps": str(self.fps),
             "container": container,
+            "threads": self.threads,
             **({"gop": self.gop} if self.gop is not None else {}),
             **({"x264_params": self.x264_params} if self.x264_params is not None else {}),
             **(
@@ -304,6 +327,7 @@ __all__ = [
     "DEFAULT_CODEC",
     "DEFAULT_CRF",
     "DEFAULT_PRESET",
+    "ENCODER_THREADS",
     "X264_REPRODUCIBLE",
     "EncoderSettings",
     "FrameEncoder",

@@ -70,6 +70,30 @@ def cap_size(width: int, height: int, max_side: int | None) -> tuple[int, int]:
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 
+def cap_frame(frame: np.ndarray, max_side: int | None) -> np.ndarray:
+    """``frame`` with its longer side at most ``max_side`` (pure; an area downscale).
+
+    The one resize between decoded pixels and a model's processor: ``hf:`` evaluation
+    applies it to each ``Request.frames`` array and ``finetune`` to each training image
+    and video frame (``image_max_side``), so both hand the processor the same pixels.
+
+    Args:
+        frame: ``(H, W, 3) uint8 RGB`` (or ``(H, W) uint8`` gray).
+        max_side: pixels; ``None`` or 0: no cap. Never upscales; the size is
+            :func:`cap_size`'s, the interpolation ``cv2.INTER_AREA``.
+
+    Returns:
+        ``frame`` itself when it already fits, else a new array of the capped size.
+    """
+    height, width = frame.shape[:2]
+    size = cap_size(width, height, max_side)
+    if size == (width, height):
+        return frame
+    import cv2
+
+    return np.asarray(cv2.resize(frame, size, interpolation=cv2.INTER_AREA))
+
+
 def encode_jpeg(frame: np.ndarray, *, max_side: int | None = None, quality: int = 90) -> bytes:
     """Encode one frame as JPEG bytes.
 
@@ -91,10 +115,7 @@ def encode_jpeg(frame: np.ndarray, *, max_side: int | None = None, quality: int 
         raise ValueError(f"expected an (H, W, 3) uint8 RGB frame, got {frame.shape} {frame.dtype}")
     if not 1 <= quality <= 100:
         raise ValueError(f"JPEG quality must be in 1..100, got {quality}")
-    height, width = frame.shape[:2]
-    new_w, new_h = cap_size(width, height, max_side)
-    if (new_w, new_h) != (width, height):
-        frame = cv2.resize(frame, (new_w, new_h), interpolation=cv2.INTER_AREA)
+    frame = cap_frame(frame, max_side)
     bgr = cv2.cvtColor(frame, cv2.COLOR_RGB2BGR) if frame.ndim == 3 else frame
     ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
     if not ok:  # pragma: no cover - OpenCV fails only on impossible input
@@ -116,4 +137,11 @@ def decode_jpeg(data: bytes) -> np.ndarray:
     return np.ascontiguousarray(cv2.cvtColor(img, cv2.COLOR_BGR2RGB))
 
 
-__all__ = ["DEFAULT_QUALITY", "FrameEncoding", "cap_size", "decode_jpeg", "encode_jpeg"]
+__all__ = [
+    "DEFAULT_QUALITY",
+    "FrameEncoding",
+    "cap_frame",
+    "cap_size",
+    "decode_jpeg",
+    "encode_jpeg",
+]

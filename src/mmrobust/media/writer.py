@@ -26,6 +26,7 @@ from mmrobust.media.encoder import (
     DEFAULT_CODEC,
     DEFAULT_CRF,
     DEFAULT_PRESET,
+    ENCODER_THREADS,
     X264_REPRODUCIBLE,
     EncoderSettings,
 )
@@ -101,7 +102,9 @@ class VideoWriter(_AtomicWriter):
         crf: constant rate factor, for x264/x265/vpx only.
         pix_fmt: encoded pixel format.
         preset: x264/x265 preset.
-        threads: encoder threads (0 = FFmpeg decides).
+        threads: encoder threads, slice-threaded (default ``ENCODER_THREADS``,
+            fixed so the file does not depend on the machine); 0: FFmpeg's
+            automatic count, which follows the CPUs and changes the bytes.
         gop: fixed keyframe interval in frames (``None``: the encoder decides).
             Frames ``0, gop, 2 gop, ...`` are forced keyframes (IDR for H.264),
             counted again from every ``force_keyframe``; the encoder puts no
@@ -137,7 +140,7 @@ class VideoWriter(_AtomicWriter):
         crf: int | None = DEFAULT_CRF,
         pix_fmt: str = "yuv420p",
         preset: str | None = DEFAULT_PRESET,
-        threads: int = 0,
+        threads: int = ENCODER_THREADS,
         gop: int | None = None,
         mbtree: bool = False,
         qscale: int | None = None,
@@ -334,6 +337,7 @@ __all__ = [
     "DEFAULT_CODEC",
     "DEFAULT_CRF",
     "DEFAULT_PRESET",
+    "ENCODER_THREADS",
     "X264_REPRODUCIBLE",
     "FrameWriter",
     "OpenCVWriter",

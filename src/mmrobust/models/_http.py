@@ -59,6 +59,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
 from mmrobust import __version__
+from mmrobust.frame_size import DEFAULT_IMAGE_MAX_SIDE
 from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models import _deadline
 from mmrobust.models._attempt import (
@@ -121,7 +122,7 @@ class HttpOptions(BaseModel):
     backoff_initial: float = Field(1.0, ge=0)
     backoff_max: float = Field(60.0, ge=0)
     retry_after_max: float = Field(300.0, ge=0)
-    image_max_side: int = Field(1024, ge=0)
+    image_max_side: int = Field(DEFAULT_IMAGE_MAX_SIDE, ge=0)
     jpeg_quality: int = Field(90, ge=1, le=100)
     reasoning: ReasoningMode = "keep"
 

@@ -41,8 +41,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Json
 
+from mmrobust.frame_size import DEFAULT_IMAGE_MAX_SIDE
+from mmrobust.media.jpeg import cap_frame
 from mmrobust.models._adapter import maybe_apply_adapter
-from mmrobust.models._encode import cap_size
 from mmrobust.models._hf_inputs import build_messages, video_call, video_metadata
 from mmrobust.models._hf_load import (
     hub_unreachable_but_cached,
@@ -85,8 +86,10 @@ class HFOptions(BaseModel):
             (the processor's native video input).
         image_max_side: pixels; frames are downscaled so the longer side is
             at most this before the processor sees them (0: as decoded). 1024 by
-            default, as on ``openai:`` / ``anthropic:`` (one default, so the same
-            model sees the same pixels on every backend; issue 31 item 6).
+            default (``frame_size.DEFAULT_IMAGE_MAX_SIDE``), as on ``openai:`` /
+            ``anthropic:`` and in ``finetune --image-max-side`` (one default, so the
+            same model sees the same pixels on every backend and in training; issue
+            31 item 6).
         revision: hub revision (branch, tag or commit).
         trust_remote_code: allow checkpoint code (off by default).
         chat_template: path of a Jinja chat template overriding the processor's.
@@ -115,7 +118,7 @@ class HFOptions(BaseModel):
     temperature: float = Field(0.0, ge=0)
     seed: int = 0
     video_input: Literal["images", "video"] = "images"
-    image_max_side: int = Field(1024, ge=0)
+    image_max_side: int = Field(DEFAULT_IMAGE_MAX_SIDE, ge=0)
     revision: str | None = None
     trust_remote_code: bool = False
     chat_template: Path | None = None
@@ -335,17 +338,13 @@ class HFModel(Model):
         return Response(text="", status=Status.MODEL_ERROR, error=f"generate failed: {reason}")
 
     def _frames(self, request: Request) -> list[np.ndarray]:
-        import cv2
-
+        """``Request.frames`` capped at ``image_max_side`` (``media.jpeg.cap_frame``, the
+        resize ``finetune`` applies to its training pixels too)."""
         frames = []
         for frame in request.frames:
             if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
                 raise ValueError(f"expected (H, W, 3) uint8 RGB frames, got {frame.shape}")
-            h, w = frame.shape[:2]
-            size = cap_size(w, h, self.options.image_max_side)
-            if size != (w, h):
-                frame = cv2.resize(frame, size, interpolation=cv2.INTER_AREA)
-            frames.append(frame)
+            frames.append(cap_frame(frame, self.options.image_max_side))
         return frames
 
     def _prompt(self, request: Request, n_frames: int) -> str:

@@ -18,18 +18,28 @@ Factories are registered lazily (``"module:function"``) so that importing
 mmrobust never imports torch. Each backend is registered with its
 ``placement`` (``"api"`` / ``"gpu"`` / ``"cpu"``, ``models.base.Placement``), so
 an executor can place replicas from the spec alone, before any model is loaded
-(``distributed/``): :func:`register_backend`, :func:`placement_of`.
+(``distributed/``): :func:`register_backend`, :func:`placement_of`. What a model can
+answer is asked of :func:`driver_model` before any work is handed out, on every executor.
 """
 
 from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
-from mmrobust.models.base import MEDIA_KINDS, MediaKind, Model, Placement
+from mmrobust.models.base import (
+    MEDIA_KINDS,
+    MediaInput,
+    MediaKind,
+    Model,
+    Placement,
+    Request,
+    Response,
+    media_refusal,
+)
 from mmrobust.registry import Registry
 
 if TYPE_CHECKING:
@@ -47,6 +57,10 @@ MEDIA: dict[str, tuple[MediaKind, ...]] = {}
 """Backends whose models answer fewer media kinds than all (``Model.media_kinds``):
 ``name -> kinds`` (``forensic``: video only)."""
 
+LIGHT: set[str] = set()
+"""Backends whose factory builds no client and loads no weights (the baselines, the forensic
+detector): :func:`driver_model` builds one where the run starts, whatever the executor."""
+
 FRAME_ENCODINGS: dict[str, str] = {}
 """Backends whose frame encoding is not the default (JPEG q95, decoded size):
 ``name -> "module:function"``, ``function(arg, args) -> FrameEncoding`` (no client built)."""
@@ -59,12 +73,17 @@ def register_backend(
     placement: Placement = "cpu",
     frame_encoding: str | None = None,
     media: tuple[MediaKind, ...] | None = None,
+    light: bool = False,
 ) -> None:
     """Register a backend: its factory (or lazy ``"module:function"``), its placement,
     when its frames are not JPEG q95 at the decoded size, the lazy ``"module:function"``
     ``function(arg, args) -> FrameEncoding`` that says what it sends without building a
     client (:func:`frame_encoding_of`), and when its models answer fewer media kinds than
     all, those (``media``: its models' ``Model.media_kinds``; :func:`media_kinds_of`).
+    ``light``: the factory builds no client and loads no weights, so the driver of a run
+    builds one to ask ``cannot_take`` / ``cannot_answer`` before any work is handed out
+    (:func:`driver_model`); declare it for a backend whose models refuse some data by
+    their arguments (``constant:Z`` on Yes/No questions), or Ray replicas are asked anyway.
 
     Raises:
         ValueError: ``name`` is already registered with another factory.
@@ -75,6 +94,10 @@ def register_backend(
         FRAME_ENCODINGS[name] = frame_encoding
     if media is not None:
         MEDIA[name] = tuple(media)
+    if light:
+        LIGHT.add(name)
+    else:
+        LIGHT.discard(name)
 
 
 @dataclass(frozen=True)
@@ -236,6 +259,47 @@ def load_model(spec: str | ModelSpec, model_args: Mapping[str, str] | None = Non
     return factory(parsed.arg, parsed.args)
 
 
+class UnloadedModel(Model):
+    """What the spec alone says about a model that is not loaded here (Ray replicas load it):
+    its name and media kinds (:func:`media_kinds_of`), so ``cannot_take`` is the loaded
+    model's when the backend declared its kinds; ``cannot_answer`` is ``None``.
+    ``generate`` raises."""
+
+    media_input: ClassVar[MediaInput] = "none"
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.name = str(spec)
+        self._kinds = spec.media_kinds
+
+    def cannot_take(self, kinds: Collection[str]) -> str | None:
+        """:func:`~mmrobust.models.base.media_refusal` with the spec's media kinds."""
+        return media_refusal(self.name, self._kinds, kinds)
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        """Not available: the model is not loaded here.
+
+        Raises:
+            RuntimeError: always.
+        """
+        raise RuntimeError(f"{self.name} is not loaded here; it only describes the spec")
+
+
+def driver_model(spec: str | ModelSpec, model_args: Mapping[str, str] | None = None) -> Model:
+    """The model a run's driver asks what it cannot answer before any work is handed out: the
+    model itself for a ``light`` backend (:func:`register_backend`: no client, no weights),
+    else an :class:`UnloadedModel` that knows the spec's media kinds only. Close it after use.
+
+    Raises:
+        UnknownNameError, ValueError: as :func:`load_model` (a light backend's bad arguments).
+    """
+    parsed = spec if isinstance(spec, ModelSpec) else parse_spec(spec, model_args)
+    if parsed.name in LIGHT:
+        return load_model(parsed)
+    if parsed.name not in MODELS:
+        MODELS.get(parsed.name)  # raises as a local load would (close names); imports nothing
+    return UnloadedModel(parsed)
+
+
 def frame_encoding_of(
     spec: str | ModelSpec, model_args: Mapping[str, str] | None = None
 ) -> FrameEncoding:
@@ -260,10 +324,10 @@ def frame_encoding_of(
 
 
 # Built-in backends, imported on first use. Each module defines ``make(arg, args)``.
-register_backend("constant", "mmrobust.models.baselines:make_constant")
-register_backend("random", "mmrobust.models.baselines:make_random")
-register_backend("forensic", "mmrobust.models.forensic:make", media=("video",))
-register_backend("blind-overlap", "mmrobust.models.blind:make_overlap")
+register_backend("constant", "mmrobust.models.baselines:make_constant", light=True)
+register_backend("random", "mmrobust.models.baselines:make_random", light=True)
+register_backend("forensic", "mmrobust.models.forensic:make", media=("video",), light=True)
+register_backend("blind-overlap", "mmrobust.models.blind:make_overlap", light=True)
 register_backend("blind-embed", "mmrobust.models.blind:make_embed")
 register_backend(
     "openai",
@@ -281,11 +345,14 @@ register_backend("hf", "mmrobust.models.hf:make", placement="gpu")
 
 __all__ = [
     "FRAME_ENCODINGS",
+    "LIGHT",
     "MEDIA",
     "MODELS",
     "PLACEMENTS",
     "ModelFactory",
     "ModelSpec",
+    "UnloadedModel",
+    "driver_model",
     "frame_encoding_of",
     "load_model",
     "media_kinds_of",

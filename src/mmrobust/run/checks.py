@@ -2,7 +2,8 @@
 
 * :func:`check_same_run`: a run folder holds one run (same key, same dataset).
 * :func:`check_nonempty`, :func:`check_usable`: fail before any model call
-  when nothing can be asked; :func:`media_kinds`: what a model is shown.
+  when nothing can be asked; :func:`media_kinds`: what a model is shown;
+  :func:`refusal`: why the model can answer none of the samples.
 * :func:`unfinished`: the samples a resume still has to ask.
 * :func:`nothing_scored`: why a run that finished scored nothing (exit 1).
 """
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mmrobust.datasets import Dataset, Sample
+from mmrobust.models.base import Model
 from mmrobust.run.config import EvalConfig
 from mmrobust.run.folder import RUN_FILE, read_run_info
 from mmrobust.status import Status
@@ -95,6 +97,22 @@ def media_kinds(samples: Sequence[Sample], *, text_only: bool = False) -> set[st
     if text_only:
         return {"text"} if samples else set()
     return {s.media_kind for s in samples if not s.error}
+
+
+def refusal(model: Model, samples: Sequence[Sample], config: EvalConfig) -> str | None:
+    """Why ``model`` can answer none of ``samples`` (one line), else ``None``: the media it
+    is shown (``Model.cannot_take``: forensic on images) or, without a ``--judge`` (which may
+    still read such replies), no answer among the options (``Model.cannot_answer``:
+    ``constant:Z`` on Yes/No questions). Asked before any request, on every executor."""
+    from mmrobust.tasks import option_keys
+
+    return model.cannot_take(media_kinds(samples, text_only=config.text_only)) or (
+        None
+        if config.judge
+        else model.cannot_answer(
+            [s.options for s in samples], [option_keys(s, s.options) for s in samples]
+        )
+    )
 
 
 def check_nonempty(dataset: Dataset, samples: Sequence[Sample], config: EvalConfig) -> None:
@@ -219,6 +237,7 @@ __all__ = [
     "check_usable",
     "media_kinds",
     "nothing_scored",
+    "refusal",
     "resolved",
     "same_source",
     "sample_identity",

@@ -34,8 +34,8 @@ from mmrobust.run.checks import (
     check_nonempty,
     check_same_run,
     check_usable,
-    media_kinds,
     nothing_scored,
+    refusal,
     resolved,
     select_samples,
     unfinished,
@@ -55,7 +55,7 @@ from mmrobust.run.process import ABORT_AFTER, RunAborted, SampleProcessor, StopR
 from mmrobust.runlock import LOCK_FILE, RunLock
 from mmrobust.status import Status
 from mmrobust.store import ResultStore, RunFolderWriteError, RunKey, StoredRow
-from mmrobust.tasks import derive_task, option_keys
+from mmrobust.tasks import derive_task
 
 if TYPE_CHECKING:
     from mmrobust.distributed import RayOptions
@@ -94,18 +94,61 @@ def evaluate(
 ) -> RunResult:
     """``mmrobust eval``: validate ``config``, then run it locally or on Ray (``ray``).
 
-    The local executor is chosen by :func:`mmrobust.run.executors.choose_executor`.
+    Whatever the executor, the dataset is loaded once here and the run is refused before
+    any model is loaded elsewhere, any Ray cluster contacted or any request sent when the
+    model can answer none of the samples (:func:`check_answerable`). The local executor is
+    chosen by :func:`mmrobust.run.executors.choose_executor`.
 
     Raises:
         as :func:`run_eval` (and, with ``ray``, ``mmrobust.distributed.eval.run_eval_ray``).
     """
     config.validate()
+    dataset = load_dataset(
+        config.data, config.format, images=config.images, text_only=config.text_only
+    )
+    check_answerable(config, dataset)
     if ray is None:
-        return run_eval(config, progress=progress)
+        return run_eval(config, progress=progress, dataset=dataset)
     from mmrobust.distributed import RAY_RUNNERS  # Ray-free; the Ray path named lazily
 
-    result: RunResult = RAY_RUNNERS.get("eval")(config, ray, progress=progress)
+    result: RunResult = RAY_RUNNERS.get("eval")(config, ray, progress=progress, dataset=dataset)
     return result
+
+
+def selected(config: EvalConfig, dataset: Dataset) -> tuple[Dataset, list[Sample]]:
+    """``dataset`` with ``config.task``'s questions, and the samples the run asks (the first
+    ``--limit``, media paths absolute).
+
+    Raises:
+        DatasetError: no sample selected, or none can be asked (:func:`check_nonempty`,
+            :func:`check_usable`).
+        ValueError: a task the dataset cannot be asked.
+    """
+    dataset = derive_task(dataset, config.task, seed=config.seed)
+    samples = [absolute_media(s) for s in select_samples(dataset, config.limit)]
+    check_nonempty(dataset, samples, config)
+    check_usable(samples, config)
+    return dataset, samples
+
+
+def check_answerable(config: EvalConfig, dataset: Dataset) -> None:
+    """Refuse a run whose model can answer none of its samples (:func:`refusal`), asked of
+    :func:`mmrobust.models.spec.driver_model`: before the model is loaded anywhere.
+
+    Raises:
+        DatasetError: as :func:`selected`.
+        ValueError, UnknownNameError: the refusal (one line), or a bad model spec.
+    """
+    from mmrobust.models.spec import driver_model
+
+    _, samples = selected(config, dataset)
+    model = driver_model(config.model, config.model_args)
+    try:
+        why = refusal(model, samples, config)
+    finally:
+        model.close()
+    if why:
+        raise ValueError(why)
 
 
 def run_eval(
@@ -114,6 +157,7 @@ def run_eval(
     progress: bool = True,
     model: Model | None = None,
     executor: Executor | None = None,
+    dataset: Dataset | None = None,
 ) -> RunResult:
     """Evaluate ``config.model`` on ``config.data``; write the run folder; return the metrics.
 
@@ -121,6 +165,9 @@ def run_eval(
         config: the run configuration.
         progress: show a rich progress bar with ETA on stderr.
         model: an already-built model (else built from ``config.model``).
+        dataset: ``config.data`` already loaded with ``config.format``, ``config.images``
+            and ``config.text_only`` (``mmrobust run`` loads each dataset once for all its
+            runs); else loaded here.
         executor: runs the work items (default: :func:`choose_executor`); ``run.json``
             records its ``describe()`` under ``executor``.
 
@@ -142,7 +189,7 @@ def run_eval(
     """
     config.validate()  # every option fails before any work
     with INTERRUPTS.watch():  # Ctrl-C from here on ends with metrics.json and run.json
-        return _run_eval(config, progress=progress, model=model, executor=executor)
+        return _run_eval(config, progress=progress, model=model, executor=executor, dataset=dataset)
 
 
 def _run_eval(
@@ -151,35 +198,26 @@ def _run_eval(
     progress: bool,
     model: Model | None,
     executor: Executor | None,
+    dataset: Dataset | None = None,
 ) -> RunResult:
     """The body of :func:`run_eval`, with SIGINT owned by ``INTERRUPTS``."""
     from mmrobust.models.spec import load_model
 
     policy, pconf = config.policy(), config.prompt_config()
-    dataset = load_dataset(
-        config.data, config.format, images=config.images, text_only=config.text_only
-    )
-    dataset = derive_task(dataset, config.task, seed=config.seed)
-    samples = [absolute_media(s) for s in select_samples(dataset, config.limit)]
-    check_nonempty(dataset, samples, config)
-    check_usable(samples, config)
+    if dataset is None:
+        dataset = load_dataset(
+            config.data, config.format, images=config.images, text_only=config.text_only
+        )
+    dataset, samples = selected(config, dataset)
     run_dir = Path(config.out)
     created = not run_dir.exists()
     lock = RunLock(run_dir).acquire()  # one process per run folder, from here to the end
     try:
         model = model or load_model(config.model, config.model_args)
-        # said before any request: no media it takes (forensic on images), or no answer
-        # among the options (a judge may still read such replies)
-        refusal = model.cannot_take(media_kinds(samples, text_only=config.text_only)) or (
-            None
-            if config.judge
-            else model.cannot_answer(
-                [s.options for s in samples], [option_keys(s, s.options) for s in samples]
-            )
-        )
-        if refusal:
+        why = refusal(model, samples, config)  # said before any request (evaluate asked first)
+        if why:
             model.close()
-            raise ValueError(refusal)
+            raise ValueError(why)
         judge = load_judge(config.judge, config.judge_args) if config.judge else None
         key = run_key(model, pconf, policy, text_only=config.text_only, task=config.task)
         check_same_run(run_dir, key, dataset)  # under the lock: no other run can slip in
@@ -420,4 +458,4 @@ def _store(store: ResultStore, rows: list[StoredRow], written: list[int], stops:
     return sum(row.status is not Status.OK for row in rows)
 
 
-__all__ = ["RunResult", "evaluate", "run_eval"]
+__all__ = ["RunResult", "check_answerable", "evaluate", "run_eval", "selected"]

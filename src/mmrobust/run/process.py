@@ -307,26 +307,15 @@ def _dropped_frames(sample: Sample) -> int | None:
 
 def load_image(path: str | Path) -> np.ndarray:
     """Read an image as ``(H, W, 3) uint8 RGB``, longer side at most
-    ``media.limits.MAX_FRAME_SIDE`` (3584 px; larger images are downscaled).
+    ``media.limits.MAX_FRAME_SIDE`` (3584 px; larger images are downscaled):
+    :func:`mmrobust.media.image.read_image`, which ``finetune`` reads its images with too.
 
     Raises:
         MediaError: unreadable, not an image, or over ``MAX_FRAME_PIXELS``.
     """
-    import cv2
+    from mmrobust.media.image import read_image
 
-    from mmrobust.media import MediaError, limits
-
-    data = np.fromfile(str(path), dtype=np.uint8) if Path(path).is_file() else None
-    img = cv2.imdecode(data, cv2.IMREAD_COLOR) if data is not None and data.size else None
-    if img is None:
-        raise MediaError(path, "cannot read image")
-    reason = limits.too_large(img.shape[1], img.shape[0])
-    if reason is not None:
-        raise MediaError(path, reason)
-    fit = limits.fit_within(img.shape[1], img.shape[0])
-    if fit is not None:
-        img = cv2.resize(img, fit, interpolation=cv2.INTER_AREA)
-    return np.ascontiguousarray(cv2.cvtColor(img, cv2.COLOR_BGR2RGB))
+    return read_image(path)
 
 
 def score_rows(

@@ -93,7 +93,8 @@ def run_command(
     ),
 ) -> None:
     """Run every --model on every --data for every --task (one eval per run folder), then
-    one report. Re-running resumes each run; exits 1 if any run failed, naming them."""
+    one report. Re-running resumes each run; exits 1 if any run failed or any dataset cannot
+    be loaded, naming them."""
     from mmrobust.models.spec import parse_model_args
     from mmrobust.registry import UnknownNameError
     from mmrobust.report.wandb_log import check_log_to
@@ -142,8 +143,10 @@ def run_command(
     ran = result.ran
     n_ok = sum(r.status in ("complete", "partial") for r in ran)
     skipped = len(result.runs) - len(ran)
+    blocked = len(result.blocked)
     typer.echo(
         f"{n_ok} of {len(ran)} runs finished"
+        + (f", {blocked} blocked (dataset not loaded)" if blocked else "")
         + (f", {skipped} skipped (not applicable)" if skipped else "")
         + f"; run folders under {result.out}"
     )
@@ -159,10 +162,15 @@ def run_command(
             "interrupted: finished rows are kept; re-run the same command to resume", err=True
         )
         raise typer.Exit(130)
+    if result.data_failures:
+        typer.echo(f"error: {len(result.data_failures)} dataset(s) cannot be loaded:", err=True)
+        for failure in result.data_failures:
+            typer.echo(f"  {failure.line()}", err=True)
     if result.failed:
         typer.echo(f"error: {len(result.failed)} run(s) failed:", err=True)
         for r in result.failed:
             typer.echo(f"  {r.label}: {r.error}", err=True)
+    if result.failed or result.data_failures:
         raise typer.Exit(1)
 
 

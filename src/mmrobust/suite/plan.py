@@ -1,12 +1,14 @@
 """The plan of ``mmrobust run``: every (model, dataset, task) with its run folder, and why
 a run is not run.
 
-Each dataset is loaded once here to learn its name, its benchmark and the media kinds of its
+Each dataset is loaded once here (and once per suite: every run on it evaluates this load,
+``SuiteRun.dataset``) to learn its name, its benchmark and the media kinds of its
 samples (:func:`mmrobust.run.checks.media_kinds`). A run is skipped, with one note, when its
 task asks about tampered clips and the dataset has none, or when its model takes no media of
 the dataset's kinds (``forensic`` on MMR's images: :func:`mmrobust.models.spec.media_kinds_of`,
-known from the spec before any model is loaded). A dataset that cannot be loaded fails every
-run planned on it (its error kept), so the other datasets still run.
+known from the spec before any model is loaded). A dataset that cannot be loaded blocks every
+run planned on it (status ``blocked``, its error kept) and is one failure
+(:class:`DataFailure`, :func:`data_failures`), so the other datasets still run.
 
 Folder names: :mod:`mmrobust.suite.names` (credentials scrubbed, safe, collision-free).
 """
@@ -14,7 +16,7 @@ Folder names: :mod:`mmrobust.suite.names` (credentials scrubbed, safe, collision
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +33,16 @@ class SuiteRun:
         model, data, task: what it runs (``task`` as given to ``eval``).
         run_dir: its run folder (``OUT/<model>/<dataset>/<task>``).
         media: the dataset's ``--media`` folder.
-        skipped: why it was not run (a task that does not apply), else ``None``.
+        skipped: why it was not run (not applicable: the task, or the model's media
+            kinds), else ``None``.
         status: ``planned``, ``complete``, ``partial`` (rows missing: a limit of the
-            server, errors), ``failed``, ``interrupted`` or ``skipped``.
-        error: why it failed (one line), else ``None``.
+            server, errors), ``failed``, ``interrupted``, ``skipped`` or ``blocked`` (its
+            dataset cannot be loaded: one :class:`DataFailure` for all its runs).
+        error: why it failed or is blocked (one line), else ``None``.
         n_new, n_skipped: rows written by this call, rows resumed.
         headline: the run's headline score (``BenchmarkFamily.headline``), else ``None``.
+        dataset: the dataset as the plan loaded it, handed to ``run_eval`` (each dataset
+            is loaded once per suite), else ``None``.
     """
 
     model: str
@@ -50,6 +56,7 @@ class SuiteRun:
     n_new: int = 0
     n_skipped: int = 0
     headline: str | None = None
+    dataset: Any = field(default=None, repr=False, compare=False)
 
     @property
     def label(self) -> str:
@@ -73,6 +80,47 @@ class SuiteRun:
 
 
 @dataclass(frozen=True)
+class DataFailure:
+    """A dataset that cannot be loaded, and the runs it blocks (one failure, not one per run).
+
+    Attributes:
+        data: the dataset as given (``--data``).
+        error: why it cannot be loaded (one line).
+        blocked: the labels (``model/dataset/task``) of the runs planned on it.
+    """
+
+    data: str
+    error: str
+    blocked: tuple[str, ...]
+
+    def line(self) -> str:
+        """``DATA: ERROR (blocks N runs: model/dataset: task, task; ...)``."""
+        by_dir: dict[str, list[str]] = {}
+        for label in self.blocked:
+            where, _, task = label.rpartition("/")
+            by_dir.setdefault(where, []).append(task)
+        runs = "; ".join(f"{d}: {', '.join(tasks)}" for d, tasks in by_dir.items())
+        n = len(self.blocked)
+        return f"{self.data}: {self.error} (blocks {n} run{'s' if n != 1 else ''}: {runs})"
+
+    def record(self) -> dict[str, Any]:
+        """The JSON form written to ``suite.json`` (``datasets_failed``)."""
+        return {"data": self.data, "error": self.error, "blocked": list(self.blocked)}
+
+
+def data_failures(runs: list[SuiteRun]) -> list[DataFailure]:
+    """One :class:`DataFailure` per dataset whose runs are ``blocked``, in plan order."""
+    blocked: dict[str, list[SuiteRun]] = {}
+    for run in runs:
+        if run.status == "blocked":
+            blocked.setdefault(run.data, []).append(run)
+    return [
+        DataFailure(data, rs[0].error or "", tuple(r.label for r in rs))
+        for data, rs in blocked.items()
+    ]
+
+
+@dataclass(frozen=True)
 class DatasetFacts:
     """What the plan learnt from loading one dataset.
 
@@ -82,12 +130,14 @@ class DatasetFacts:
         kinds: the media kinds its samples show a model (``Sample.media_kind``;
             ``{"text"}`` under ``--text-only``).
         error: why it cannot be loaded (one line), else ``None``.
+        dataset: the loaded ``Dataset`` (what every run on it evaluates), else ``None``.
     """
 
     name: str
     benchmark: str | None = None
     kinds: frozenset[str] = frozenset()
     error: str | None = None
+    dataset: Any = field(default=None, repr=False, compare=False)
 
 
 def dataset_facts(data: str, media: str | None, options: dict[str, Any]) -> DatasetFacts:
@@ -101,9 +151,8 @@ def dataset_facts(data: str, media: str | None, options: dict[str, Any]) -> Data
         ds = load_dataset(data, options.get("format"), images=media, text_only=text_only)
     except (OSError, ValueError) as exc:  # DatasetError, UnknownNameError are ValueErrors
         return DatasetFacts(Path(data).name or data, error=str(exc).splitlines()[0])
-    return DatasetFacts(
-        ds.name, ds.benchmark, frozenset(media_kinds(ds.samples, text_only=text_only))
-    )
+    kinds = frozenset(media_kinds(ds.samples, text_only=text_only))
+    return DatasetFacts(ds.name, ds.benchmark, kinds, dataset=ds)
 
 
 def plan_suite(config: SuiteConfig) -> tuple[list[SuiteRun], list[str]]:
@@ -143,10 +192,11 @@ def plan_suite(config: SuiteConfig) -> tuple[list[SuiteRun], list[str]]:
                 own = f.benchmark is not None and not clips and task == "detect"
                 folder = f.benchmark if own and f.benchmark else task
                 run = SuiteRun(
-                    model, data, task, out / model_dirs[model] / data_dirs[key] / folder, m
-                )
+                    model, data, task, out / model_dirs[model] / data_dirs[key] / folder, m,
+                    dataset=f.dataset,
+                )  # fmt: skip
                 if f.error is not None:
-                    run.status, run.error = "failed", f.error
+                    run.status, run.error = "blocked", f.error
                 elif f.benchmark is not None and not clips and task != "detect":
                     run.status = "skipped"
                     run.skipped = (
@@ -174,4 +224,11 @@ def _data_names(keys: list[str]) -> dict[str, str]:
     return out
 
 
-__all__ = ["DatasetFacts", "SuiteRun", "dataset_facts", "plan_suite"]
+__all__ = [
+    "DataFailure",
+    "DatasetFacts",
+    "SuiteRun",
+    "data_failures",
+    "dataset_facts",
+    "plan_suite",
+]

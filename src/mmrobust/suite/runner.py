@@ -10,9 +10,11 @@ Each run is :func:`mmrobust.run.eval.run_eval` on an :class:`EvalConfig` that
 differs from the suite's shared options only in ``model``, ``data``, ``task``
 and ``out`` (nothing of eval is copied here), so each folder resumes on its own:
 re-running the same command skips the finished rows of every run and asks only
-what is missing. A run that fails (a dataset that cannot be loaded, a folder
-holding another run, a run the stop rules aborted, a run with nothing scored)
-is recorded and the next one starts; :attr:`SuiteResult.failed` names them.
+what is missing. A run that fails (a folder holding another run, a run the stop
+rules aborted, a run with nothing scored) is recorded and the next one starts;
+:attr:`SuiteResult.failed` names them. A dataset that cannot be loaded is loaded
+(tried) once, and is one failure naming the runs it blocks
+(:attr:`SuiteResult.data_failures`).
 Ctrl-C (:data:`mmrobust.run.interrupts.INTERRUPTS`, watched for the whole
 suite) stops the run in progress the way ``eval`` does and starts no other.
 
@@ -35,7 +37,7 @@ from typing import Any
 from mmrobust.run.interrupts import INTERRUPTS
 from mmrobust.suite.config import SuiteConfig
 from mmrobust.suite.names import REPORT_DIR, SUITE_FILE
-from mmrobust.suite.plan import SuiteRun, plan_suite
+from mmrobust.suite.plan import DataFailure, SuiteRun, data_failures, plan_suite
 
 
 @dataclass
@@ -45,7 +47,8 @@ class SuiteResult:
     Attributes:
         out: the suite folder.
         runs: every planned run, skipped ones included, in plan order.
-        notes: one line per dataset whose tasks were skipped or renamed.
+        notes: one line per dataset whose tasks were skipped, and per (model, dataset)
+            skipped for its media kinds.
         report_dir: ``OUT/report`` when written, else ``None``.
         site: the report's :class:`mmrobust.report.site.SitePaths`, else ``None``.
         interrupted: Ctrl-C stopped the suite.
@@ -64,8 +67,18 @@ class SuiteResult:
         return [r for r in self.runs if r.status == "failed"]
 
     @property
+    def data_failures(self) -> list[DataFailure]:
+        """The datasets that cannot be loaded, each with the runs it blocks (exit non-zero)."""
+        return data_failures(self.runs)
+
+    @property
+    def blocked(self) -> list[SuiteRun]:
+        """The runs not started because their dataset cannot be loaded."""
+        return [r for r in self.runs if r.status == "blocked"]
+
+    @property
     def ran(self) -> list[SuiteRun]:
-        """The runs that were not skipped."""
+        """The runs that were not skipped (blocked ones included)."""
         return [r for r in self.runs if r.skipped is None]
 
 
@@ -80,7 +93,8 @@ def run_suite(
     Args:
         config: the suite.
         progress: one rich progress bar over the runs on stderr (each run's own bar is off).
-        log: called with one line per finished or skipped run and each note (default: none).
+        log: called with each note, one line per dataset that cannot be loaded (naming
+            the runs it blocks) and one per finished run (default: none).
 
     Returns:
         A :class:`SuiteResult`; ``OUT/suite.json`` holds the same plan and outcomes.
@@ -97,6 +111,8 @@ def run_suite(
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     result = SuiteResult(out, runs, notes)
+    for failure in result.data_failures:
+        say(f"failed   {failure.line()}")
     _write_suite(result)
     with INTERRUPTS.watch():  # one Ctrl-C for the whole suite: the run in progress stops
         _run_all(config, result, progress, say)
@@ -130,10 +146,7 @@ def _run_all(config: SuiteConfig, result: SuiteResult, progress: bool, say: Even
         shared = _SharedModels(config)
         try:
             for run in result.runs:
-                if run.skipped:
-                    continue
-                if run.status == "failed":
-                    say(f"failed   {run.label}: {run.error}")
+                if run.status != "planned":  # skipped, or blocked (said once per dataset)
                     continue
                 if INTERRUPTS.requested:
                     result.interrupted = True
@@ -203,7 +216,7 @@ def _one(config: SuiteConfig, run: SuiteRun, shared: _SharedModels) -> None:
 
     cfg = config.eval_config(run.model, run.data, run.media, run.task, str(run.run_dir))
     try:
-        res = run_eval(cfg, progress=False, model=shared.get(run.model))
+        res = run_eval(cfg, progress=False, model=shared.get(run.model), dataset=run.dataset)
     except (OSError, ValueError, ImportError, RuntimeError) as exc:
         # RunConflictError, DatasetError, UnknownNameError are ValueErrors; RunLockedError,
         # RunFolderWriteError OSErrors or RuntimeErrors: each is this run's failure only
@@ -244,6 +257,7 @@ def _write_suite(result: SuiteResult) -> None:
         json.dumps(
             {
                 "runs": [r.record() for r in result.runs],
+                "datasets_failed": [f.record() for f in result.data_failures],
                 "notes": result.notes,
                 "interrupted": result.interrupted,
             },
@@ -256,6 +270,7 @@ def _write_suite(result: SuiteResult) -> None:
 
 
 __all__ = [
+    "DataFailure",
     "SuiteConfig",
     "SuiteResult",
     "SuiteRun",

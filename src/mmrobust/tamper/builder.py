@@ -45,7 +45,14 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mmrobust.tamper.config import MIN_SIDE, TAMPER_CODEC, TAMPER_PRESET, BuildConfig, Style
+from mmrobust.tamper.config import (
+    MIN_SIDE,
+    TAMPER_CODEC,
+    TAMPER_PRESET,
+    TAMPER_THREADS,
+    BuildConfig,
+    Style,
+)
 from mmrobust.tamper.entries import KEY_VERSION
 from mmrobust.tamper.layout import write_mvtamperbench_json
 from mmrobust.tamper.manifest import (
@@ -97,6 +104,20 @@ def _remove_stale_temps(out_dir: Path) -> None:
                 tmp.unlink()
 
 
+def _remove_clip(out_dir: Path, video: str) -> None:
+    """Delete one output and the folders it leaves empty under ``videos/``."""
+    path = out_dir / video
+    with contextlib.suppress(OSError):
+        path.unlink()
+    parent = path.parent
+    while parent != out_dir and parent.is_relative_to(out_dir / "videos"):
+        try:
+            parent.rmdir()  # only when empty
+        except OSError:
+            break
+        parent = parent.parent
+
+
 ProgressCallback = Callable[[SourceResult], None]
 
 SourceMap = Callable[
@@ -116,6 +137,7 @@ def build(
     on_source: ProgressCallback | None = None,
     on_start: Callable[[int], None] | None = None,
     map_sources: SourceMap | None = None,
+    prune: bool = False,
 ) -> BuildReport:
     """Build a tampered benchmark from ``sources`` into ``out_dir``.
 
@@ -129,6 +151,10 @@ def build(
         on_start: called with the number of sources once they are planned.
         on_source: called in the main process after each source finishes.
         map_sources: builds the sources instead of ``jobs`` local processes (``--executor ray``).
+        prune: keep only this build's outputs: clips of an earlier build into ``out_dir``
+            that ``config`` and ``sources`` no longer make (an effect left out, a source
+            no longer given or that failed) are deleted and left out of the manifest
+            (``tamper-data``, whose folders are its own). Default: they are kept.
 
     Returns:
         A ``BuildReport``. Bad sources never raise: they are in ``report.errors``.
@@ -210,6 +236,11 @@ def build(
         for e in r.entries:
             merged[e.id] = e
         errors.extend(r.errors)
+    if prune:
+        made = {e.id for r in results for e in r.entries}
+        for stale in [e for e in merged.values() if e.id not in made]:
+            _remove_clip(out, stale.video)
+            del merged[stale.id]
     # canonical order: the same errors.jsonl whatever order workers (--jobs, Ray) finished in
     errors.sort(key=lambda e: (e.source, e.variant or "", e.reason))
     entries = sorted(merged.values(), key=lambda e: e.id)
@@ -233,6 +264,7 @@ __all__ = [
     "MIN_SIDE",
     "TAMPER_CODEC",
     "TAMPER_PRESET",
+    "TAMPER_THREADS",
     "BuildConfig",
     "BuildReport",
     "PoolVideo",

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from mmrobust.media.writer import DEFAULT_CRF
+from mmrobust.media.writer import DEFAULT_CRF, ENCODER_THREADS
 from mmrobust.schema import TAMPER_ORIGINAL
 from mmrobust.tamper.effects import PAPER_EFFECTS, Effect, make_effect
 from mmrobust.tamper.layout import Layout
@@ -33,6 +33,9 @@ TAMPER_PRESET = "veryfast"
 """Default x264 preset (when ``codec="libx264"``). At crf 18 on the sample clips
 1.2-1.5 dB lower PSNR than ``fast`` (35.7-41.8 dB), files no larger, encoding about
 1.6-2x faster. ``ultrafast`` is about 2x faster again with 2-3.5x larger files."""
+TAMPER_THREADS = ENCODER_THREADS
+"""Encoder threads of every PyAV encode of a build, fixed so that a build's bytes do not
+depend on the machine's (or Ray node's) core count (see ``media.encoder.ENCODER_THREADS``)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,9 @@ class BuildConfig:
         qscale: fixed quantiser 1-31 for codecs without a crf (``mpeg4``; FFmpeg
             ``-qscale:v``); ``None`` (default): ``TAMPER_QSCALE`` for those codecs,
             unused for the others.
+        threads: encoder threads (slices per frame), at least 1; default
+            ``TAMPER_THREADS``. Part of the resume key and the manifest's ``encoder``:
+            another count gives other bytes, the same count the same bytes on any machine.
         segments: encode the frames all variants share once and mux their packets
             into every output (``mmrobust`` style; default; ``tamper/segments.py``). ``False``: one full encode
             per output (about 5x slower; same keyframe set, forced).
@@ -77,6 +83,7 @@ class BuildConfig:
     crf: int = DEFAULT_CRF
     preset: str = TAMPER_PRESET
     qscale: int | None = None
+    threads: int = TAMPER_THREADS
     segments: bool = True
     layout: Layout = "native"
     task: str | None = None
@@ -92,6 +99,11 @@ class BuildConfig:
             raise ValueError("'original' is not an effect")
         if self.qscale is not None and not 1 <= self.qscale <= 31:
             raise ValueError(f"qscale must be in 1-31, got {self.qscale}")
+        if self.threads < 1:
+            raise ValueError(
+                f"threads must be at least 1 (a fixed count keeps builds reproducible), "
+                f"got {self.threads}"
+            )
         if self.qscale is None and self.codec in QSCALE_CODECS:
             object.__setattr__(self, "qscale", TAMPER_QSCALE)
 
@@ -112,6 +124,7 @@ __all__ = [
     "TAMPER_CODEC",
     "TAMPER_PRESET",
     "TAMPER_QSCALE",
+    "TAMPER_THREADS",
     "BuildConfig",
     "Style",
 ]

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from mmrobust.tamper.builder import (
     TAMPER_CODEC,
     TAMPER_PRESET,
+    TAMPER_THREADS,
     BuildConfig,
     BuildReport,
     SourceMap,
@@ -48,6 +49,7 @@ def config_from_options(
     crf: int = 18,
     preset: str = TAMPER_PRESET,
     qscale: int | None = None,
+    threads: int = TAMPER_THREADS,
     segments: bool = True,
     layout: str = "native",
     task: str | None = None,
@@ -62,7 +64,7 @@ def config_from_options(
     Raises:
         EffectParamError: unknown effect, bad parameter, or a parameter for an effect not selected.
         WindowError: invalid position or duration.
-        ValueError: unknown style or layout.
+        ValueError: unknown style or layout, threads below 1.
     """
     if style not in ("mmrobust", "released"):
         raise ValueError(f"style must be mmrobust or released, got {style!r}")
@@ -95,6 +97,7 @@ def config_from_options(
         crf=crf,
         preset=preset,
         qscale=qscale,
+        threads=threads,
         segments=segments,
         layout=cast(Layout, layout),
         task=task,

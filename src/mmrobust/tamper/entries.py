@@ -17,13 +17,15 @@ from mmrobust.tamper.plan import PoolVideo, SourcePlan
 from mmrobust.tamper.variants import Variant
 from mmrobust.tamper.window import make_window
 
-KEY_VERSION = 6
+KEY_VERSION = 7
 """Resume-key schema (older outputs are rebuilt); 3: fixed-GOP keyframes and one SEI per
 output; 4: x264 without macroblock-tree rate control (bit-reproducible builds); 5: pieces muxed
 straight into the outputs (SEI-stripped piece starts now length-prefixed, no Annex B in mp4);
 6: frames converted through RGB keep the source's luma (its YUV matrix and range, exact
 rounding): up to 5 the window's frames were about 1 luma level darker than the frames
-around them, and 4 levels for BT.709 sources."""
+around them, and 4 levels for BT.709 sources; 7: a fixed encoder thread count
+(``BuildConfig.threads``, in the key): up to 6 FFmpeg chose it from the machine's cores, so
+the slices per frame, and the bytes, changed from one machine to another."""
 
 
 def _fraction_str(f: Fraction | int) -> str:
@@ -49,7 +51,14 @@ def variant_key(
         "truncate_fps": config.truncate_fps,
         "style": config.style,
         "copy": config.copy_originals if variant == TAMPER_ORIGINAL else False,
-        "encoder": [config.codec, config.crf, config.preset, config.segments, config.qscale],
+        "encoder": [
+            config.codec,
+            config.crf,
+            config.preset,
+            config.segments,
+            config.qscale,
+            config.threads,
+        ],
         "seed": config.seed,
         "path": relpath,
         # the donor draw depends on each pool video's frame count as well (the demux

@@ -71,6 +71,7 @@ def open_writer(
         preset=config.preset,
         gop=gop,
         qscale=config.qscale,
+        threads=config.threads,
         colorspace=colorspace,
         color_range=color_range,
     )
@@ -159,6 +160,7 @@ def segment_variants(
         preset=config.preset,
         gop=window.n_frames,
         qscale=config.qscale,
+        threads=config.threads,
         colorspace=colorspace,
         color_range=color_range,
     )

@@ -180,6 +180,16 @@ def test_finetune_on_tamper_frames_and_measure_held_out(tamper_data: Path, tmp_p
     _eval(base, held_out, tmp_path / "after", "--model-arg", f"adapter={out}")
     run_args = json.loads((tmp_path / "after" / "run.json").read_text())["run"]["model_args"]
     assert run_args["adapter"] == str(out)  # the adapter loaded in hf:
+    paired, right = _compare_before_after(tmp_path)
+    assert paired["n"] == 4  # the 4 held-out clips (original + 3 effects), paired by id
+    # held-out answers move toward the truth, and the held-out loss falls
+    assert right["after"] > right["before"]  # measured 0 -> 2 of 4 (McNemar p = 0.5 on 4)
+    assert result["eval_loss_after"] < result["eval_loss_before"]
+
+
+def _compare_before_after(tmp_path: Path) -> tuple[dict[str, Any], dict[str, int]]:
+    """``compare --json`` of ``tmp_path/before`` and ``tmp_path/after`` (the paired test), and
+    the held-out answers right in each run."""
     compared = CliRunner().invoke(
         app, ["compare", str(tmp_path / "before"), str(tmp_path / "after"), "--json"]
     )
@@ -187,10 +197,7 @@ def test_finetune_on_tamper_frames_and_measure_held_out(tamper_data: Path, tmp_p
     paired = json.loads(compared.output)
     right = {name: _correct(tmp_path / name) for name in ("before", "after")}
     print("held-out detect right before/after:", right, "compare:", paired)
-    assert paired["n"] == 4  # the 4 held-out clips (original + 3 effects), paired by id
-    # held-out answers move toward the truth, and the held-out loss falls
-    assert right["after"] > right["before"]  # measured 0 -> 2 of 4 (McNemar p = 0.5 on 4)
-    assert result["eval_loss_after"] < result["eval_loss_before"]
+    return paired, right
 
 
 def _correct(run: Path) -> int:
@@ -399,12 +406,6 @@ def test_finetune_native_video_and_measure_held_out(tamper_data: Path, tmp_path:
     _eval(base, held_out, tmp_path / "after", *video, "--model-arg", f"adapter={out}")
     run_args = json.loads((tmp_path / "after" / "run.json").read_text())["run"]["model_args"]
     assert run_args["adapter"] == str(out) and run_args["video_input"] == "video"
-    compared = CliRunner().invoke(
-        app, ["compare", str(tmp_path / "before"), str(tmp_path / "after"), "--json"]
-    )
-    assert compared.exit_code == 0, compared.output
-    paired = json.loads(compared.output)
-    right = {name: _correct(tmp_path / name) for name in ("before", "after")}
-    print("held-out detect right before/after:", right, "compare:", paired)
+    paired, right = _compare_before_after(tmp_path)
     assert paired["n"] == 4 and right["after"] > right["before"]  # measured 0 -> 3 of 4
     assert paired["p_value"] == pytest.approx(0.25)  # McNemar, 3 discordant pairs of 4

@@ -23,7 +23,13 @@ def export_cmd(
     """One record per stored row: id, prompt as sent, media, raw answer, reasoning, letter,
     rule, status, correctness, latency, tokens (schema: docs/evaluation.md)."""
     from mmrobust.export import FORMATS, export_run, sample_records, write_records
+    from mmrobust.report.inputs import skip_report_files
 
+    run_dirs, note = skip_report_files(run_dirs)  # `suite/*/*/*` also matches suite/report/...
+    if note:
+        typer.echo(note, err=True)
+    if not run_dirs:
+        raise fail("no run folder given (only report files)")
     if format not in FORMATS:
         raise fail(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
     try:

@@ -218,7 +218,8 @@ def parse_model_args(
 
     ``pairs``: one setting each; the value is everything after the first ``=``.
     ``comma_lists``: lm-eval's comma form, parsed by :func:`split_model_args`.
-    A key may come from either; given in both with different values it is an error.
+    A key may come from either; given twice with different values (in both, or in two
+    ``--model-arg``) it is an error naming where.
 
     Raises:
         ValueError: a pair without ``=``; a ``--model-arg`` value that looks like a
@@ -229,6 +230,7 @@ def parse_model_args(
     out: dict[str, str] = {}
     for text in comma_lists or []:
         out.update(split_model_args(text))
+    from_pairs: set[str] = set()
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
@@ -240,10 +242,16 @@ def parse_model_args(
                 f"its own --model-arg, or pass them all as --model-args {pair}"
             )
         if key in out and out[key] != value:
+            if key in from_pairs:
+                raise ValueError(
+                    f"{key!r} is given twice by --model-arg ({out[key]!r} and {value!r}); "
+                    "give it once"
+                )
             raise ValueError(
                 f"{key!r} is given by --model-args ({out[key]!r}) and --model-arg ({value!r})"
             )
         out[key] = value
+        from_pairs.add(key)
     return out
 
 

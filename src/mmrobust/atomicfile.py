@@ -55,11 +55,8 @@ def atomic_write(
 def _atomic(path: Path, binary: bool, durable: bool) -> Iterator[IO[Any]]:
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        f: IO[Any]
-        if binary:
-            f = os.fdopen(fd, "wb")
-        else:
-            f = os.fdopen(fd, "w", encoding="utf-8", newline="")
+        mode, encoding, newline = ("wb", None, None) if binary else ("w", "utf-8", "")
+        f: IO[Any] = os.fdopen(fd, mode, encoding=encoding, newline=newline)
         with f:
             yield f
             f.flush()

@@ -64,6 +64,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "records",
             "reasoning",
             "reply_words",
+            "reply_json",
+            "reply_lang",
+            "reply_correction",
+            "extraction",
             "safenames",
             "frame_size",
             "distributed.__init__",
@@ -73,7 +77,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("datasets", ("datasets", "store", "forensic")),  # loaders; the SQLite store; the detector
     ("tamper", ("tamper",)),  # the builder writes manifests the datasets read
     ("families", ("families",)),  # the family seam (higher code named by "module:attr")
-    ("protocol", ("official", "prompts", "extract", "tasks")),  # reference quirks, templates
+    (
+        "protocol",
+        ("official", "official_extract", "prompts", "extract", "tasks"),
+    ),  # reference quirks, templates
     ("metrics", ("metrics",)),  # pure, over stored rows
     ("models", ("models",)),  # adapters (forensic's answers via tasks)
     ("model tools", ("judge", "mmrdata")),  # use a model: the LLM judge, MMR data generation

@@ -50,7 +50,7 @@ SAMPLE_FIELDS: tuple[tuple[str, str], ...] = (
     ("window_covered", "a shown frame lies inside the tamper window (bool; null: unknown)"),
     ("raw_answer", "the model's reply as received, reasoning included ('' on failure)"),
     ("reasoning", "a thinking model's reasoning, separated from its answer, else null"),
-    ("reasoning_form", "none, closed, unopened, cut or field; null for older rows"),
+    ("reasoning_form", "none, closed, unopened, cut, field or harmony; null for older rows"),
     ("letter", "the extracted option letter, else null"),
     ("rule", "the extraction rule that decided, or the failure kind (str or null)"),
     ("status", "ok, parse_fail, api_error, timeout, media_error, ... (str)"),

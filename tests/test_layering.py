@@ -69,6 +69,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "reply_correction",
             "extraction",
             "safenames",
+            "atomicfile",
             "frame_size",
             "distributed.__init__",
         ),
@@ -84,7 +85,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("metrics", ("metrics",)),  # pure, over stored rows
     ("models", ("models",)),  # adapters (forensic's answers via tasks)
     ("model tools", ("judge", "mmrdata")),  # use a model: the LLM judge, MMR data generation
-    ("run", ("run", "runner", "finetune", "export")),  # eval, rescore; finetune; per-sample logs
+    # eval, rescore; finetune; per-sample logs (export: where it writes, export_targets)
+    ("run", ("run", "runner", "finetune", "export", "export_targets")),
     ("distributed", ("distributed",)),  # Ray executors over run / tamper / mmrdata
     ("report", ("report",)),  # one run view, tables, plots, site
     ("apps", ("audit", "audit_scores", "audit_builds", "demo", "suite", "catalog")),  # whole jobs

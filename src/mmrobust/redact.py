@@ -31,7 +31,41 @@ _BEARER = re.compile(r"(?i)\b((?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}")
 _SECRET_PARAM = re.compile(
     r"(?i)([?&;](?:api[_-]?key|key|token|access[_-]?token|secret|password|sig)=)[^&#\s'\"<>]+"
 )
-_SECRET_ARG_NAMES = ("key", "token", "secret", "password", "passwd", "auth")
+_SECRET_WORDS = frozenset(
+    {
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "auth",
+        "authorization",
+        "credential",
+        "credentials",
+        "cookie",
+        "sig",
+        "signature",
+        "bearer",
+        "header",
+        "headers",
+    }
+)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a setting or parameter ``name`` names a credential: its words (split at
+    ``_``, ``-``, ``.`` and camel case, case-insensitive) include ``key``, ``apikey``,
+    ``token``, ``secret``, ``password``, ``passwd``, ``pwd``, ``auth``, ``authorization``,
+    ``credential(s)``, ``cookie``, ``sig``, ``signature``, ``bearer`` or ``header(s)``, and
+    its last word is not ``env`` (``api_key_env`` names a variable). ``max_tokens`` is not
+    one (``tokens``)."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name)).lower()
+    parts = [w for w in re.split(r"[^a-z0-9]+", words) if w]
+    if parts and parts[-1] == "env":
+        return False
+    return any(w in _SECRET_WORDS for w in parts)
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
@@ -83,18 +117,17 @@ def scrub_url(url: str) -> str:
 def scrub_args(args: Mapping[str, str]) -> dict[str, str]:
     """``--model-arg`` pairs fit for ``run.json`` / ``metrics.json``.
 
-    Values of secret-named arguments (``*key*``, ``*token*``, ``*secret*``,
-    ``*password*``, ``*auth*``; ``api_key_env`` names a variable, not a secret,
-    and is kept) become ``***``; every other value is scrubbed like a URL.
+    Values of secret-named arguments (:func:`is_secret_name`: ``api_key``, ``token``,
+    ``headers`` ...; ``api_key_env`` names a variable, not a secret, and is kept) become
+    ``***``; every other value is scrubbed like a URL.
     """
     out: dict[str, str] = {}
     for name, value in args.items():
-        lowered = name.lower()
-        if lowered != "api_key_env" and any(s in lowered for s in _SECRET_ARG_NAMES):
+        if is_secret_name(name):
             out[name] = MASK
         else:
             out[name] = scrub_url(str(value))
     return out
 
 
-__all__ = ["MASK", "clip", "redact", "scrub_args", "scrub_url", "server_text"]
+__all__ = ["MASK", "clip", "is_secret_name", "redact", "scrub_args", "scrub_url", "server_text"]

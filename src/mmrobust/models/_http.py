@@ -74,6 +74,7 @@ from mmrobust.models._attempt import (
 )
 from mmrobust.models._reasoning import ReasoningMode, drop_reasoning
 from mmrobust.models.base import FrameFormat, MediaInput, Model, Placement, Request, Response
+from mmrobust.models.credentials import url_auth, url_secrets
 from mmrobust.models.limits import recognise_limit
 from mmrobust.redact import redact, scrub_url, server_text
 from mmrobust.status import Status
@@ -232,11 +233,14 @@ class HttpModel(Model):
         self.max_concurrency = options.concurrency
         self.batch_size = 1
         self._api_key = api_key or None
+        self._secrets = [self._api_key, *url_secrets(options.base_url)]
         self._sleep = sleep
         self._answered = False  # has the server ever sent an HTTP reply to this client?
         headers = {"User-Agent": f"mmrobust/{__version__}", **self.auth_headers()}
+        base_url, basic = url_auth(options.base_url)  # httpx logs the URL: keep it clean
         self._client = httpx.Client(
-            base_url=options.base_url.rstrip("/") + "/",
+            base_url=base_url.rstrip("/") + "/",
+            auth=httpx.BasicAuth(*basic) if basic else None,
             headers=headers,
             timeout=httpx.Timeout(options.timeout),
             limits=httpx.Limits(max_connections=max(options.concurrency, 1) * 2),
@@ -302,7 +306,7 @@ class HttpModel(Model):
 
     def _clean(self, message: str, limit: int | None = None) -> str:
         """A server's (or the client library's) text, key masked, then made one line and cut."""
-        return server_text(message, [self._api_key], limit)
+        return server_text(message, self._secrets, limit)
 
     def _retrying(self) -> Retrying:
         o = self.options
@@ -368,13 +372,13 @@ class HttpModel(Model):
             if removed:
                 extra["reasoning_dropped_chars"] = removed
         return Response(
-            text=redact(text, [self._api_key]),
+            text=redact(text, self._secrets),
             status=Status.OK,
             latency_s=time.monotonic() - started,
             prompt_tokens=reply.usage.get("prompt_tokens"),
             completion_tokens=reply.usage.get("completion_tokens"),
             extra=extra,
-            reasoning=redact(reasoning, [self._api_key]) if reasoning else None,
+            reasoning=redact(reasoning, self._secrets) if reasoning else None,
         )
 
     def _attempt(self, payload: dict[str, Any]) -> Completion:

@@ -69,6 +69,7 @@ from mmrobust.models._attempt import (
     body_shape,
     empty_reply,
     is_retryable,
+    oversize,
     parse_retry_after,
     token_count,
 )
@@ -81,6 +82,8 @@ from mmrobust.status import Status
 
 ERROR_BODY_CHARS = 200
 """Characters of an error body kept in ``Response.error`` (after redaction)."""
+MAX_REPLY_BYTES = 1 << 20
+"""Default ``max_reply_bytes``: a reply body is read up to 1 MiB (bytes after content decoding)."""
 
 
 class HttpOptions(BaseModel):
@@ -108,6 +111,8 @@ class HttpOptions(BaseModel):
         jpeg_quality: JPEG quality (1..100) of the frames sent.
         reasoning: ``keep`` (default) stores the model's reasoning, ``drop`` does not
             (``models/_reasoning.py``).
+        max_reply_bytes: bytes of a reply body read at most (decoded; default 1 MiB); a
+            longer body is not read on: the row is ``rejected``, not retried.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -126,6 +131,7 @@ class HttpOptions(BaseModel):
     image_max_side: int = Field(DEFAULT_IMAGE_MAX_SIDE, ge=0)
     jpeg_quality: int = Field(90, ge=1, le=100)
     reasoning: ReasoningMode = "keep"
+    max_reply_bytes: int = Field(MAX_REPLY_BYTES, ge=1)
 
 
 def options_encoding(options: HttpOptions) -> FrameEncoding:
@@ -463,10 +469,17 @@ class HttpModel(Model):
             httpx.TimeoutException: a socket operation timed out or the deadline passed.
             httpx.HTTPError: any other client or transport failure.
         """
+        cap, size = self.options.max_reply_bytes, 0
         with self._client.stream("POST", self.endpoint, json=payload) as reply:
             chunks = []
             for chunk in reply.iter_bytes():
                 chunks.append(chunk)
+                size += len(chunk)
+                if size > cap:  # stop reading: the rest never reaches memory
+                    if reply.status_code >= 400:  # an error body is only quoted: its start
+                        break
+                    self._answered = True
+                    raise oversize(reply.headers.get("content-length"), cap)
                 if self._deadline.passed():  # public-API guard if the socket hook is absent
                     raise httpx.ReadTimeout("overall request deadline passed")
             return reply.status_code, reply.headers, b"".join(chunks)

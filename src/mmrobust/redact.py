@@ -11,14 +11,17 @@ server (``base_url``) goes through this module before it is stored in
   redacting (a key cut in half by truncation would leak its first half);
 * :func:`server_text` does both, in that order: the one call for a server's text;
 * :func:`scrub_url` and :func:`scrub_args` clean a URL and a ``--model-arg``
-  mapping for the record (secret-named values dropped, URLs scrubbed).
+  mapping for the record (secret-named values dropped, URLs scrubbed);
+* :func:`url_auth` and :func:`url_secrets` split a URL's user and password out for an HTTP
+  client and for masking what a server echoes.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable, Mapping
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 MASK = "***"
 """What a secret is replaced by."""
@@ -130,4 +133,36 @@ def scrub_args(args: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-__all__ = ["MASK", "clip", "is_secret_name", "redact", "scrub_args", "scrub_url", "server_text"]
+def url_auth(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without its user and password, and them (``None``: none), for an HTTP client
+    that sends them as a ``Basic`` header: the URL it logs then holds neither."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.netloc.rsplit("@", 1)[1]
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    return urlunsplit(parts._replace(netloc=host)), (user, password)
+
+
+def url_secrets(url: str) -> list[str]:
+    """The password, ``user:password`` and its base64 (the ``Basic`` header) of ``url``: what
+    a server's text must be cleaned of (``HttpModel``)."""
+    parts = urlsplit(url)
+    if not parts.password:
+        return []
+    user, password = unquote(parts.username or ""), unquote(parts.password)
+    pair = f"{user}:{password}"
+    return [password, parts.password, pair, base64.b64encode(pair.encode()).decode()]
+
+
+__all__ = [
+    "MASK",
+    "clip",
+    "is_secret_name",
+    "redact",
+    "scrub_args",
+    "scrub_url",
+    "server_text",
+    "url_auth",
+    "url_secrets",
+]

@@ -36,11 +36,10 @@ Each HTTP attempt has an overall ``deadline`` (default ``3 x timeout``) on top
 of httpx's per-operation ``timeout``, so a server that trickles its reply
 cannot hang a run (``models/_deadline.py``).
 
-The API key is read from the environment variable named by ``api_key_env``,
-sent only in the backend's header and never part of ``fingerprint()``. Every
-string taken from the server (error bodies, answers) goes through
-``mmrobust.redact.server_text``: the key, bearer tokens and URL credentials are
-masked *before* an error body is cut to length.
+The key is read from the variable ``api_key_env`` names, sent only in the backend's header and
+never part of ``fingerprint()``; ``base_url``'s user and password go as httpx ``auth`` (the URL
+it logs holds none). Every string from the server (error bodies, answers) goes through
+``mmrobust.redact.server_text``: key, password, tokens masked *before* a body is cut to length.
 """
 
 from __future__ import annotations
@@ -75,9 +74,8 @@ from mmrobust.models._attempt import (
 )
 from mmrobust.models._reasoning import ReasoningMode, drop_reasoning
 from mmrobust.models.base import FrameFormat, MediaInput, Model, Placement, Request, Response
-from mmrobust.models.credentials import url_auth, url_secrets
 from mmrobust.models.limits import recognise_limit
-from mmrobust.redact import redact, scrub_url, server_text
+from mmrobust.redact import redact, scrub_url, server_text, url_auth, url_secrets
 from mmrobust.status import Status
 
 ERROR_BODY_CHARS = 200
@@ -243,10 +241,9 @@ class HttpModel(Model):
         self._sleep = sleep
         self._answered = False  # has the server ever sent an HTTP reply to this client?
         headers = {"User-Agent": f"mmrobust/{__version__}", **self.auth_headers()}
-        base_url, basic = url_auth(options.base_url)  # httpx logs the URL: keep it clean
         self._client = httpx.Client(
-            base_url=base_url.rstrip("/") + "/",
-            auth=httpx.BasicAuth(*basic) if basic else None,
+            base_url=url_auth(options.base_url)[0].rstrip("/") + "/",  # httpx logs it: no password
+            auth=url_auth(options.base_url)[1],
             headers=headers,
             timeout=httpx.Timeout(options.timeout),
             limits=httpx.Limits(max_connections=max(options.concurrency, 1) * 2),

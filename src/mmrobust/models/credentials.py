@@ -31,7 +31,6 @@ import json
 import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from mmrobust.redact import MASK, is_secret_name, scrub_url
 
@@ -195,33 +194,6 @@ def ray_refusal(*arg_sets: Mapping[str, str]) -> str | None:
     )
 
 
-def url_auth(url: str) -> tuple[str, tuple[str, str] | None]:
-    """``url`` without its user and password, and them (``None``: none), for an HTTP client
-    that sends them as a ``Basic`` header: the URL it logs then holds neither."""
-    from urllib.parse import unquote, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url, None
-    host = parts.netloc.rsplit("@", 1)[1]
-    user, password = unquote(parts.username or ""), unquote(parts.password or "")
-    return urlunsplit(parts._replace(netloc=host)), (user, password)
-
-
-def url_secrets(url: str) -> list[str]:
-    """The password, ``user:password`` and its base64 (the ``Basic`` header) of ``url``: what
-    a server's text must be cleaned of (``HttpModel``)."""
-    import base64
-    from urllib.parse import unquote
-
-    parts = urlsplit(url)
-    if not parts.password:
-        return []
-    user, password = unquote(parts.username or ""), unquote(parts.password)
-    pair = f"{user}:{password}"
-    return [password, parts.password, pair, base64.b64encode(pair.encode()).decode()]
-
-
 __all__ = [
     "FIX",
     "check_spec",
@@ -231,6 +203,4 @@ __all__ = [
     "ray_refusal",
     "refusal",
     "reveal",
-    "url_auth",
-    "url_secrets",
 ]

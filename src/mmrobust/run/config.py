@@ -80,7 +80,8 @@ class EvalConfig:
 
         Raises:
             ValueError: a literal credential in the model or judge spec or their settings
-                (one line naming ``api_key_env``); an unknown ``extract`` mode or ``option_style``; ``--fps`` that is
+                (one line naming ``api_key_env``); an unknown ``extract`` mode or
+                ``option_style``; a negative ``--permute`` or ``--bootstrap``; ``--fps`` that is
                 not a finite positive number (``0``, ``inf``, ``nan``); bad ``--frames`` /
                 ``--max-frames``; task options that do not fit ``task``; a bad ``--cache-size``.
             UnknownNameError: an unknown ``reference`` version or task.
@@ -102,6 +103,9 @@ class EvalConfig:
             raise ValueError(
                 f"--option-style must be paper or vlmevalkit, not {self.option_style!r}"
             )
+        for name, value in (("--permute", self.permute), ("--bootstrap", self.n_resamples)):
+            if value < 0:
+                raise ValueError(f"{name} must be 0 or more, not {value}")
         self.policy()  # --frames / --fps / --max-frames
         check_task_options(self.task, prompt=self.prompt, official=self.official)
         if self.reference is not None:

@@ -36,11 +36,10 @@ Each HTTP attempt has an overall ``deadline`` (default ``3 x timeout``) on top
 of httpx's per-operation ``timeout``, so a server that trickles its reply
 cannot hang a run (``models/_deadline.py``).
 
-The API key is read from the environment variable named by ``api_key_env``,
-sent only in the backend's header and never part of ``fingerprint()``. Every
-string taken from the server (error bodies, answers) goes through
-``mmrobust.redact.server_text``: the key, bearer tokens and URL credentials are
-masked *before* an error body is cut to length.
+The key is read from the variable ``api_key_env`` names, sent only in the backend's header and
+never part of ``fingerprint()``; ``base_url``'s user and password go as httpx ``auth`` (the URL
+it logs holds none). Every string from the server (error bodies, answers) goes through
+``mmrobust.redact.server_text``: key, password, tokens masked *before* a body is cut to length.
 """
 
 from __future__ import annotations
@@ -76,7 +75,7 @@ from mmrobust.models._attempt import (
 from mmrobust.models._reasoning import ReasoningMode, drop_reasoning
 from mmrobust.models.base import FrameFormat, MediaInput, Model, Placement, Request, Response
 from mmrobust.models.limits import recognise_limit
-from mmrobust.redact import redact, scrub_url, server_text
+from mmrobust.redact import redact, scrub_url, server_text, url_auth, url_secrets
 from mmrobust.status import Status
 
 ERROR_BODY_CHARS = 200
@@ -238,11 +237,13 @@ class HttpModel(Model):
         self.max_concurrency = options.concurrency
         self.batch_size = 1
         self._api_key = api_key or None
+        self._secrets = [self._api_key, *url_secrets(options.base_url)]
         self._sleep = sleep
         self._answered = False  # has the server ever sent an HTTP reply to this client?
         headers = {"User-Agent": f"mmrobust/{__version__}", **self.auth_headers()}
         self._client = httpx.Client(
-            base_url=options.base_url.rstrip("/") + "/",
+            base_url=url_auth(options.base_url)[0].rstrip("/") + "/",  # httpx logs it: no password
+            auth=url_auth(options.base_url)[1],
             headers=headers,
             timeout=httpx.Timeout(options.timeout),
             limits=httpx.Limits(max_connections=max(options.concurrency, 1) * 2),
@@ -308,7 +309,7 @@ class HttpModel(Model):
 
     def _clean(self, message: str, limit: int | None = None) -> str:
         """A server's (or the client library's) text, key masked, then made one line and cut."""
-        return server_text(message, [self._api_key], limit)
+        return server_text(message, self._secrets, limit)
 
     def _retrying(self) -> Retrying:
         o = self.options
@@ -374,13 +375,13 @@ class HttpModel(Model):
             if removed:
                 extra["reasoning_dropped_chars"] = removed
         return Response(
-            text=redact(text, [self._api_key]),
+            text=redact(text, self._secrets),
             status=Status.OK,
             latency_s=time.monotonic() - started,
             prompt_tokens=reply.usage.get("prompt_tokens"),
             completion_tokens=reply.usage.get("completion_tokens"),
             extra=extra,
-            reasoning=redact(reasoning, [self._api_key]) if reasoning else None,
+            reasoning=redact(reasoning, self._secrets) if reasoning else None,
         )
 
     def _attempt(self, payload: dict[str, Any]) -> Completion:

@@ -87,7 +87,7 @@ def run_command(
     ),
     seed: int = typer.Option(0, "--seed", help="Seed (bootstrap; task option order)."),
     bootstrap: int = typer.Option(
-        1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0 = off)."
+        1000, "--bootstrap", min=0, help="Bootstrap resamples for 95% CIs (0 = off)."
     ),
     cache_dir: str | None = typer.Option(
         None, "--cache-dir", help="Frame cache folder ('none' switches it off)."
@@ -113,11 +113,14 @@ def run_command(
     be loaded, naming them."""
     with _one_line_on_ctrl_c():
         from mmrobust.models.spec import parse_model_args
+        from mmrobust.paths import out_folder_problem
         from mmrobust.registry import UnknownNameError
         from mmrobust.report.wandb_log import check_log_to
         from mmrobust.suite.names import parse_tasks
         from mmrobust.suite.runner import SuiteConfig, run_suite
 
+        if problem := out_folder_problem(out):
+            raise _fail(problem)
         try:
             from mmrobust.datasets.hub import with_revision
 

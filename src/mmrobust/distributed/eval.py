@@ -30,7 +30,7 @@ from mmrobust.distributed.replicas import ReplicaSpec
 from mmrobust.distributed.session import RaySession, check_paths, ray_session, worker_request
 from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models.base import MEDIA_KINDS, MediaInput, Model, Request, Response
-from mmrobust.models.spec import PLACEMENTS, ModelSpec, frame_encoding_of, parse_spec
+from mmrobust.models.spec import ModelSpec, frame_encoding_of, parse_spec
 from mmrobust.prompts import build_prompt
 from mmrobust.run.config import EvalConfig
 from mmrobust.run.eval import RunResult, run_eval
@@ -40,11 +40,6 @@ from mmrobust.run.keys import key_difference, key_parts
 from mmrobust.run.process import RunAborted, SampleProcessor
 from mmrobust.status import Status
 from mmrobust.store import StoredRow
-
-API_BACKENDS = frozenset(n for n, p in PLACEMENTS.items() if p == "api")
-"""Built-in backends of placement ``"api"`` (kept for old imports; the code asks
-``ModelSpec.placement``): their replicas only send requests, so one replica by
-default (raise its ``concurrency`` instead: the server is what scales)."""
 
 
 class RemoteModel(Model):
@@ -381,7 +376,6 @@ def run_eval_ray(
 
 
 __all__ = [
-    "API_BACKENDS",
     "RayEvalExecutor",
     "RemoteModel",
     "Replicas",

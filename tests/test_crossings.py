@@ -246,6 +246,47 @@ def test_resume_from_another_directory_with_a_relative_data_asks_nothing(
     assert metrics(out) == metrics(done)
 
 
+EXPORT_VOLATILE = ("latency_s", "created_at")
+"""Exported fields that differ between two runs of the same cell (timing)."""
+
+
+@pytest.mark.parametrize("executor", ["serial", "threads", "ray"])
+def test_export_of_a_cell_equals_serial_and_guards_the_run(
+    matrix: Matrix, executor: str, tmp_path: Path
+) -> None:
+    """The export cells: ``random`` on ``detect`` from each executor exports the serial run's
+    records (JSON Lines; less timing); a link planted at ``RUN/samples.csv`` is replaced and
+    its target never written; ``--out`` on each file the run owns is refused, ``--force`` too,
+    and the run's files are unchanged."""
+    run = matrix.run("random", "detect", executor)
+    owned = ("run.json", "metrics.json", "results.sqlite")
+    before = {n: (run / n).read_bytes() for n in owned}
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    link = run / "samples.csv"
+    link.symlink_to(victim)
+    try:
+        invoke(["export", str(run), "--format", "csv"])
+        assert victim.read_text() == "keep\n" and not link.is_symlink()
+    finally:
+        link.unlink()
+    for name in owned:
+        out = invoke(["export", str(run), "--out", str(run / name), "--force"], 2)
+        assert "mmrobust owns it" in out.stderr
+    assert {n: (run / n).read_bytes() for n in owned} == before
+
+    def exported(folder: Path, name: str) -> list[dict[str, Any]]:
+        invoke(["export", str(folder), "--out", str(tmp_path / name)])
+        lines = (tmp_path / name).read_text(encoding="utf-8").splitlines()
+        records = [{k: v for k, v in json.loads(line).items() if k not in EXPORT_VOLATILE}
+                   for line in lines]  # fmt: skip
+        return sorted(records, key=lambda r: str(r["id"]))  # threads store in finishing order
+
+    mine = exported(run, "cell.jsonl")
+    assert len(mine) == SAMPLES["detect"]
+    assert mine == exported(matrix.run("random", "detect", "serial"), "serial.jsonl")
+
+
 ITEM_8 = "item8"
 """The custom resource of the node that lacks part of the data (pins a replica to it)."""
 

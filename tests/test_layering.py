@@ -65,7 +65,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "records",
             "reasoning",
             "reply_words",
+            "reply_json",
+            "reply_lang",
+            "reply_correction",
+            "extraction",
             "safenames",
+            "atomicfile",
             "frame_size",
             "plugins",
             "settings_doc",
@@ -76,11 +81,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("datasets", ("datasets", "store", "forensic")),  # loaders; the SQLite store; the detector
     ("tamper", ("tamper",)),  # the builder writes manifests the datasets read
     ("families", ("families",)),  # the family seam (higher code named by "module:attr")
-    ("protocol", ("official", "prompts", "extract", "tasks")),  # reference quirks, templates
+    (
+        "protocol",
+        ("official", "official_extract", "prompts", "extract", "tasks"),
+    ),  # reference quirks, templates
     ("metrics", ("metrics",)),  # pure, over stored rows
     ("models", ("models",)),  # adapters (forensic's answers via tasks)
     ("model tools", ("judge", "mmrdata")),  # use a model: the LLM judge, MMR data generation
-    ("run", ("run", "runner", "finetune", "export")),  # eval, rescore; finetune; per-sample logs
+    # eval, rescore; finetune; per-sample logs (export: where it writes, export_targets)
+    ("run", ("run", "runner", "finetune", "export", "export_targets")),
     ("distributed", ("distributed",)),  # Ray executors over run / tamper / mmrdata
     ("report", ("report",)),  # one run view, tables, plots, site
     ("apps", ("audit", "audit_scores", "audit_builds", "demo", "suite", "catalog")),  # whole jobs

@@ -133,8 +133,8 @@ def chance_lines(chance: dict[str, dict[str, Any]]) -> list[str]:
         if task == "detect":
             text = (
                 f"always-Yes F1 {pct(c['always_yes_f1'])}, accuracy "
-                f"{pct(c['always_yes_accuracy'])}; majority ({c['majority']}) accuracy "
-                f"{pct(c['majority_accuracy'])}"
+                f"{pct(c['always_yes_accuracy'])}; coin-flip F1 {pct(c.get('coin_flip_f1'))}; "
+                f"majority ({c['majority']}) accuracy {pct(c['majority_accuracy'])}"
             )
         else:
             k = "/".join(map(str, c["n_options"]))

@@ -96,11 +96,14 @@ def run_command(
     one report. Re-running resumes each run; exits 1 if any run failed or any dataset cannot
     be loaded, naming them."""
     from mmrobust.models.spec import parse_model_args
+    from mmrobust.paths import out_folder_problem
     from mmrobust.registry import UnknownNameError
     from mmrobust.report.wandb_log import check_log_to
     from mmrobust.suite.names import parse_tasks
     from mmrobust.suite.runner import SuiteConfig, run_suite
 
+    if problem := out_folder_problem(out):
+        raise _fail(problem)
     try:
         from mmrobust.datasets.hub import with_revision
 

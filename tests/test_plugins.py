@@ -1,9 +1,10 @@
 """The plugin seam: a package installed beside mmrobust adds a family, a backend and an effect.
 
-The package ``mmrobust-pope`` is written here into a temporary folder as an installed
-distribution (``mmrobust_pope-0.1.dist-info`` with ``entry_points.txt``, the file pip writes
-from a ``pyproject.toml``'s ``[project.entry-points]``) and put on ``PYTHONPATH``. It is the
-complete example of docs/extending.md: a POPE-style yes/no family (its ``.pope`` loader, its
+The package ``mmrobust-pope`` of docs/extending.md ("A plugin package": its modules and its
+``pyproject.toml``'s entry points, read from the docs as written) is installed here into a
+temporary folder as a distribution (``mmrobust_pope-0.1.dist-info`` with
+``entry_points.txt``, the file pip writes from ``[project.entry-points]``) and put on
+``PYTHONPATH``: a POPE-style yes/no family (its ``.pope`` loader, its
 scorer, its report section and its robustness-card section with a chance level, named by
 module), a backend (``yesno:<letter>``, a ``BackendSpec`` object) and an effect
 (``posterize``, an ``Effect`` class). Every ``mmrobust`` command runs in a fresh
@@ -33,150 +34,26 @@ from tests.synth import make_synthetic_video
 
 ROOT = Path(__file__).resolve().parents[1]
 
-FAMILY = '''
-"""POPE-style yes/no questions about images (``*.pope``: one JSON object a line)."""
-
-import csv
-import json
-from pathlib import Path
-
-from mmrobust.datasets.base import Dataset, sha256_files
-from mmrobust.families import BenchmarkFamily, CardSection, register_family
-from mmrobust.schema import Sample
-from mmrobust.status import Status
+DOCS = ROOT / "docs" / "extending.md"
 
 
-def load_pope(path, **options):
-    """POPE questions: {"id", "image", "question", "label": "yes" | "no"} per line."""
-    file = Path(path)
-    samples = [
-        Sample(id=row["id"], benchmark="pope", image=file.parent / row["image"],
-               question=row["question"], options={"A": "Yes", "B": "No"},
-               answer="A" if row["label"] == "yes" else "B")
-        for row in map(json.loads, file.read_text(encoding="utf-8").splitlines())
-    ]
-    return Dataset(name=file.stem, benchmark="pope", samples=samples,
-                   data_hash=sha256_files([file]), source=str(file))
+def docs_block(after: str, lang: str) -> str:
+    """The first ``lang`` code block after the line that starts with ``after`` in
+    docs/extending.md: the package of "A plugin package" is installed from the docs as written."""
+    text = DOCS.read_text(encoding="utf-8")
+    start = text.index(f"```{lang}\n", text.index(after)) + len(lang) + 4
+    return text[start : text.index("```", start)]
 
 
-def score_pope(records, **kw):
-    """Accuracy, F1 of "Yes" and the share of "Yes" answers (POPE's three numbers)."""
-    n = len(records)
-    said = [r.predicted for r in records if r.status is Status.OK]
-    tp = sum(r.predicted == "A" == r.answer for r in records)
-    yes, pos = said.count("A"), sum(r.answer == "A" for r in records)
-    return {
-        "benchmark": "pope", "n_samples": n,
-        "accuracy": sum(r.correct for r in records) / n,
-        "f1": 2 * tp / (yes + pos) if yes + pos else 0.0,
-        "yes_ratio": yes / len(said) if said else None,
-        "parse_fail_rate": sum(r.status is Status.PARSE_FAIL for r in records) / n,
-        "error_rate": sum(r.status.is_error for r in records) / n,
-    }
+def entry_points_txt() -> str:
+    """``entry_points.txt`` (what pip writes) from the docs' ``pyproject.toml``."""
+    import tomllib
 
-
-def markdown(groups, out, paths):
-    """The report's section: a CSV and a Markdown table per dataset."""
-    lines = []
-    for group in groups:
-        csv_path = out / "pope.csv"
-        with csv_path.open("w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["model", "accuracy", "f1", "yes_ratio"])
-            for label, m in group.metrics().items():
-                w.writerow([label, m["accuracy"], m["f1"], m["yes_ratio"]])
-        paths.files.append(csv_path)
-        lines += [f"## POPE on {group.where}", "", "| model | accuracy | F1 |", "|---|---|---|"]
-        lines += [f"| {label} | {100 * m['accuracy']:.1f}% | {100 * m['f1']:.1f}% |"
-                  for label, m in group.metrics().items()]
-    return lines
-
-
-def card_rows(run):
-    m = run.metrics
-    return [{"accuracy": 100 * m["accuracy"], "f1": 100 * m["f1"], "n": m["n_samples"]}]
-
-
-def card_chance(run):
-    """A model that always says Yes: accuracy is the share of Yes questions."""
-    yes = sum(row.sample.answer == "A" for row in run.rows)
-    return {"always yes": 100 * yes / len(run.rows)}
-
-
-POPE = register_family(BenchmarkFamily(
-    id="pope", title="POPE object hallucination", score=score_pope,
-    summary=lambda m: [f"POPE accuracy {100 * m['accuracy']:.1f}%  F1 {100 * m['f1']:.1f}%"],
-    headline=lambda m: f"acc {100 * m['accuracy']:.1f}%",
-    markdown=markdown,
-    compare_notes=lambda records: [f"pope note: {len(records)} questions"],
-    loaders={"pope": load_pope},
-    card=CardSection("pope", title="POPE yes/no (object hallucination)", entries=card_rows,
-                     columns=(("accuracy", "accuracy"), ("f1", "F1"), ("n", "questions")),
-                     chance=card_chance),
-))
-'''
-
-BACKEND = '''
-"""``yesno:<letter>``: answers one letter when it was shown an image (else no letter)."""
-
-from mmrobust.models.base import Model, Response
-from mmrobust.models.backend_spec import BackendSpec
-
-
-class YesNo(Model):
-    media_input = "frames"
-    media_kinds = ("image", "text")
-
-    def __init__(self, letter):
-        self.letter, self.name = letter, f"yesno:{letter}"
-
-    def generate(self, requests):
-        return [Response(text=self.letter if r.frames or r.frame_jpegs else "no image")
-                for r in requests]
-
-
-def make(arg, args):
-    if arg not in ("A", "B"):
-        raise ValueError("yesno needs a letter: yesno:A or yesno:B")
-    return YesNo(arg)
-
-
-SPEC = BackendSpec("yesno", "mmrobust_pope.backend:make", media=("image", "text"),
-                   arg="the letter it answers", doc="answers one letter (a plugin's backend)")
-'''
-
-EFFECT = '''
-import numpy as np
-from pydantic import Field
-
-from mmrobust.tamper.effects import Effect
-
-
-class Posterize(Effect):
-    """Quantise every channel of the window's frames to ``levels`` levels.
-
-    Args:
-        levels: intensity levels per channel, 2-128.
-    """
-
-    name = "posterize"
-    levels: int = Field(default=4, ge=2, le=128)
-
-    def apply(self, window, ctx):
-        step = 256 // self.levels
-        return [(f // step * step).astype(np.uint8) for f in window]
-'''
-
-ENTRY_POINTS = """
-[mmrobust.families]
-pope = mmrobust_pope.family
-
-[mmrobust.backends]
-yesno = mmrobust_pope.backend:SPEC
-
-[mmrobust.effects]
-posterize = mmrobust_pope.effects:Posterize
-"""
+    groups = tomllib.loads(docs_block("`pyproject.toml`:", "toml"))["project"]["entry-points"]
+    return "".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
+        for group, eps in groups.items()
+    )
 
 
 def _install(site: Path, name: str, version: str, entry_points: str) -> None:
@@ -196,9 +73,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pkg = site / "mmrobust_pope"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("", encoding="utf-8")
-    for module, text in (("family", FAMILY), ("backend", BACKEND), ("effects", EFFECT)):
+    for module in ("family", "backend", "effects"):
+        text = docs_block(f"`mmrobust_pope/{module}.py`", "python")
         (pkg / f"{module}.py").write_text(text, encoding="utf-8")
-    _install(site, "mmrobust-pope", "0.1", ENTRY_POINTS)
+    _install(site, "mmrobust-pope", "0.1", entry_points_txt())
     _install(site, "mmrobust-broken", "0.2", "[mmrobust.effects]\nbroken = no_such_module_x\n")
     return site
 
@@ -299,7 +177,10 @@ def test_eval_rescore_report_compare_run_use_the_plugin(
     assert card["mmr"] == [] and card["sections"][0]["section"] == "pope"
     (row,) = card["pope"]
     assert (row["accuracy"], round(row["f1"], 2), row["n"]) == (75.0, 85.71, 4)
-    assert row["chance"] == {"always yes": 75.0}
+    assert {k: round(v, 2) for k, v in row["chance"].items()} == {
+        "always yes": 85.71,  # 2P / (2P + N), P = 3, N = 1
+        "coin flip": 60.0,  # 2P / (3P + N)
+    }
     page = next((report / "cards").glob("yesno-A.html")).read_text()
     assert "POPE yes/no (object hallucination)" in page and "chance: always yes" in page
 

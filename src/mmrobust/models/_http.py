@@ -72,6 +72,7 @@ from mmrobust.models._attempt import (
     parse_retry_after,
     token_count,
 )
+from mmrobust.models._encode import count_payload_media, missing_media
 from mmrobust.models._reasoning import ReasoningMode, drop_reasoning
 from mmrobust.models.base import FrameFormat, MediaInput, Model, Placement, Request, Response
 from mmrobust.models.limits import recognise_limit
@@ -269,8 +270,9 @@ class HttpModel(Model):
         """
 
     def count_media(self, payload: Mapping[str, Any]) -> tuple[int, int]:
-        """``(image parts, video parts)`` in a request body (for ``recognise_limit``)."""
-        return 0, 0
+        """``(image parts, video parts)`` in a request body (``recognise_limit``; a body with
+        none for a sample with media is ``media_error``): default ``count_payload_media``."""
+        return count_payload_media(payload)
 
     def error_text(self, body: str) -> str:
         """The part of an error body worth quoting (default: all of it, cut later)."""
@@ -328,6 +330,9 @@ class HttpModel(Model):
                 error=self._clean(f"could not encode media: {exc}"),
                 latency_s=time.monotonic() - started,
             )
+        if blind := missing_media(request, self.media_input, self.count_media(payload)):
+            err = self._clean(f"{self.backend}: {blind}")
+            return Response("", Status.MEDIA_ERROR, err, time.monotonic() - started, extra=extra)
         history: list[str] = []
         try:
             for attempt in self._retrying():

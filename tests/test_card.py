@@ -55,6 +55,7 @@ def test_card_values_chance_and_links(positions_set: Path, tmp_path: Path) -> No
         assert d["f1"] == 66.67 and d["ci95"] == [66.67, 66.67]
         assert d["chance"] == {"coin_flip": 50.0, "always_yes": 66.67}
     for d in det:
+        assert d["parse_fail_rate"] == 0.0
         assert d["window_coverage"] is None  # constant:A is sent no frames
         assert d["leak_audit_ceiling"] is None
         assert d["published"]["shown"] is False

@@ -178,3 +178,26 @@ def test_multiple_choice_and_paired_levels_by_hand() -> None:
     assert got["MR"] == pytest.approx(100 * uf / (ur + uf)) == pytest.approx(100 * 7 / 12)
     assert pair_chance([(4, 4)] * 3) == {"RA": pytest.approx(6.25), "MR": pytest.approx(75.0)}
     assert pair_chance([]) == {"RA": None, "MR": None}
+
+
+def test_a_types_parse_fail_rate_counts_its_tampered_clips_only() -> None:
+    """Per type: failures among that type's tampered clips / its clips; the run's rate and the
+    card's: over every row (the originals are shared by every type)."""
+    from mmrobust.metrics.tamper import tamper_metrics
+    from mmrobust.records import ScoredRecord
+    from mmrobust.status import Status
+
+    def rec(sid: str, ttype: str, status: Status = Status.OK) -> ScoredRecord:
+        answer = "B" if ttype == "original" else "A"
+        return ScoredRecord(sample_id=sid, benchmark="tamper", group=sid, answer=answer,
+                            options={"A": "Yes", "B": "No"},
+                            predicted="A" if status is Status.OK else None, status=status,
+                            tamper_type=ttype)  # fmt: skip
+
+    rows = [rec("o0", "original", Status.PARSE_FAIL), rec("o1", "original")]
+    rows += [rec("d0", "dropping", Status.PARSE_FAIL), rec("d1", "dropping")]
+    rows += [rec(f"m{i}", "masking") for i in range(4)]
+    m = tamper_metrics(rows, n_resamples=0)
+    assert m["per_type"]["dropping"]["parse_fail_rate"] == 1 / 2  # 1 of its 2 clips
+    assert m["per_type"]["masking"]["parse_fail_rate"] == 0.0  # the failed original not counted
+    assert m["parse_fail_rate"] == 2 / 8

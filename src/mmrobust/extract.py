@@ -304,13 +304,21 @@ _BECAUSE = r"(?:because|since|given|due\s+to|as(?!\s+well))\b"
 """Words after a leading letter that explain the choice: ``"C, because A, B and D ..."``."""
 
 
+_FILLER = re.compile(
+    r"^(?:(?:wait|hmm+|oh|um+|well|sorry|hold\s+on)\b\s*[,!.:;—–-]*\s*|no\s*[,!.—–-]+\s*(?=\S))+",
+    re.IGNORECASE,
+)
+"""Words that open a correction's clause without answering: ``"Actually, wait, it's D."``."""
+
+
 def _corrected(clause: str, options: Mapping[str, str]) -> Extraction | None:
     """The answer a self-correction's clause gives (:mod:`mmrobust.reply_correction`): a
     letter form alone or before punctuation or *because* (``"D."``, ``"option D, since"``),
     an answer phrase, an option's text or label at its start, or "(not) tampered"."""
     letters = _letter_class(options)
+    c = _FILLER.sub("", _clean(clause))
     c = re.sub(r"^(?:it|this|that)\s*(?:is|'s|(?:should|must|would|could|might|may)\s+be)\s+|^(?:the\s+)?"
-               r"(?:correct\s+|right\s+)?answer\s+is\s+", "", _clean(clause), flags=re.I)  # fmt: skip
+               r"(?:correct\s+|right\s+)?answer\s+is\s+", "", c, flags=re.I)  # fmt: skip
     c = re.sub(r"^(?:option|choice)\s*", "", c, flags=re.IGNORECASE)
     hedge = (
         rf"[\(\[]?([{letters}])[\)\]]?\s*(?:or|/)\s*(?:option\s*)?[\(\[]?[{letters}](?![A-Za-z])"

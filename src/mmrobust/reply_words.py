@@ -79,13 +79,13 @@ def _yes_no(options: Mapping[str, str]) -> tuple[str, str] | None:
     return None
 
 
-_NONE_TEXT = re.compile(r"^none\b|\bnot\s+tampered\b|\bno\s+tampering\b|\buntampered\b")
+_NONE_TEXT = re.compile(r"\bnot\s+tampered\b|\bno\s+tampering\b|\buntampered\b")
 
 
 def none_option(options: Mapping[str, str]) -> str | None:
     """The letter of the one option that says the video is not tampered (``"None: the
     video is not tampered"`` of the ``type`` and ``when`` tasks), else ``None``; never on a
-    Yes/No question."""
+    Yes/No question, nor for an option that only says "none" (``"None of the above"``)."""
     if _yes_no(options) is not None:
         return None
     found = [k for k, v in options.items() if _NONE_TEXT.search(v.strip().lower())]

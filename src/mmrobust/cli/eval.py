@@ -65,7 +65,7 @@ def eval_cmd(
         "paper", "--option-style", help="paper ('A. Yes') | vlmevalkit ('(A) Yes')."
     ),
     permute: int = typer.Option(
-        0, "--permute", help="Circularly shift the option order by K (position-bias check)."
+        0, "--permute", min=0, help="Circularly shift the option order by K (position-bias check)."
     ),
     frames: int = typer.Option(8, "--frames", help="Segment-centre frames per video."),
     fps: float | None = typer.Option(
@@ -101,7 +101,7 @@ def eval_cmd(
         None, "--cache-size", help="Frame cache cap, e.g. 10GB (default), 500MB; LRU eviction."
     ),
     bootstrap: int = typer.Option(
-        1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0 = off)."
+        1000, "--bootstrap", min=0, help="Bootstrap resamples for 95% CIs (0 = off)."
     ),
     judge: str | None = typer.Option(
         None,
@@ -223,7 +223,7 @@ def rescore_cmd(
         None, "--failures", help="exclude | wrong: how tamper F1 counts parse failures."
     ),
     bootstrap: int | None = typer.Option(
-        None, "--bootstrap", help="Bootstrap resamples (default: the run's)."
+        None, "--bootstrap", min=0, help="Bootstrap resamples (default: the run's)."
     ),
     judge: str | None = typer.Option(
         None, "--judge", help="Model SPEC of an LLM judge for replies extraction cannot parse."

@@ -30,6 +30,7 @@ from mmrobust.distributed.replicas import ReplicaSpec
 from mmrobust.distributed.session import RaySession, check_paths, ray_session, worker_request
 from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models.base import MEDIA_KINDS, MediaInput, Model, Request, Response
+from mmrobust.models.credentials import ray_refusal
 from mmrobust.models.spec import ModelSpec, frame_encoding_of, parse_spec
 from mmrobust.prompts import build_prompt
 from mmrobust.run.config import EvalConfig
@@ -301,14 +302,18 @@ def start_replicas(
     probe task with a replica's resources (its name, fingerprint and run key).
 
     Raises:
-        ValueError, WorkerPathError: bad spec, no room, a replica that cannot load or see a path.
+        ValueError, WorkerPathError: bad spec, no room, a replica that cannot load or see a path;
+            a setting that holds a password (``models.credentials.ray_refusal``).
     """
     spec = parse_spec(model, model_args)
+    why = ray_refusal(spec.args, eval_config.judge_args if eval_config is not None else {})
+    if why:  # the replicas get their settings through Ray's task arguments
+        raise ValueError(why)
     request = worker_request(options, gpus=gpus_per_replica(session, options, spec))
     n = replica_count(session, options, request, spec)
     replica = ReplicaSpec(
         model=model,
-        model_args=dict(model_args),
+        model_args=dict(spec.args),
         cwd=session.cwd,
         must_see=local_checkpoint(spec),
         eval_config=eval_config,

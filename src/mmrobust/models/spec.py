@@ -41,6 +41,8 @@ from mmrobust.models.base import (
     media_refusal,
 )
 from mmrobust.models.builtin import BUILT_IN_BACKENDS
+from mmrobust.models.credentials import check_spec, hold_args, is_secret_name, reveal
+from mmrobust.redact import MASK, redact
 from mmrobust.registry import Registry, origin_of
 
 if TYPE_CHECKING:
@@ -169,20 +171,33 @@ def placement_of(name: str) -> Placement:
 
 
 def parse_spec(spec: str, model_args: Mapping[str, str] | None = None) -> ModelSpec:
-    """Split ``"name:arg"`` into a ``ModelSpec``.
+    """Split ``"name:arg"`` into a ``ModelSpec`` whose every form is fit to store and print.
+
+    A credential in the spec's text or a setting is refused; a URL's user and password in a
+    setting is held in this process's memory, the spec's ``args`` holding ``***@`` in its
+    place (``models/credentials.py``; :func:`load_model` gives it back to the factory).
 
     Raises:
-        ValueError: empty spec or empty name.
+        ValueError: empty spec or empty name; a literal credential (one line naming
+            ``api_key_env``, not the value).
     """
     spec = spec.strip()
     name, sep, arg = spec.partition(":")
     if not name:
-        raise ValueError(f"bad model spec {spec!r}: expected NAME or NAME:ARG")
-    return ModelSpec(name=name, arg=arg if sep else None, args=dict(model_args or {}))
+        raise ValueError(f"bad model spec {redact(spec)!r}: expected NAME or NAME:ARG")
+    check_spec(spec)
+    args = hold_args(model_args or {})
+    return ModelSpec(name=name, arg=arg if sep else None, args=args)
 
 
 _SWALLOWED = re.compile(r",\s*[A-Za-z_][A-Za-z0-9_]*=")
 """``,key=`` inside one ``--model-arg`` value: several settings joined by commas."""
+
+
+def _shown(key: str, value: str) -> str:
+    """A setting's value as an error message may quote it: ``***`` for a secret-named
+    setting, else with URL credentials, tokens and secret parameters masked."""
+    return MASK if is_secret_name(key) else redact(value)
 
 
 def split_model_args(text: str) -> dict[str, str]:
@@ -214,7 +229,10 @@ def split_model_args(text: str) -> dict[str, str]:
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             value = value[1:-1]
         if key in out and out[key] != value:
-            raise ValueError(f"--model-args gives {key!r} twice ({out[key]!r} and {value!r})")
+            raise ValueError(
+                f"--model-args gives {key!r} twice ({_shown(key, out[key])!r} and "
+                f"{_shown(key, value)!r})"
+            )
         out[key] = value
     return out
 
@@ -255,11 +273,16 @@ def parse_model_args(
     ``comma_lists``: lm-eval's comma form, parsed by :func:`split_model_args`.
     A key may come from either; given in both with different values it is an error.
 
+    The result is fit to store and print: a URL's user and password is held in memory
+    (``http://***@host/v1`` in its place), any other literal credential refused
+    (:func:`mmrobust.models.credentials.hold_args`).
+
     Raises:
         ValueError: a pair without ``=``; a ``--model-arg`` value that looks like a
             swallowed comma list (``base_url=http://x,concurrency=4``: the URL would
-            silently become ``http://x,concurrency=4``), with the fix; or a
-            :func:`split_model_args` error.
+            silently become ``http://x,concurrency=4``), with the fix; a
+            :func:`split_model_args` error; a literal credential (one line naming
+            ``api_key_env``).
     """
     out: dict[str, str] = {}
     for text in comma_lists or []:
@@ -270,16 +293,18 @@ def parse_model_args(
             raise ValueError(f"bad --model-arg {pair!r}: expected KEY=VALUE")
         key = key.strip()
         if not value.lstrip().startswith(("{", "[")) and _SWALLOWED.search(value):
+            shown = f"{key}={_shown(key, value)}"
             raise ValueError(
-                f"--model-arg {pair!r} looks like several settings joined by commas; give each "
-                f"its own --model-arg, or pass them all as --model-args {pair}"
+                f"--model-arg {shown!r} looks like several settings joined by commas; give "
+                f"each its own --model-arg, or pass them all as --model-args {shown}"
             )
         if key in out and out[key] != value:
             raise ValueError(
-                f"{key!r} is given by --model-args ({out[key]!r}) and --model-arg ({value!r})"
+                f"{key!r} is given by --model-args ({_shown(key, out[key])!r}) and "
+                f"--model-arg ({_shown(key, value)!r})"
             )
         out[key] = value
-    return out
+    return hold_args(out)
 
 
 def load_model(spec: str | ModelSpec, model_args: Mapping[str, str] | None = None) -> Model:
@@ -290,7 +315,8 @@ def load_model(spec: str | ModelSpec, model_args: Mapping[str, str] | None = Non
         ValueError: the backend rejected its arguments.
     """
     parsed = spec if isinstance(spec, ModelSpec) else parse_spec(spec, model_args)
-    return MODELS.get(parsed.name).make(parsed.arg, parsed.args)
+    # the one place a held password goes
+    return MODELS.get(parsed.name).make(parsed.arg, reveal(parsed.args))
 
 
 class UnloadedModel(Model):

@@ -12,7 +12,9 @@ collision-free) for each model of the report (a text-only run is its own card,
   every original clip, with its
   bootstrap 95% CI (the run's resamples and seed, clustered by group as the run's own
   F1), the window coverage (share of tampered clips of which the model saw a frame inside
-  the window), the chance levels of the same clips by the same metric (always "Yes" and a
+  the window; for a ``dropping`` seam the rule of
+  :func:`mmrobust.media.sampling.window_coverage`), the parse-fail rate over the row's
+  clips (tampered and originals alike), the chance levels of the same clips by the same metric (always "Yes" and a
   fair coin: the F1 per tamper type on that type's clips plus all originals, then the
   mean; :func:`mmrobust.metrics.chance.detection_chance`) and the leak-audit ceiling
   when an ``audit.json`` of that dataset is given (the best F1 any single metadata field
@@ -120,8 +122,10 @@ def _detection_entry(
     position: str, metrics: Mapping[str, Any], rows: Sequence[Any], n_original: int
 ) -> dict[str, Any]:
     """One detection row: the F1 of ``metrics`` (a tamper ``metrics.json``-shaped dict over
-    ``rows``' tampered clips and the originals), its CI, and the chance levels of the same
-    clips by the same definition (:func:`mmrobust.metrics.chance.detection_chance_of_metrics`:
+    ``rows``' tampered clips and the originals), its CI, the parse-fail rate over the same
+    clips (tampered and originals: the run-level ``parse_fail_rate``, not a type's, which
+    counts the type's tampered clips only), and the chance levels of the same clips by the
+    same definition (:func:`mmrobust.metrics.chance.detection_chance_of_metrics`:
     macro over the types, each type with all originals)."""
     from mmrobust.metrics.chance import detection_chance_of_metrics
 
@@ -134,6 +138,7 @@ def _detection_entry(
         "n_tampered": len(rows),
         "n_original": n_original,
         "window_coverage": _pc(sum(known) / len(known)) if known else None,
+        "parse_fail_rate": _pc(metrics.get("parse_fail_rate")),
         "chance": {
             "coin_flip": _pc(guess["coin_flip"]["overall"]),
             "always_yes": _pc(guess["always_yes"]["overall"]),

@@ -36,8 +36,9 @@ if TYPE_CHECKING:  # imported where a frame is built: summary_text (eval, rescor
 TABLE7_NOTE = (
     "F1 in % with tampered = positive class, per type on that type's clips plus all originals; "
     "Overall = unweighted mean over the types (MVTamperBench section 4.1). Overall 95% CI = "
-    "bootstrap over source videos. Window coverage = share of tampered clips with a shown frame "
-    "inside the tamper window (mean over types; – when the model was shown no sampled frames). "
+    "bootstrap over source videos. Window coverage = share of tampered clips whose shown frames "
+    "cover the tamper window (the window-coverage rule of the evaluation docs, dropping seams "
+    "included; mean over types; – when the model was shown no sampled frames). "
     "Flag always_yes / always_no marks a degenerate predictor. Chance rows: the expected F1 of "
     "answering Yes to every clip and of a fair coin on the same clips, by the same definition "
     "(per type, then the mean; 66.7 and 50.0 when each type has as many clips as there are "

@@ -96,13 +96,20 @@ def evaluate(
 
     Whatever the executor, the dataset is loaded once here and the run is refused before
     any model is loaded elsewhere, any Ray cluster contacted or any request sent when the
-    model can answer none of the samples (:func:`check_answerable`). The local executor is
+    model can answer none of the samples (:func:`check_answerable`), or, on Ray, when a
+    setting holds a password (``models.credentials.ray_refusal``). The local executor is
     chosen by :func:`mmrobust.run.executors.choose_executor`.
 
     Raises:
         as :func:`run_eval` (and, with ``ray``, ``mmrobust.distributed.eval.run_eval_ray``).
     """
     config.validate()
+    if ray is not None:
+        from mmrobust.models.credentials import ray_refusal
+
+        why = ray_refusal(config.model_args, config.judge_args)
+        if why:  # before the cluster is contacted: Ray would store the settings with its tasks
+            raise ValueError(why)
     dataset = load_dataset(
         config.data, config.format, images=config.images, text_only=config.text_only
     )

@@ -71,7 +71,7 @@ def run_command(
     ),
     seed: int = typer.Option(0, "--seed", help="Seed (bootstrap; task option order)."),
     bootstrap: int = typer.Option(
-        1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0 = off)."
+        1000, "--bootstrap", min=0, help="Bootstrap resamples for 95% CIs (0 = off)."
     ),
     cache_dir: str | None = typer.Option(
         None, "--cache-dir", help="Frame cache folder ('none' switches it off)."

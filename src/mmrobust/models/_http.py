@@ -157,35 +157,6 @@ def check_base_url(url: str, backend: str) -> None:
         raise ValueError(f"{backend}: base_url={scrub_url(url)!r} names no host")
 
 
-def place_prefill(
-    request: Request,
-    mode: str,
-    content: list[dict[str, Any]],
-    messages: list[dict[str, Any]],
-    *,
-    strip: bool = False,
-) -> dict[str, Any]:
-    """Put ``request.assistant_prefill`` where ``mode`` (``--model-arg prefill=``) says; shared
-    by the chat backends (``openai:``, ``anthropic:``).
-
-    ``drop`` sends none and returns ``{"prefill_dropped": True}`` (recorded with the row);
-    ``user`` appends it as a text part of the user turn's ``content``; any other mode
-    (``message``, ``continue``) appends a final assistant turn to ``messages`` (``strip``:
-    without trailing whitespace, which the Messages API refuses). No prefill: ``{}``, nothing
-    changed. ``continue``'s server flags are the backend's own.
-    """
-    text = request.assistant_prefill
-    if not text:
-        return {}
-    if mode == "drop":
-        return {"prefill_dropped": True}
-    if mode == "user":
-        content.append({"type": "text", "text": text})
-    else:
-        messages.append({"role": "assistant", "content": text.rstrip() if strip else text})
-    return {}
-
-
 def read_api_key(env: str | None) -> str | None:
     """The key in the environment variable ``env`` (``None`` when ``env`` is ``None``).
 
@@ -498,7 +469,6 @@ __all__ = [
     "check_base_url",
     "empty_reply",
     "parse_retry_after",
-    "place_prefill",
     "read_api_key",
     "token_count",
 ]

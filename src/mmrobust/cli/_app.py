@@ -1,4 +1,5 @@
-"""The ``mmrobust`` Typer application and its root callback (``--version``).
+"""The ``mmrobust`` Typer application and its root callback (``--version``; it loads the
+plugins, :mod:`mmrobust.plugins`, before any command runs).
 
 The command modules (:mod:`mmrobust.cli.tamper`, ``eval``, ``report``, ``data``, ``demo``)
 register their commands on :data:`app`; :mod:`mmrobust.cli` imports them in the order
@@ -61,11 +62,18 @@ def _version_callback(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", callback=_version_callback, is_eager=True, help="Print the version."
     ),
 ) -> None:
     """mmrobust command line."""
+    if ctx.invoked_subcommand is not None and not ctx.resilient_parsing:
+        # families, backends, effects of installed plugin packages and MMROBUST_PLUGINS;
+        # one that fails to load is one warning (mmrobust.plugins), never a crash
+        from mmrobust.plugins import load_plugins
+
+        load_plugins()
 
 
 __all__ = ["app"]

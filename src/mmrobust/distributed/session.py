@@ -52,9 +52,28 @@ FORWARDED_ENV = (
     "HF_HOME",
     "HF_HUB_CACHE",
     "MMROBUST_CACHE",
+    "MMROBUST_PLUGINS",
 )
 """Environment variables the driver passes to its workers when set (none is a secret: API keys
-named by ``api_key_env`` must be set on the worker nodes themselves)."""
+named by ``api_key_env`` must be set on the worker nodes themselves). ``PYTHONPATH`` goes
+too, its entries made absolute (:func:`forwarded_env`), so a plugin the driver imports from
+it is found on the workers (the shared filesystem)."""
+
+SETUP_HOOK = "mmrobust.plugins.load_plugins"
+"""The job's ``worker_process_setup_hook``: every worker process loads the plugins before it
+takes a task or an actor (Ray's ``runtime_env``; the actors and tasks call it again, for a
+driver connected before mmrobust, whose job runtime_env is not ours)."""
+
+
+def forwarded_env() -> dict[str, str]:
+    """The variables of :data:`FORWARDED_ENV` that are set, and ``PYTHONPATH`` with its
+    entries made absolute against the driver's working directory."""
+    env = {k: os.environ[k] for k in FORWARDED_ENV if os.environ.get(k)}
+    if os.environ.get("PYTHONPATH"):
+        parts = [p for p in os.environ["PYTHONPATH"].split(os.pathsep) if p]
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in parts)
+    return env
+
 
 SHARED_FS_HINT = (
     "workers read and write the driver's paths: put data, outputs and local checkpoints "
@@ -111,12 +130,13 @@ class RaySession:
         ]
 
 
-def _init_kwargs(started: bool) -> dict[str, Any]:
+def _init_kwargs(started: bool, env: Mapping[str, str]) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "include_dashboard": False,
         "log_to_driver": False,
         "logging_level": logging.ERROR,
         "namespace": "mmrobust",
+        "runtime_env": {"worker_process_setup_hook": SETUP_HOOK, "env_vars": dict(env)},
     }
     if started:
         kwargs["object_store_memory"] = LOCAL_OBJECT_STORE_BYTES
@@ -133,7 +153,7 @@ def ray_session(options: RayOptions) -> Iterator[RaySession]:
     Raises:
         ValueError: the cluster cannot be reached (one line).
     """
-    env = {k: os.environ[k] for k in FORWARDED_ENV if os.environ.get(k)}
+    env = forwarded_env()
     address = options.address or os.environ.get("RAY_ADDRESS") or "local"
     if ray.is_initialized():
         yield RaySession("connected", started=False, cwd=os.getcwd(), env=env)
@@ -142,7 +162,7 @@ def ray_session(options: RayOptions) -> Iterator[RaySession]:
     if not started:
         check_connection(address)
     try:
-        ray.init(address=address, **_init_kwargs(started))
+        ray.init(address=address, **_init_kwargs(started, env))
     except (ConnectionError, RuntimeError, ValueError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"cannot connect to Ray at {address}: {reason}") from None

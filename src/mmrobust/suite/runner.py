@@ -138,8 +138,8 @@ def run_suite(
                 f" and {len(earlier) - 5} more" if len(earlier) > 5 else ""
             )
             say(
-                f"note: {len(earlier)} complete run(s) in {out} from an earlier command "
-                f"{'are' if config.report else 'would be'} in the report too: {shown} "
+                f"note: {len(earlier)} complete run(s) in {out} from an earlier (or concurrent) "
+                f"command {'are' if config.report else 'would be'} in the report too: {shown} "
                 '("this_command": false in suite.json; remove a run folder to leave it out)'
             )
         result.earlier = earlier

@@ -34,7 +34,7 @@ from mmrobust.cli import app
 from mmrobust.models.credentials import hold_args, reveal
 from mmrobust.redact import is_secret_name, scrub_args
 from mmrobust.run.config import EvalConfig
-from tests.crossings import SECRET, Spelling, secret_cells, secret_forms
+from tests.crossings import SECRET, Spelling, http_backends, secret_cells, secret_forms
 from tests.fake_openai_server import FakeOpenAIServer, Reply
 
 FORMS = secret_forms()
@@ -220,3 +220,28 @@ def test_run_json_shows_max_tokens_and_masks_keys() -> None:
     """``scrub_args`` used to mask every name holding ``token`` (``max_tokens``: ``***``)."""
     got = scrub_args({"max_tokens": "64", "api_key": "k-123456", "api_key_env": "K"})
     assert got == {"max_tokens": "64", "api_key": "***", "api_key_env": "K"}
+
+
+@pytest.mark.parametrize("backend", http_backends())
+def test_a_token_as_the_url_user_name_is_sent_and_masked_where_the_server_echoes_it(
+    backend: str,
+) -> None:
+    """``base_url=http://TOKEN@host/v1`` (no password): held like a password, sent as
+    ``Basic base64(TOKEN:)``, and masked in the row's error when the server echoes it."""
+    from mmrobust.models.base import Request
+    from mmrobust.models.spec import load_model, parse_spec
+
+    basic = "Basic " + base64.b64encode(f"{SECRET}:".encode()).decode()
+    with FakeOpenAIServer([Reply.error(400, message=f"who is {SECRET} ({basic})?")]) as server:
+        url = server.base_url.replace("http://", f"http://{SECRET}@")
+        spec = parse_spec(f"{backend}:m", {"base_url": url, "max_retries": "0", "api_key_env": ""})
+        assert spec.args["base_url"] == server.base_url.replace("http://", "http://***@")
+        model = load_model(spec)
+        try:
+            ask = Request(sample_id="s1", prompt="Q?", question="Q?", options={"A": "Yes"})
+            (response,) = model.generate([ask])
+        finally:
+            model.close()
+        assert server.requests[0].headers.get("authorization") == basic
+    assert response.status.value == "rejected" and "who is ***" in (response.error or "")
+    assert _leaks(response.error or "") == []

@@ -135,7 +135,11 @@ def test_a_password_in_base_url_reaches_the_server_and_no_artifact(
     assert result.exit_code == 1 and "connection error to http://***@127.0.0.1" in result.output
     written = sorted(p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*") if p.is_file())
     assert {"suite", "down", "wb", "export.csv", "export.jsonl", "export.parquet"} <= set(written)
-    assert list((out / "report").rglob("*.json")) and list((out / "report").rglob("*.csv"))
+    report = out / "report"  # every artifact searched below was written
+    assert (report / "index.html").is_file() and (report / "report.md").is_file()
+    assert list((report / "cards").glob("*.json")) and list(report.rglob("*.csv"))
+    for name in ("run.json", "metrics.json", "samples.jsonl", "results.sqlite"):
+        assert (run_dir / name).is_file() and list(down.rglob(name)), name
     assert list(wandb_dir.rglob("*.wandb"))
     assert _files_with_secret(tmp_path) == []
     assert [_leaks(o) for o in outputs] == [[]] * len(outputs)

@@ -218,6 +218,7 @@ def _run_eval(
     dataset, samples = selected(config, dataset)
     run_dir = Path(config.out)
     created = not run_dir.exists()
+    made = [p for p in (run_dir, *run_dir.parents) if not p.exists()]  # deepest first
     lock = RunLock(run_dir).acquire()  # one process per run folder, from here to the end
     try:
         model = model or load_model(config.model, config.model_args)
@@ -235,6 +236,11 @@ def _run_eval(
         lock.release()
         if created and {p.name for p in run_dir.iterdir()} <= {LOCK_FILE}:
             shutil.rmtree(run_dir, ignore_errors=True)  # nothing was run: leave no folder
+            for parent in made[1:]:  # nor the folders made to hold it (OUT/model/dataset)
+                try:
+                    parent.rmdir()
+                except OSError:  # not empty: something else is in it
+                    break
 
 
 def _now() -> str:

@@ -8,6 +8,8 @@ register their commands on :data:`app`; :mod:`mmrobust.cli` imports them in the 
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from mmrobust import __version__
@@ -24,6 +26,32 @@ app = typer.Typer(
     # descriptions and prints each flag whole, without a metavar for flags
     rich_markup_mode=None,
 )
+
+
+def _one_value_types() -> None:
+    """Show a repeatable parameter's type as one value's (``<path>``, ``<str>``), not typer's
+    ``<list[Path]>``: each ``--data`` takes one value (the help says "repeatable"), and an
+    argument's name already says there are several (``RUN_DIRS``, ``sources...``). A typer
+    without ``_TyperParameter.display_type`` keeps its own text."""
+    import re
+
+    from typer import core
+
+    param = getattr(core, "_TyperParameter", None)
+    shown = getattr(param, "display_type", None)
+    if param is None or shown is None or getattr(shown, "one_value", False):
+        return
+
+    def display_type(self: Any, ctx: Any) -> str:
+        text = str(shown(self, ctx))
+        match = re.fullmatch(r"<list\[(.+)\]>", text)
+        return f"<{match.group(1).lower()}>" if match else text
+
+    display_type.one_value = True  # type: ignore[attr-defined]
+    param.display_type = display_type
+
+
+_one_value_types()
 
 
 def _version_callback(value: bool) -> None:

@@ -15,7 +15,10 @@ Deadline (issue 27 item 9): before ``ray.init`` (which retries for minutes
 against a port that accepts connections but is not a Ray GCS),
 ``check_reachable`` opens the port and exchanges the HTTP/2 connection
 preface with it, as any gRPC client does first; no reply within
-``CONNECT_TIMEOUT_S`` is one line and exit 2.
+``CONNECT_TIMEOUT_S`` is one line and exit 2. ``check_connection`` does it for
+the address given and for the one ``ray.init`` will really try (Ray replaces
+``127.0.0.1`` by the machine's outward address, where a loopback-only cluster
+does not listen: ``ray.init`` then retried without a word for minutes).
 """
 
 from __future__ import annotations
@@ -157,7 +160,7 @@ def ray_session(options: RayOptions) -> Iterator[RaySession]:
         return
     started = address == "local"
     if not started:
-        check_reachable(address)
+        check_connection(address)
     try:
         ray.init(address=address, **_init_kwargs(started, env))
     except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -216,6 +219,66 @@ def check_reachable(address: str, timeout: float | None = None) -> None:
             f"cannot connect to Ray at {address}: the port accepts connections but no Ray "
             f"answers there within {limit:g} s; give the address `ray start --head` printed"
         )
+
+
+LOOPBACK_FIX = (
+    "for a cluster on loopback only set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 for `ray start` "
+    "and mmrobust alike, else start Ray with --node-ip-address set to an address both reach "
+    "(docs/scaling.md)"
+)
+
+
+def ray_target(address: str) -> str | None:
+    """The ``host:port`` ``ray.init`` connects to for ``address`` when that is not ``address``
+    itself: Ray replaces a loopback host (``127.0.0.1``, ``localhost``, ``::1``) by this
+    machine's outward address unless ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``. ``None`` for
+    ``ray://`` and ``auto`` addresses, and when Ray keeps the address."""
+    if address == "auto" or "://" in address:
+        return None
+    try:
+        from ray._private.services import canonicalize_bootstrap_address
+
+        tried = canonicalize_bootstrap_address(address)
+    except Exception:  # a private Ray function: absent or changed, no rewrite is assumed
+        return None
+    if not tried:
+        return None
+    given_host, _, given_port = address.rpartition(":")
+    host, _, port = str(tried).rpartition(":")
+    if host.strip("[]") == given_host.strip("[]") and port == given_port:
+        return None
+    return str(tried)
+
+
+def check_connection(address: str) -> None:
+    """:func:`check_reachable` on ``address``, then on the address ``ray.init`` will really try
+    (:func:`ray_target`), each within ``CONNECT_TIMEOUT_S``: where Ray rewrites a loopback
+    address to one where no Ray answers, ``ray.init`` retries for minutes without a word.
+
+    Raises:
+        ValueError: one line naming the address Ray tries and the fix
+            (:data:`LOOPBACK_FIX`) when the rewrite is what fails.
+    """
+    tried = ray_target(address)
+    try:
+        check_reachable(address)
+    except ValueError as exc:
+        if tried is None:
+            raise
+        raise ValueError(
+            f"{exc} (Ray itself connects to {tried}, this machine's address, not {address}: "
+            f"{LOOPBACK_FIX})"
+        ) from None
+    if tried is None:
+        return
+    try:
+        check_reachable(tried)
+    except ValueError:
+        raise ValueError(
+            f"cannot connect to Ray at {address}: Ray replaces a loopback address by this "
+            f"machine's and tries {tried}, where no Ray answers within "
+            f"{CONNECT_TIMEOUT_S:g} s; {LOOPBACK_FIX}"
+        ) from None
 
 
 def worker_request(options: RayOptions, *, gpus: float = 0.0) -> dict[str, float]:

@@ -271,7 +271,8 @@ def parse_model_args(
 
     ``pairs``: one setting each; the value is everything after the first ``=``.
     ``comma_lists``: lm-eval's comma form, parsed by :func:`split_model_args`.
-    A key may come from either; given in both with different values it is an error.
+    A key may come from either; given twice with different values (in both, or in two
+    ``--model-arg``) it is an error naming where.
 
     The result is fit to store and print: a URL's user and password is held in memory
     (``http://***@host/v1`` in its place), any other literal credential refused
@@ -287,6 +288,7 @@ def parse_model_args(
     out: dict[str, str] = {}
     for text in comma_lists or []:
         out.update(split_model_args(text))
+    from_pairs: set[str] = set()
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
@@ -299,11 +301,18 @@ def parse_model_args(
                 f"each its own --model-arg, or pass them all as --model-args {shown}"
             )
         if key in out and out[key] != value:
+            if key in from_pairs:
+                raise ValueError(
+                    f"{key!r} is given twice by --model-arg ({_shown(key, out[key])!r} and "
+                    f"{_shown(key, value)!r}); "
+                    "give it once"
+                )
             raise ValueError(
                 f"{key!r} is given by --model-args ({_shown(key, out[key])!r}) and "
                 f"--model-arg ({_shown(key, value)!r})"
             )
         out[key] = value
+        from_pairs.add(key)
     return hold_args(out)
 
 

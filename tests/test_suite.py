@@ -207,6 +207,22 @@ def test_each_model_is_loaded_once_and_closed_once(
     order = [r.label.split("/")[0] for r in res.ran]
     assert order == ["constant-A"] * 5 + ["random-0"] * 5
 
+    # the same command again: every run folder is complete, so no model is loaded at all
+    loads.clear()
+    again = run_suite(_config(family_tamper_set, tmp_path / "OUT", report=False), progress=False)
+    assert [n for n in loads if isinstance(n, str)] == []
+    assert [(r.status, r.n_new) for r in again.ran] == [("complete", 0)] * 10
+    assert [r.n_skipped for r in again.ran] == [4, 4, 4, 8, 48] * 2
+    assert again.ran[0].headline == res.ran[0].headline == "F1 66.7%"
+    # one folder with work left (random-0's when run removed): only its model is loaded
+    import shutil
+
+    shutil.rmtree(tmp_path / "OUT" / "random-0" / Path(family_tamper_set).name / "when")
+    loads.clear()
+    third = run_suite(_config(family_tamper_set, tmp_path / "OUT", report=False), progress=False)
+    assert [n for n in loads if isinstance(n, str)] == ["random:0"]
+    assert sum(r.n_new for r in third.ran) == 4
+
 
 def test_shared_model_args_go_to_the_backends_that_take_them(
     family_tamper_set: Path, tmp_path: Path

@@ -39,6 +39,7 @@ from typing import Any
 
 from mmrobust.run.interrupts import INTERRUPTS
 from mmrobust.suite.config import SuiteConfig
+from mmrobust.suite.finished import finished_run
 from mmrobust.suite.names import REPORT_DIR, SUITE_FILE
 from mmrobust.suite.plan import DataFailure, SuiteRun, data_failures, plan_suite
 from mmrobust.suite.state import merge_records, report_folders, suite_lock
@@ -236,10 +237,18 @@ class _SharedModels:
 
 def _one(config: SuiteConfig, run: SuiteRun, shared: _SharedModels) -> None:
     """Run one (model, dataset, task) with :func:`run_eval`; record how it ended."""
-    from mmrobust.families import get_family
     from mmrobust.run.eval import run_eval
 
     cfg = config.eval_config(run.model, run.data, run.media, run.task, str(run.run_dir))
+    done = finished_run(cfg, run.dataset) if run.dataset is not None else None
+    if done is not None:  # nothing left to ask: no model loaded, the folder as it stands
+        run.n_new, run.n_skipped, run.status = 0, done.n_rows, "complete"
+        run.headline = _headline(done.metrics)
+        if config.log_samples:
+            from mmrobust.export import SAMPLES_FILE, export_run
+
+            export_run(run.run_dir, "jsonl", run.run_dir / SAMPLES_FILE)
+        return
     try:
         res = run_eval(cfg, progress=False, model=shared.get(run.model), dataset=run.dataset)
     except (OSError, ValueError, ImportError, RuntimeError) as exc:
@@ -255,10 +264,7 @@ def _one(config: SuiteConfig, run: SuiteRun, shared: _SharedModels) -> None:
         from mmrobust.export import SAMPLES_FILE, export_run
 
         export_run(run.run_dir, "jsonl", run.run_dir / SAMPLES_FILE)
-    try:
-        run.headline = get_family(res.metrics.get("benchmark")).headline(res.metrics)
-    except (ValueError, KeyError, TypeError):
-        run.headline = None
+    run.headline = _headline(res.metrics)
     if res.interrupted and res.aborted is None:
         run.status = "interrupted"
     elif res.aborted:
@@ -267,6 +273,16 @@ def _one(config: SuiteConfig, run: SuiteRun, shared: _SharedModels) -> None:
         run.status, run.error = "failed", res.nothing_scored
     else:
         run.status = "complete" if res.metrics.get("complete") else "partial"
+
+
+def _headline(metrics: dict[str, Any]) -> str | None:
+    """The family's headline of a run's metrics, or ``None``."""
+    from mmrobust.families import get_family
+
+    try:
+        return str(get_family(metrics.get("benchmark")).headline(metrics))
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _line(run: SuiteRun) -> str:

@@ -102,6 +102,7 @@ PLAIN_BACKEND_OPTIONS["random"] = PLAIN_BACKEND_OPTIONS["constant"]
 OPTION_MODELS: dict[str, str] = {
     "openai": "mmrobust.models.openai_compat:OpenAIOptions",
     "anthropic": "mmrobust.models.anthropic:AnthropicOptions",
+    "gemini": "mmrobust.models.gemini:GeminiOptions",
     "hf": "mmrobust.models.hf:HFOptions",
 }
 """Backends whose settings are a pydantic options model (``module:class``)."""
@@ -111,6 +112,7 @@ MODEL_ARGS: dict[str, str] = {
     "random": "optional seed (default 0)",
     "openai": "the served model name (required)",
     "anthropic": "the Claude model name (required)",
+    "gemini": "the Gemini model name (required), e.g. gemini-2.5-flash",
     "hf": "a hub id or a local checkpoint folder (required)",
 }
 """What the ``:ARG`` after each backend's name means (none for the others)."""
@@ -257,6 +259,7 @@ _MODEL_SUMMARIES = {
     "blind-embed": "text-only sentence-embedding baseline (needs sentence-transformers)",
     "openai": "any OpenAI-compatible server (vLLM, SGLang, OpenAI); docs/models.md",
     "anthropic": "Anthropic's Messages API (ANTHROPIC_API_KEY); docs/models.md",
+    "gemini": "Google's Gemini API (GEMINI_API_KEY or GOOGLE_API_KEY); docs/models.md",
     "hf": "a transformers checkpoint run in this process (pip install -e '.[hf]')",
 }
 

@@ -12,6 +12,7 @@ Examples::
     blind-overlap       text-only word-overlap baseline (MMR)
     openai:gpt-4o       any OpenAI-compatible server (--model-arg base_url=...)
     anthropic:claude-sonnet-4-5    Anthropic's Messages API (ANTHROPIC_API_KEY)
+    gemini:gemini-2.5-flash        Google's Gemini API (GEMINI_API_KEY)
     hf:Qwen/Qwen2-VL-2B-Instruct   a local or hub transformers checkpoint
 
 Factories are registered lazily (``"module:function"``) so that importing
@@ -340,6 +341,12 @@ register_backend(
     "mmrobust.models.anthropic:make",
     placement="api",
     frame_encoding="mmrobust.models.anthropic:frame_encoding",
+)
+register_backend(
+    "gemini",
+    "mmrobust.models.gemini:make",
+    placement="api",
+    frame_encoding="mmrobust.models.gemini:frame_encoding",
 )
 register_backend("hf", "mmrobust.models.hf:make", placement="gpu")
 

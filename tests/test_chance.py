@@ -141,6 +141,10 @@ def test_constant_a_scores_the_cards_always_yes_level(name: str, tmp_path: Path)
     # compare's note
     note = compare_notes(run.records)[0]
     assert f"detection F1 {pct(yes)}%, a coin flip {pct(coin)}%" in note
+    # the plot's always-Yes marks
+    from mmrobust.report.plots import _always_yes
+
+    assert _always_yes({"constant:A": metrics})["overall"] == pytest.approx(yes)
     # the report's reference rows
     rows = chance_rows({"constant:A": metrics}).set_index("Model")["Overall"]
     assert rows[CHANCE_LABELS["always_yes"]] == round(100 * yes, 1)

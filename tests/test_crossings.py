@@ -54,6 +54,7 @@ from tests.crossings import (
     responder,
     rows,
     run_info,
+    secret_forms,
 )
 from tests.fake_openai_server import FakeOpenAIServer
 
@@ -202,6 +203,19 @@ def test_a_cell_equals_the_serial_run(
     serial = matrix.run(backend, task, "serial")
     assert rows(run) == rows(serial)
     assert metrics(run) == metrics(serial)
+
+
+def test_the_key_reaches_the_server_from_the_replicas_and_no_file_of_the_ray_run(
+    matrix: Matrix, request: pytest.FixtureRequest
+) -> None:
+    """The secret cell of the Ray path with a key (``api_key_env``, read by the replicas from
+    their own environment): sent as ``Bearer``, in no file of the run in any form."""
+    run = matrix.run("openai", "detect", "ray")
+    sent = {r.headers.get("authorization") for r in request.getfixturevalue("server").requests}
+    assert "Bearer sk-crossings" in sent
+    forms = secret_forms("sk-crossings")
+    leaks = [p for p in run.rglob("*") if p.is_file() and any(f in p.read_bytes() for f in forms)]
+    assert leaks == []
 
 
 @pytest.mark.parametrize(("backend", "variant"), RAY_VARIANTS)

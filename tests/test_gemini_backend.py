@@ -227,6 +227,16 @@ def test_error_envelope_retry_delay_and_an_invalid_key() -> None:
     assert key.error == "HTTP 400: INVALID_ARGUMENT: API key not valid. (attempts: 1)"
 
 
+def test_a_too_long_input_is_a_context_limit() -> None:
+    message = (
+        "The input token count (2000000) exceeds the maximum number of tokens allowed (1048576)."
+    )
+    with FakeOpenAIServer([Reply.error(400, message=message)]) as server:
+        [resp] = _model(server).generate([_request()])
+    assert resp.status is Status.REJECTED
+    assert resp.extra["server_limit"]["kind"] == "context"
+
+
 def test_a_wrong_or_missing_key_at_the_fake_api(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MMROBUST_GEMINI_KEY", "wrong-key")
     with FakeOpenAIServer(expected_key=KEY) as server:

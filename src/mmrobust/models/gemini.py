@@ -54,7 +54,7 @@ import httpx
 from pydantic import Field, Json
 
 from mmrobust.media.jpeg import FrameEncoding
-from mmrobust.models._encode import encode_jpeg, guess_mime
+from mmrobust.models._encode import guess_mime, request_jpegs
 from mmrobust.models._http import (
     ERROR_BODY_CHARS,
     AttemptError,
@@ -218,10 +218,7 @@ class GeminiModel(HttpModel):
             if request.video is not None and o.video_fps is not None:
                 part["video_metadata"] = {"fps": o.video_fps}
             return [part]
-        jpegs = list(request.frame_jpegs) or [
-            encode_jpeg(f, max_side=o.image_max_side or None, quality=o.jpeg_quality)
-            for f in request.frames
-        ]
+        jpegs = request_jpegs(request, max_side=o.image_max_side, quality=o.jpeg_quality)
         return [_inline(j, "image/jpeg") for j in jpegs]
 
     def parse_reply(self, body: Any) -> Completion:

@@ -66,6 +66,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "reply_words",
             "safenames",
             "frame_size",
+            "wandb_login",
             "distributed.__init__",
         ),
     ),

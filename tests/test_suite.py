@@ -199,10 +199,29 @@ def test_each_model_is_loaded_once_and_closed_once(
     monkeypatch.setattr(baselines.ConstantModel, "close", lambda self: closes.append(self.name))
     res = run_suite(_config(family_tamper_set, tmp_path / "OUT", report=False), progress=False)
     assert [r.status for r in res.ran] == ["complete"] * 10
-    assert loads == ["constant:A", "random:0"]
-    assert closes == ["constant:A"]  # once, after its 5 runs (4 tasks + MMR)
+    # the light baselines are also built (from a parsed spec) and closed once when the suite
+    # is validated, so that their bad arguments are refused before any run
+    assert [str(n) for n in loads if not isinstance(n, str)] == ["constant:A", "random:0"]
+    assert [n for n in loads if isinstance(n, str)] == ["constant:A", "random:0"]
+    assert closes == ["constant:A"] * 2  # validated; then once, after its 5 runs (4 tasks + MMR)
     order = [r.label.split("/")[0] for r in res.ran]
     assert order == ["constant-A"] * 5 + ["random-0"] * 5
+
+    # the same command again: every run folder is complete, so no model is loaded at all
+    loads.clear()
+    again = run_suite(_config(family_tamper_set, tmp_path / "OUT", report=False), progress=False)
+    assert [n for n in loads if isinstance(n, str)] == []
+    assert [(r.status, r.n_new) for r in again.ran] == [("complete", 0)] * 10
+    assert [r.n_skipped for r in again.ran] == [4, 4, 4, 8, 48] * 2
+    assert again.ran[0].headline == res.ran[0].headline == "F1 66.7%"
+    # one folder with work left (random-0's when run removed): only its model is loaded
+    import shutil
+
+    shutil.rmtree(tmp_path / "OUT" / "random-0" / Path(family_tamper_set).name / "when")
+    loads.clear()
+    third = run_suite(_config(family_tamper_set, tmp_path / "OUT", report=False), progress=False)
+    assert [n for n in loads if isinstance(n, str)] == ["random:0"]
+    assert sum(r.n_new for r in third.ran) == 4
 
 
 def test_shared_model_args_go_to_the_backends_that_take_them(
@@ -237,9 +256,9 @@ def test_shared_model_args_go_to_the_backends_that_take_them(
         report=False,
     )
     assert typo.model_args_for("constant:A") == {"delay_s": "0", "priorr": "1"}
-    res = run_suite(typo, progress=False)
-    assert [r.status for r in res.ran] == ["failed", "failed"]
-    assert all("priorr" in (r.error or "") for r in res.ran)
+    with pytest.raises(ValueError, match="priorr"):  # refused before any run, as eval does
+        run_suite(typo, progress=False)
+    assert not (tmp_path / "OUT2").exists()
 
 
 def test_model_args_once_per_model(tmp_path: Path) -> None:

@@ -113,13 +113,16 @@ def test_bad_inputs_fail_before_torch_and_leave_no_folder(
     assert "'openai:gpt-4o'" in wrong
     afile = tmp_path / "a-file"
     afile.write_text("x")
-    for target, says in ((afile, "is"), (afile / "sub", f"lies inside {afile}, which is")):
+    for target, says in (
+        (afile, "is a file"),
+        (afile / "sub", f"is inside {afile}, which is a file"),
+    ):
         line = _one_error(
             _finetune("--model", "hf:org/m", "--data", str(train_file), "--out", str(target))
         )
         assert line == (
-            f"error: --out {target} {says} a file, not a folder: give a new or earlier "
-            "finetune folder"
+            f"error: --out {target} {says}, not a folder; choose a folder (it is made when "
+            "missing), or move that file away"
         )
     template = _one_error(
         _finetune(

@@ -32,14 +32,11 @@ def model_problem(spec: str) -> str | None:
 
 
 def out_problem(out: Path) -> str | None:
-    """An ``--out`` that is, or lies inside, an existing file (not a folder), else ``None``."""
-    for path in (out, *out.parents):
-        if path.exists() and not path.is_dir():
-            where = "is" if path == out else f"lies inside {path}, which is"
-            return (
-                f"--out {out} {where} a file, not a folder: give a new or earlier finetune folder"
-            )
-    return None
+    """An ``--out`` that is, or lies inside, an existing file, else ``None``
+    (``paths.out_folder_problem``, the wording ``run`` and ``report`` use)."""
+    from mmrobust.paths import out_folder_problem
+
+    return out_folder_problem(out)
 
 
 def files_problem(config: FinetuneConfig) -> str | None:

@@ -169,7 +169,7 @@ def _run_all(config: SuiteConfig, result: SuiteResult, progress: bool, say: Even
         transient=False,
     ) as bar:
         task = bar.add_task("", total=len(todo))
-        shared = _SharedModels(config)
+        shared = _SharedModels(config, _suite_cache(config, todo))
         try:
             for run in result.runs:
                 if run.status != "planned":  # skipped, or blocked (said once per dataset)
@@ -209,10 +209,11 @@ class _SharedModels:
     loaded at its first run and closed when the next model's first run begins (a local
     checkpoint is loaded once per suite, not once per run folder)."""
 
-    def __init__(self, config: SuiteConfig) -> None:
+    def __init__(self, config: SuiteConfig, cache: Any = None) -> None:
         self.config = config
         self.spec: str | None = None
         self.model: Any = None
+        self.cache = cache  # the suite's scratch frame cache (persistent cache off), or None
 
     def get(self, spec: str) -> Any:
         """The model of ``spec``, loaded now if it is not the one held.
@@ -223,16 +224,39 @@ class _SharedModels:
         if spec != self.spec:
             from mmrobust.models.spec import load_model
 
-            self.close()
+            self._close_model()
             self.model = load_model(spec, self.config.args_of(spec))
             self.spec = spec  # only once loaded: a failed load is tried again by the next run
         return _KeepOpen(self.model)
 
-    def close(self) -> None:
-        """Close the model held, if any."""
+    def _close_model(self) -> None:
         if self.model is not None:
             self.model.close()
         self.model, self.spec = None, None
+
+    def close(self) -> None:
+        """Close the model held, if any; remove the suite's scratch frame cache."""
+        self._close_model()
+        if self.cache is not None:
+            self.cache.cleanup()
+            self.cache = None
+
+
+def _suite_cache(config: SuiteConfig, todo: list[SuiteRun]) -> Any:
+    """A :class:`~mmrobust.media.cache.ScratchFrameCache` for the whole suite when the options
+    turn the persistent frame cache off (else ``None``: each run uses the persistent one), so
+    each (clip, frame selection, encoding) is decoded once per suite, not once per question."""
+    from mmrobust.run.config import frame_cache, scratch_size
+
+    if not todo:
+        return None
+    first = todo[0]
+    cfg = config.eval_config(first.model, first.data, first.media, first.task, str(first.run_dir))
+    if cfg.text_only or frame_cache(cfg) is not None:
+        return None
+    from mmrobust.media.cache import ScratchFrameCache
+
+    return ScratchFrameCache(scratch_size(cfg))
 
 
 def _one(config: SuiteConfig, run: SuiteRun, shared: _SharedModels) -> None:
@@ -250,7 +274,13 @@ def _one(config: SuiteConfig, run: SuiteRun, shared: _SharedModels) -> None:
             export_run(run.run_dir, "jsonl", run.run_dir / SAMPLES_FILE)
         return
     try:
-        res = run_eval(cfg, progress=False, model=shared.get(run.model), dataset=run.dataset)
+        res = run_eval(
+            cfg,
+            progress=False,
+            model=shared.get(run.model),
+            dataset=run.dataset,
+            cache=shared.cache,
+        )
     except (OSError, ValueError, ImportError, RuntimeError) as exc:
         # RunConflictError, DatasetError, UnknownNameError, RunLockedError are ValueErrors;
         # RunFolderWriteError OSErrors or RuntimeErrors: each is this run's failure only

@@ -72,6 +72,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "safenames",
             "atomicfile",
             "frame_size",
+            "wandb_login",
             "plugins",
             "settings_doc",
             "distributed.__init__",

@@ -171,7 +171,8 @@ def run_block(config: EvalConfig, model: Model, benchmark: str | None = None) ->
     extraction reproduces for ``benchmark``, else ``None``; an official tamper run also
     names ``prompt_reference`` (the version whose prompt was sent) and
     ``decision_reference`` (the version whose rules decided; ``rescore --reference`` changes
-    only this one), :func:`mmrobust.official.reference_versions`.
+    only this one), :func:`mmrobust.official.reference_versions`. ``repeats`` is there
+    only for a ``--repeats`` run (K > 1).
     """
     pc = config.prompt_config()
     official = config.extract_mode() == "official"
@@ -201,6 +202,8 @@ def run_block(config: EvalConfig, model: Model, benchmark: str | None = None) ->
         "failures": config.failures(),
         "text_only": config.text_only,
     }
+    if config.repeats > 1:  # a run without repeats keeps the block it always had
+        block["repeats"] = config.repeats
     ref = reference_block(benchmark or "", config.reference) if official else None
     return {
         **block,

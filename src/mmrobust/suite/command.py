@@ -95,6 +95,15 @@ def run_command(
     retry_failed: bool = typer.Option(
         False, "--retry-failed", help="On resume, also ask again rows that are final errors."
     ),
+    repeats: int = typer.Option(
+        1,
+        "--repeats",
+        min=1,
+        help="Ask every question K times (with --temperature); the card shows its stability.",
+    ),
+    temperature: float | None = typer.Option(
+        None, "--temperature", help="Sampling temperature (= --model-arg temperature=T)."
+    ),
     title: str = typer.Option("mmrobust report", "--title", help="Title of the report."),
     no_report: bool = typer.Option(False, "--no-report", help="Write no report at the end."),
     log_samples: bool = typer.Option(
@@ -160,6 +169,8 @@ def run_command(
                     "n_resamples": bootstrap,
                     "cache_dir": cache_dir,
                     "retry_failed": retry_failed,
+                    "repeats": repeats,
+                    "temperature": temperature,
                 },
                 report=not no_report,
                 log_samples=log_samples,

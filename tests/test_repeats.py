@@ -218,3 +218,41 @@ def test_stability_ties_failures_and_policies() -> None:
     assert (wr["n_agreement"], wr["agreement_rate"]) == (3, round(1 / 3, 4))
     assert wr["mean_accuracy"] == round((0.5 + 1 + 0.75) / 3, 4)
     assert wr["agreement_rate_ci95"] is None
+
+
+def test_run_suite_card_and_report_show_stability(tmp_path: Path) -> None:
+    """``mmrobust run --repeats 3``: each run folder holds 3 asks; the card's stability row and
+    the report's metadata line carry the run's own ``stability`` figures (same formatter)."""
+    out = tmp_path / "OUT"
+    args = ["run", "--model", "constant:A", "--model", "random:0", "--data", "mmr-demo"]
+    args += ["--repeats", "3", "--temperature", "0.7", "--bootstrap", "100", "--out", str(out)]
+    result = CliRunner().invoke(app, [*args, "-q"])
+    assert result.exit_code == 0, result.output
+    from mmrobust.report.stability import stability_line, stability_text
+
+    lines = []
+    for model, agree in (("constant-A", 1.0), ("random-0", None)):
+        run = out / model / "mmr-demo" / "mmr"
+        rows, metrics = _raw(run), _metrics(run)
+        assert len(rows) == 3 * N
+        block = metrics["stability"]
+        assert block["agreement_rate"] == pytest.approx(
+            round(_hand_count(rows, 3)["agreement_rate"], 4)
+        )
+        assert agree is None or block["agreement_rate"] == agree
+        config = json.loads((run / "run.json").read_text())["config"]
+        assert (config["repeats"], config["temperature"], config["model_args"]) == (
+            3, 0.7, {"temperature": "0.7"},
+        )  # fmt: skip
+        card = json.loads((out / "report" / "cards" / f"{model}.json").read_text())
+        (row,) = card["stability"]
+        assert row["repeats"] == 3 and row["family"] and row["line"] == stability_line(metrics)
+        for key in ("agreement_rate", "majority_accuracy", "mean_accuracy"):
+            assert row[key] == round(100 * block[key], 1)
+        html = (out / "report" / "cards" / f"{model}.html").read_text()
+        assert 'id="stability"' in html and f"<td>{row['agreement_rate']:.1f}</td>" in html
+        lines.append(stability_text(metrics))
+    index = (out / "report" / "index.html").read_text()
+    assert all(line and line in index for line in lines)
+    markdown = (out / "report" / "report.md").read_text()
+    assert all(f"on mmr-demo: {line}" in markdown for line in lines)

@@ -157,8 +157,14 @@ def key_difference(ours: dict[str, Any], theirs: dict[str, Any]) -> str | None:
 
 
 def config_record(config: EvalConfig) -> dict[str, Any]:
-    """The ``config`` block of ``run.json``: the options, with secrets and URL credentials masked."""
+    """The ``config`` block of ``run.json``: the options, with secrets and URL credentials
+    masked; ``repeats`` and ``temperature`` only when given (a run without them records the
+    block it always did)."""
     record = asdict(config)
+    if record.get("repeats") == 1:
+        del record["repeats"]
+    if record.get("temperature") is None:
+        del record["temperature"]
     record["model_args"] = scrub_args(config.model_args)
     record["judge_args"] = scrub_args(config.judge_args)
     return record

@@ -137,16 +137,13 @@ def sampling_stability(
         "n_agreement": int(total[1]),
         "n_rows": n_rows,
     }
-    cis: list[list[float] | None] = [None, None, None]
+    cis: list[list[float | None] | None] = [None, None, None]
     if clusters and n_resamples > 0:
         ordered = np.stack([clusters[g] for g in sorted(clusters)])
         low, high = cluster_bootstrap(
             ordered, stats, n_resamples=n_resamples, seed=seed, level=level
         )
-        cis = [
-            None if np.isnan(point[i]) else [_round(low[i]), _round(high[i])]  # type: ignore[misc]
-            for i in range(3)
-        ]
+        cis = [None if np.isnan(point[i]) else [_round(low[i]), _round(high[i])] for i in range(3)]
     for i, key in enumerate(STABILITY_KEYS):
         out[key] = _round(point[i])
         out[f"{key}_ci95"] = cis[i]

@@ -19,12 +19,22 @@ session's own, so frame sampling, the MMR demo set and unzipped hub data never r
 the user's ``~/.cache/mmrobust`` (``mmrobust.paths.cache_root``; Ray workers get the
 variable from ``distributed.session``).
 
+``ray_cluster``: the session's one loopback Ray cluster (``tests/ray_cluster.SharedCluster``:
+two nodes on 127.0.0.1, started by the first test that uses it, reset to two nodes after each
+test, stopped after the last test marked ``ray``). Tests that use it are marked ``ray`` and run
+next to each other (and on one worker under pytest-xdist); a cluster that cannot start on a busy
+machine skips them with the reason, once (``MMROBUST_TEST_RAY=required``: fails the first).
+
+Under pytest-xdist (``-n N``) each test file runs on one worker (its module fixtures are built
+once), and the files marked ``ray`` on one worker between them (``xdist_group``).
+
 ``tests/synth.py`` has ``make_synthetic_video`` / ``read_frame_code`` for
 small synthetic clips that carry their frame index.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -33,6 +43,65 @@ from typer.testing import CliRunner
 
 from mmrobust.cli import app
 from mmrobust.media import sample_clips
+from tests.ray_cluster import SharedCluster
+
+_RAY = SharedCluster(nodes=2, strict=os.environ.get("MMROBUST_TEST_RAY") == "required")
+"""The session's loopback Ray cluster (one per process: one per xdist worker that runs a test
+marked ``ray``, and every such test runs on the same worker)."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for ``-n auto`` (the default): none (in this process) when the run names fewer
+    than ``_FEW_FILES`` test files, else one per CPU plus one (the suite waits on subprocesses,
+    servers and Ray as much as it computes), at most ``_MAX_WORKERS``.
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` decide instead."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    files = 0
+    for arg in config.args or ["tests"]:
+        path = Path(config.invocation_params.dir, arg.split("::")[0])
+        files += len(list(path.rglob("test_*.py"))) if path.is_dir() else 1
+    if files < _FEW_FILES:
+        return 0
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min((cpus or 1) + 1, _MAX_WORKERS)
+
+
+_FEW_FILES = 6
+_MAX_WORKERS = 4
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``ray`` move next to the first of them (one cluster start serves them all);
+    every item gets an ``xdist_group``: ``ray`` for those, its file for the others (under
+    ``--dist loadgroup`` a file's module fixtures are built on one worker, once)."""
+    ray = [item for item in items if item.get_closest_marker("ray")]
+    if ray:
+        first = items.index(ray[0])
+        rest = [item for item in items if not item.get_closest_marker("ray")]
+        items[:] = [*rest[:first], *ray, *rest[first:]]
+    for item in items:
+        group = "ray" if item.get_closest_marker("ray") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After the last test marked ``ray`` in a row, stop the cluster (no idle raylets beside
+    the rest of the session)."""
+    if _RAY.started and (nextitem is None or not nextitem.get_closest_marker("ray")):
+        _RAY.stop()
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[SharedCluster]:
+    """The session's two-node loopback Ray cluster (see module docstring); ``.address`` etc.
+    start it on first use. Tests using it are marked ``ray``."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+    try:
+        yield _RAY
+    finally:
+        _RAY.stop()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -4,9 +4,10 @@ MVTamperBench (arXiv:2412.19794) ends by asking for "tamper-resilient MLLMs"; th
 builds what such training needs, from any videos, with exact labels:
 
 1. **Split by source video**, seeded: a share of the sources (``eval_fraction``, at
-   least one) is held out; files with the same content (sha256) count as one source,
-   so no source is on both sides (asserted before anything is written, and again on
-   the built manifests).
+   least one) is held out; files with the same bytes (sha256) or the same decoded content
+   (a re-encode, a remux, appended bytes: :func:`mmrobust.media.fingerprint.same_content`)
+   count as one source and are reported, so no video is on both sides (asserted before
+   anything is written, and again on the built manifests; :mod:`.tamper_split`).
 2. **Clips** from the tamper builder, called once per ``(position, duration)`` for the
    training sources (``OUT/train/clips-<position>-<duration>s/``) and once with the
    paper's setting (middle, 1 s) for the held-out ones (``OUT/eval/``, a tamper set
@@ -29,7 +30,8 @@ Outputs: ``OUT/train/llava.json`` and ``OUT/eval/llava.json`` (LLaVA format, one
 ``<image>`` per frame, and the frames' ``video_metadata`` for ``--video-input video``;
 for ``mmrobust finetune --data`` / ``--eval-data``) and
 ``OUT/tamper_data.json`` (the manifest of what went where: settings, each source with
-its sha256 and side, each conversation's clip, effect, task, position and duration,
+its sha256, content fingerprint, group and side, the groups of more than one file
+(``content_groups``), each conversation's clip, effect, task, position and duration,
 the counts, the builds, and the held-out set's chance levels per task,
 :func:`mmrobust.finetune.tamper_chance.chance_levels`). Re-running resumes: the builder skips
 finished clips, frames already written are kept. A re-run into the same ``OUT`` with other
@@ -42,13 +44,22 @@ source now on the other side of the split) are deleted (``build(prune=True)``).
 from __future__ import annotations
 
 import json
-import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mmrobust.finetune.tamper_split import (
+    EVAL,
+    TRAIN,
+    TamperDataError,
+    group_sources,
+    known_fingerprints,
+    merged_note,
+    split_sources,
+    substitution_problem,
+)
 from mmrobust.media.errors import MediaError
 from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.media.sampling import FramePolicy
@@ -57,17 +68,12 @@ from mmrobust.tamper.effects import PAPER_EFFECTS
 from mmrobust.tamper.window import Position
 
 MANIFEST = "tamper_data.json"
-TRAIN, EVAL = "train", "eval"
 CLIP_SETTINGS = (
     "effects", "positions", "durations", "eval_fraction", "seed", "codec_control", "policy",
     "encoding",
 )  # fmt: skip
 """The settings that change the clips, the split or the frames (``tasks`` and ``jobs`` do not:
 the questions are derived again on every run)."""
-
-
-class TamperDataError(ValueError):
-    """The training set cannot be built (one line, with the fix)."""
 
 
 @dataclass(frozen=True)
@@ -137,59 +143,12 @@ def build_problem(source: str, reason: str, side: str) -> str:
     return f"{source}: {reason}"
 
 
-def split_sources(
-    files: Sequence[Path], digests: Sequence[str], fraction: float, seed: int
-) -> tuple[list[Path], list[Path]]:
-    """``(train, eval)`` by source: files of equal content (``digests``) stay together (pure).
-
-    Raises:
-        TamperDataError: fewer than two distinct sources, or a fraction that leaves
-            one side empty.
-    """
-    groups: dict[str, list[Path]] = {}
-    for path, digest in zip(files, digests, strict=True):
-        groups.setdefault(digest, []).append(path)
-    keys = sorted(groups)
-    if len(keys) < 2:
-        raise TamperDataError(
-            f"need at least 2 distinct source videos for a split by source, got {len(keys)}"
-        )
-    random.Random(seed).shuffle(keys)
-    n_eval = min(len(keys) - 1, max(1, round(len(keys) * fraction)))
-    held = set(keys[:n_eval])
-    train = sorted(p for k in keys if k not in held for p in groups[k])
-    evals = sorted(p for k in held for p in groups[k])
-    assert not set(train) & set(evals)  # the split's invariant (a file is on one side)
-    return train, evals
-
-
 def donor_problem(
-    train: Sequence[Path], held: Sequence[Path], digest_of: dict[str, str], config: TamperDataConfig
+    train: Sequence[Path], held: Sequence[Path], key_of: dict[str, str], config: TamperDataConfig
 ) -> str | None:
-    """Why substitution cannot be built on both sides of the split, or ``None`` (pure).
-
-    Substitution's donor is another video of the same side (the split is by source), so a
-    side with one distinct source gets no substitution clip; its ``type`` question would then
-    offer one option fewer than the other side's (training on 6 options, evaluating on 5), and
-    its clips would not be balanced 1:1 with the originals. Refused before anything is built.
-    """
-    if "substitution" not in config.effects:
-        return None
-    for side, files in ((TRAIN, train), (EVAL, held)):
-        n = len({digest_of[str(f)] for f in files})
-        if n < 2:
-            more = (
-                "hold out more videos (a larger --eval-fraction) or add videos"
-                if side == EVAL
-                else "keep more videos for training (a smaller --eval-fraction) or add videos"
-            )
-            rest = ",".join(e for e in config.effects if e != "substitution")
-            return (
-                f"substitution needs 2 or more source videos on each side of the split (its "
-                f"donor is another video of the same side); the {side} side has {n}: {more}, "
-                f"or leave it out: --effects {rest}"
-            )
-    return None
+    """Why substitution cannot be built on both sides of the split, or ``None`` (pure;
+    :func:`mmrobust.finetune.tamper_split.substitution_problem` with ``config.effects``)."""
+    return substitution_problem(train, held, key_of, config.effects)
 
 
 def settings_of(config: TamperDataConfig) -> dict[str, Any]:
@@ -374,8 +333,9 @@ def build_tamper_data(
 
     Raises:
         TamperDataError: no source exists (one line naming them), no readable source,
-            fewer than two distinct sources, or a source on both sides of the built sets
-            (never expected: asserted).
+            fewer than two distinct sources (files of the same content are one source:
+            :mod:`mmrobust.finetune.tamper_split`), or a source on both sides of the built
+            sets (never expected: asserted).
     """
     from mmrobust.finetune.tamper_chance import chance_levels
     from mmrobust.tamper.manifest import read_manifest, sha256_file
@@ -391,19 +351,25 @@ def build_tamper_data(
         raise TamperDataError(f"no video found in {', '.join(map(str, sources))}")
     digests = [sha256_file(f) for f in files]
     by_digest = dict(zip(map(str, files), digests, strict=True))
+    previous: Any = {}
     if (root / MANIFEST).is_file():  # a re-run into the same OUT
         try:
             previous = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             previous = {}
-        changes = changed_settings(previous if isinstance(previous, dict) else {}, config, digests)
+        previous = previous if isinstance(previous, dict) else {}
+        changes = changed_settings(previous, config, digests)
         if changes:
             log(
                 f"{root} was built with other settings ({'; '.join(changes)}): rebuilding the "
                 "clips and frames they change; clips they no longer make are removed"
             )
-    train, held = split_sources(files, digests, config.eval_fraction, config.seed)
-    if problem := donor_problem(train, held, by_digest, config):
+    groups = group_sources(files, digests, known=known_fingerprints(previous))
+    for paths in groups.merged:
+        log(merged_note(paths))
+    keys = [groups.key[str(f)] for f in files]
+    train, held = split_sources(files, keys, config.eval_fraction, config.seed)
+    if problem := donor_problem(train, held, groups.key, config):
         raise TamperDataError(problem)
     log(f"split by source: {len(train)} training, {len(held)} held out")
     side_dirs = {TRAIN: root / TRAIN, EVAL: root / EVAL}
@@ -425,12 +391,13 @@ def build_tamper_data(
     ]
     builds.append((EVAL, "clips-middle-1s", side_dirs[EVAL]))
 
+    group_of = {by_digest[f]: k for f, k in groups.key.items()}  # sha256 -> group key
     sides: dict[str, set[str]] = {TRAIN: set(), EVAL: set()}
     clip_counts: dict[str, Counter[str]] = {TRAIN: Counter(), EVAL: Counter()}
     records: dict[str, list[dict[str, Any]]] = {TRAIN: [], EVAL: []}
     for side, tag, folder in builds:
         for entry in read_manifest(folder):
-            sides[side].add(entry.source_sha256)
+            sides[side].add(group_of.get(entry.source_sha256, entry.source_sha256))
             clip_counts[side][entry.tamper_type or TAMPER_ORIGINAL] += 1
         made, bad = conversations_of(folder, side_dirs[side], tag, config)
         records[side] += made
@@ -449,9 +416,18 @@ def build_tamper_data(
     manifest = {
         "settings": settings_of(config),
         "sources": {
-            TRAIN: [{"path": str(p), "sha256": by_digest[str(p)]} for p in train],
-            EVAL: [{"path": str(p), "sha256": by_digest[str(p)]} for p in held],
+            side: [
+                {
+                    "path": str(p),
+                    "sha256": by_digest[str(p)],
+                    "fingerprint": groups.fingerprint[str(p)],
+                    "group": groups.key[str(p)],
+                }
+                for p in files_of
+            ]
+            for side, files_of in ((TRAIN, train), (EVAL, held))
         },
+        "content_groups": groups.merged,
         "split_disjoint": not leaked,
         "clips": {side: dict(c) for side, c in clip_counts.items()},
         "conversations": {side: dict(c) for side, c in per_task.items()},

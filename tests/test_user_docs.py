@@ -10,8 +10,10 @@ machine once. The README stays short: at most about 200 lines.
 from __future__ import annotations
 
 import re
+import runpy
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -118,3 +120,16 @@ def test_the_performance_page_names_its_machine_once() -> None:
     assert len(re.findall(r"\bcores?\b", text, re.IGNORECASE)) == 1
     header = next(line for line in text.splitlines() if line.startswith("| what"))
     assert header.split("|")[1:4] == [" what ", " figure ", " measured by "]
+
+
+def test_an_old_python_is_refused_before_anything_is_downloaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``setup.py`` runs when pip first asks the build backend (seconds in); pip reads
+    ``requires-python`` only after fetching dependencies (minutes on Python 3.9)."""
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^requires-python = ">=3.10"$', pyproject, re.M)
+    monkeypatch.setattr(sys, "version_info", (3, 9, 18, "final", 0))
+    with pytest.raises(SystemExit) as refused:
+        runpy.run_path(str(ROOT / "setup.py"))
+    assert str(refused.value.code).startswith("mmrobust requires Python 3.10 or newer; this is")

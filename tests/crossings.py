@@ -10,6 +10,9 @@ The tiny set (``build_tiny_set``): two synthetic clips of 40 frames, 96x64 px,
 25 fps (``tests/synth.py``), tampered with ``dropping`` and ``masking`` in the
 middle for 0.4 s: 6 clips (2 originals + 4 tampered), codec control on.
 MMR cells use the built-in ``mmr-demo`` data, its first 4 records (2 pairs).
+
+The secret cells (``SECRET_SPELLINGS`` x ``http_backends()``, ``tests/test_secrets.py``): a
+credential in each spelling a user may write, on each HTTP backend registered.
 """
 
 from __future__ import annotations
@@ -210,6 +213,104 @@ def refusal_cells() -> Iterator[Any]:
             yield pytest.param(r, executor, id=f"{r.name}-{executor}")
 
 
+SECRET = "Zq9+xK7pL2wS3cr"
+"""The credential the secret cells spell (a ``+``: its URL-encoded form differs)."""
+
+
+def secret_forms(secret: str = SECRET, user: str = "u") -> tuple[bytes, ...]:
+    """The bytes a leak of ``secret`` could take: as is, URL-encoded, base64, and the base64
+    of ``user:secret`` (an HTTP ``Basic`` header)."""
+    import base64
+    from urllib.parse import quote
+
+    return (
+        secret.encode(),
+        quote(secret, safe="").encode(),
+        base64.b64encode(secret.encode()),
+        base64.b64encode(f"{user}:{secret}".encode()),
+    )
+
+
+def http_backends() -> list[str]:
+    """Every registered backend whose models are answered over HTTP (``placement="api"``):
+    the secret cells run on each, so a backend registered later joins them."""
+    from mmrobust.models.spec import MODELS
+
+    return sorted(name for name in MODELS.names() if MODELS.get(name).placement == "api")
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """One way a user may write a credential on the command line.
+
+    Attributes:
+        name: test id.
+        argv: options; ``{backend}``, ``{secret}``, ``{base_url}`` (the fake server's,
+            ``http://127.0.0.1:PORT/v1``) and ``{host}`` (``127.0.0.1:PORT``) are filled in.
+        command: ``run`` or ``eval`` (the judge's settings are ``eval``'s).
+        accepted: the run goes on, the credential held in memory (``base_url``'s user and
+            password); every other spelling is refused in one line naming ``api_key_env``.
+    """
+
+    name: str
+    argv: tuple[str, ...]
+    command: str = "run"
+    accepted: bool = False
+
+    def fill(self, backend: str, base_url: str, secret: str = SECRET) -> list[str]:
+        """``argv`` with the placeholders filled in."""
+        host = base_url.split("://", 1)[1].split("/", 1)[0]
+        fill = {"backend": backend, "secret": secret, "base_url": base_url, "host": host}
+        return [a.format(**fill) for a in self.argv]
+
+
+SECRET_SPELLINGS = (
+    Spelling("spec-query", ("--model", "{backend}:m?api_key={secret}")),
+    Spelling("spec-query-case", ("--model", "{backend}:m?x=1&Access_Token={secret}")),
+    Spelling("spec-userinfo", ("--model", "{backend}:http://u:{secret}@{host}/m")),
+    Spelling("model-arg", ("--model", "{backend}:m", "--model-arg", "api_key={secret}")),
+    Spelling(
+        "model-args",
+        ("--model", "{backend}:m", "--model-args", "base_url={base_url},API_KEY={secret}"),
+    ),
+    Spelling(
+        "header",
+        ("--model", "{backend}:m", "--model-arg", "headers=Authorization: Bearer {secret}"),
+    ),
+    Spelling(
+        "extra-body",
+        ("--model", "{backend}:m", "--model-arg", 'extra_body={{"api_key": "{secret}"}}'),
+    ),
+    Spelling(
+        "base-url-query",
+        ("--model", "{backend}:m", "--model-arg", "base_url={base_url}?key={secret}"),
+    ),
+    Spelling(
+        "judge-spec", ("--model", "constant:A", "--judge", "{backend}:j?token={secret}"), "eval"
+    ),
+    Spelling(
+        "judge-arg",
+        ("--model", "constant:A", "--judge", "{backend}:j", "--judge-arg", "api_key={secret}"),
+        "eval",
+    ),
+    Spelling(
+        "base-url-userinfo",
+        ("--model", "{backend}:m", "--model-arg", "base_url=http://u:{secret}@{host}/v1"),
+        accepted=True,
+    ),
+)
+"""Every spelling of a credential the secret cells try (``tests/test_secrets.py``)."""
+
+
+def secret_cells(accepted: bool) -> Iterator[Any]:
+    """``pytest.param(backend, spelling)``: every HTTP backend x every refused (or accepted)
+    spelling."""
+    for backend in http_backends():
+        for spelling in SECRET_SPELLINGS:
+            if spelling.accepted == accepted:
+                yield pytest.param(backend, spelling, id=f"{backend}-{spelling.name}")
+
+
 def responder(request: RecordedRequest) -> Reply:
     """The fake server's reply: ``A`` or ``B`` from a checksum of the prompt and the images.
 
@@ -281,14 +382,18 @@ __all__ = [
     "RAY_VARIANTS",
     "REFUSALS",
     "ROW_FIELDS",
+    "SECRET",
+    "SECRET_SPELLINGS",
     "TASKS",
     "VARIANTS",
     "VOLATILE",
     "Backend",
     "Refusal",
+    "Spelling",
     "build_tiny_set",
     "cells",
     "comparable",
+    "http_backends",
     "metrics",
     "ray_cell",
     "refusal_cells",
@@ -296,4 +401,6 @@ __all__ = [
     "responder",
     "rows",
     "run_info",
+    "secret_cells",
+    "secret_forms",
 ]

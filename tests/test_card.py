@@ -2,10 +2,13 @@
 
 Data: bikes (250 frames, 25 fps) with ``dropping`` built at the start, middle and end
 (1 s window): 1 original + 3 tampered clips; plus ``mmr-demo`` (24 pairs of 4-option
-questions). ``constant:A`` answers "Yes" to every detection question: at each position
-1 tampered + the 1 original, precision 1/2, recall 1, F1 2/3 = 66.67 %; the tampered
-share p = 1/2 gives chance F1 p/(p+1/2) = 50 % (coin flip) and 2p/(1+p) = 66.67 %
-(always Yes). A uniform guess on a 4 x 4-option MMR pair: RA 1/16 = 6.25 %, MR 3/4 = 75 %.
+questions). ``constant:A`` answers "Yes" to every detection question: over all clips
+(position ``all``) 3 tampered + 1 original, F1 2*3/(2*3+1) = 85.71 %, the always-Yes chance
+level beside it; a coin flip expects 2*3/(3*3+1) = 60 %. At each position 1 tampered + the
+1 original: F1 2/3 = 66.67 %, coin flip 2/(3+1) = 50 %. (One tamper type: pooling the
+tampered clips gives the same levels here; ``tests/test_chance.py`` checks sets where the
+per-type levels differ from pooled ones.) A uniform guess on a 4 x 4-option MMR pair: RA
+1/16 = 6.25 %, MR 3/4 = 75 %.
 """
 
 from __future__ import annotations
@@ -43,11 +46,16 @@ def test_card_values_chance_and_links(positions_set: Path, tmp_path: Path) -> No
     card = json.loads((report / "cards" / "constant-A.json").read_text())
     assert card["model"] == "constant:A" and card["units"] == "percent"
     det = card["detection"]
-    assert [d["position"] for d in det] == ["start", "middle", "end"]
-    for d in det:
+    assert [d["position"] for d in det] == ["all", "start", "middle", "end"]
+    assert (det[0]["n_tampered"], det[0]["n_original"]) == (3, 1)
+    assert det[0]["f1"] == 85.71 and det[0]["ci95"] == [85.71, 85.71]
+    assert det[0]["chance"] == {"coin_flip": 60.0, "always_yes": 85.71}
+    for d in det[1:]:
         assert (d["n_tampered"], d["n_original"]) == (1, 1)
         assert d["f1"] == 66.67 and d["ci95"] == [66.67, 66.67]
         assert d["chance"] == {"coin_flip": 50.0, "always_yes": 66.67}
+    for d in det:
+        assert d["parse_fail_rate"] == 0.0
         assert d["window_coverage"] is None  # constant:A is sent no frames
         assert d["leak_audit_ceiling"] is None
         assert d["published"]["shown"] is False
@@ -65,7 +73,7 @@ def test_card_values_chance_and_links(positions_set: Path, tmp_path: Path) -> No
     assert lead["pairs"] == 4 and lead["chance"] == {"RA": 12.5, "MR": 75.0}  # 2 x 4 options
     # the random model's card: its own numbers, another file
     rnd = json.loads((report / "cards" / "random-0.json").read_text())
-    assert rnd["model"] == "random:0" and len(rnd["detection"]) == 3
+    assert rnd["model"] == "random:0" and len(rnd["detection"]) == 4
     page = (report / "cards" / "constant-A.html").read_text()
     assert "Robustness card: constant:A" in page and "66.7" in page and "6.25" in page
     assert 'href="../index.html"' in page

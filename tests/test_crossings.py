@@ -54,6 +54,7 @@ from tests.crossings import (
     responder,
     rows,
     run_info,
+    secret_forms,
 )
 from tests.fake_openai_server import FakeOpenAIServer
 
@@ -196,6 +197,19 @@ def test_a_cell_equals_the_serial_run(
     assert metrics(run) == metrics(serial)
 
 
+def test_the_key_reaches_the_server_from_the_replicas_and_no_file_of_the_ray_run(
+    matrix: Matrix, request: pytest.FixtureRequest
+) -> None:
+    """The secret cell of the Ray path with a key (``api_key_env``, read by the replicas from
+    their own environment): sent as ``Bearer``, in no file of the run in any form."""
+    run = matrix.run("openai", "detect", "ray")
+    sent = {r.headers.get("authorization") for r in request.getfixturevalue("server").requests}
+    assert "Bearer sk-crossings" in sent
+    forms = secret_forms("sk-crossings")
+    leaks = [p for p in run.rglob("*") if p.is_file() and any(f in p.read_bytes() for f in forms)]
+    assert leaks == []
+
+
 @pytest.mark.parametrize(("backend", "variant"), RAY_VARIANTS)
 def test_other_frame_options_on_ray_equal_serial(
     matrix: Matrix, backend: str, variant: str
@@ -236,6 +250,47 @@ def test_resume_from_another_directory_with_a_relative_data_asks_nothing(
         assert len(request.getfixturevalue("server").chat_requests) == asked
     assert rows(out) == rows(done)
     assert metrics(out) == metrics(done)
+
+
+EXPORT_VOLATILE = ("latency_s", "created_at")
+"""Exported fields that differ between two runs of the same cell (timing)."""
+
+
+@pytest.mark.parametrize("executor", ["serial", "threads", "ray"])
+def test_export_of_a_cell_equals_serial_and_guards_the_run(
+    matrix: Matrix, executor: str, tmp_path: Path
+) -> None:
+    """The export cells: ``random`` on ``detect`` from each executor exports the serial run's
+    records (JSON Lines; less timing); a link planted at ``RUN/samples.csv`` is replaced and
+    its target never written; ``--out`` on each file the run owns is refused, ``--force`` too,
+    and the run's files are unchanged."""
+    run = matrix.run("random", "detect", executor)
+    owned = ("run.json", "metrics.json", "results.sqlite")
+    before = {n: (run / n).read_bytes() for n in owned}
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    link = run / "samples.csv"
+    link.symlink_to(victim)
+    try:
+        invoke(["export", str(run), "--format", "csv"])
+        assert victim.read_text() == "keep\n" and not link.is_symlink()
+    finally:
+        link.unlink()
+    for name in owned:
+        out = invoke(["export", str(run), "--out", str(run / name), "--force"], 2)
+        assert "mmrobust owns it" in out.stderr
+    assert {n: (run / n).read_bytes() for n in owned} == before
+
+    def exported(folder: Path, name: str) -> list[dict[str, Any]]:
+        invoke(["export", str(folder), "--out", str(tmp_path / name)])
+        lines = (tmp_path / name).read_text(encoding="utf-8").splitlines()
+        records = [{k: v for k, v in json.loads(line).items() if k not in EXPORT_VOLATILE}
+                   for line in lines]  # fmt: skip
+        return sorted(records, key=lambda r: str(r["id"]))  # threads store in finishing order
+
+    mine = exported(run, "cell.jsonl")
+    assert len(mine) == SAMPLES["detect"]
+    assert mine == exported(matrix.run("random", "detect", "serial"), "serial.jsonl")
 
 
 ITEM_8 = "item8"

@@ -77,7 +77,10 @@ def test_eval_report_end_to_end_on_real_clips(built_set: Path, tmp_path: Path) -
     assert "0 new rows, 12 resumed" in res.output
 
     res = runner.invoke(app, ["rescore", str(no), "--extract", "strict"])
-    assert res.exit_code == 0 and "Overall 0.0 (95% CI 0.0–0.0; always Yes 66.7)" in res.output
+    assert (
+        res.exit_code == 0
+        and "Overall 0.0 (95% CI 0.0–0.0; chance: always Yes 66.7, coin flip 50.0)" in res.output
+    )
     assert "extraction lenient -> strict" in res.output
     assert "12 of 12 stored answers re-extracted, 0 changed letter or status" in res.output
 

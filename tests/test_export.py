@@ -85,7 +85,7 @@ def test_export_formats_hold_the_same_values(mmr_run: Path, tmp_path: Path) -> N
     assert bad.exit_code == 2 and "--format must be one of jsonl, csv, parquet" in bad.stderr
     missing = runner.invoke(app, ["export", str(tmp_path / "nope")])
     assert missing.exit_code == 2
-    assert missing.stderr == f"error: not a run folder (no run.json): {tmp_path / 'nope'}\n"
+    assert missing.stderr == f"error: no such folder: {tmp_path / 'nope'}\n"
 
 
 def test_failed_rows_and_frames(tmp_path: Path, family_tamper_set: Path) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mmrobust.extract import extract
+from mmrobust.reply_lang import YES_NO
 from mmrobust.status import Status
 
 YN = {"A": "Yes", "B": "No"}
@@ -275,3 +278,232 @@ def test_ordinary_replies_keep_their_reading(
 
 def test_a_list_of_letters_is_no_choice() -> None:
     assert extract("A\nB", YN).rule == "lenient:several-options"
+
+
+# --------------------------------------------------------------------------- issue 37
+# Replies the default mode still misread: JSON with a reasoning key, gpt-oss harmony channels,
+# a self-correction without an answer phrase, Yes/No in other languages, "not tampered" on
+# the type/when tasks' none option, "C, because ...". (reply, options, strict, lenient,
+# lenient rule); "before" notes what the default mode read until then.
+TYPE = {
+    "A": "None: the video is not tampered",
+    "B": "Some frames are missing",
+    "C": "Some frames are black",
+    "D": "Some frames are upside down",
+    "E": "Some frames come from a different video",
+    "F": "A segment plays twice",
+}
+WHEN = {
+    "A": "The beginning (first third)",
+    "B": "The middle (second third)",
+    "C": "The end (last third)",
+    "D": "None: the video is not tampered",
+}
+REASONED = '{"reasoning": "so option A is plausible, but no.", "answer": "B"}'
+HARMONY = "<|channel|>analysis<|message|>Option A is red, so A? No, the car is green."
+FINAL = "<|end|><|start|>assistant<|channel|>final<|message|>"
+REPLY_KINDS: list[tuple[str, dict[str, str], str | None, str | None, str]] = [
+    # JSON: the answer key alone, never the reasoning (before: A from "so option A")
+    (f"```json\n{REASONED}\n```", ABCD, "B", "B", "json:strict:lone-letter"),
+    (REASONED, ABCD, "B", "B", "json:strict:lone-letter"),
+    ('{"final_answer": "(A) Yes", "explanation": "so B is wrong"}', YN, "A", "A",
+     "json:strict:leading-letter"),  # before: B
+    ('{"Final Answer": "D", "rationale": "C is the colour of the sky"}', ABCD, "D", "D",
+     "json:strict:lone-letter"),  # before: parse_fail
+    ('Here is my answer:\n```json\n{"choice": "C"}\n```', ABCD, "C", "C",
+     "json:strict:lone-letter"),
+    ('```\n{"option": "D", "reason": "A man holds it"}', ABCD, "D", "D",
+     "json:strict:lone-letter"),  # closing fence cut off
+    ("```json\n{'answer': 'C'}\n```", ABCD, "C", "C", "json:strict:lone-letter"),  # before: none
+    ('{"result": {"answer": "B", "reasoning": "A?"}}', ABCD, "B", "B", "json:strict:lone-letter"),
+    ('{"answer": "No", "reasoning": "Option A would mean tampered."}', YN, None, "B",
+     "json:lenient:starts-with-option-text"),  # before: A
+    ('{"tampered": false}', YN, "B", "B", "json:verdict"),  # before: parse_fail
+    ('{"is_tampered": true, "reasoning": "so B? no"}', YN, "A", "A", "json:verdict"),  # before: B
+    ('```json\n{"tampering_detected": "yes"}\n```', YN, "A", "A", "json:verdict"),
+    ('{"Tampered": "No", "analysis": "Option A would mean tampered."}', YN, "B", "B",
+     "json:verdict"),
+    ('{"tampered": false, "reasoning": "frames look continuous"}', TYPE, "A", "A",
+     "json:verdict"),  # the type task's none option
+    ('{"tampered": false}', WHEN, "D", "D", "json:verdict"),
+    ('{"tampered": true}', TYPE, None, None, "json:verdict-not-an-option"),  # which effect?
+    ('{"tampered": false}', {**ABCD, "D": "None of the above"}, None, None,
+     "json:verdict-not-an-option"),  # not a tamper question
+    ('{"reasoning": "A or B?"}', ABCD, None, None, "json:no-answer"),  # cut before the answer
+    ('{"answer": "E"}', ABCD, None, None, "json:none"),
+    # JSON look-alikes read as prose
+    ('The answer is B. {"note": "A"} is not relevant', ABCD, "B", "B", "lenient:answer-phrase"),
+    ('I reply as {"answer": "X"}. The answer is B.', ABCD, "B", "B", "lenient:answer-phrase"),
+    ("Final Answer: \\boxed{B}", ABCD, None, "B", "lenient:answer-phrase"),
+    # gpt-oss harmony channels: analysis is reasoning, final the answer (before: A)
+    (f"{HARMONY}{FINAL}**B**<|return|>", ABCD, "B", "B", "strict:lone-letter"),
+    (f"{HARMONY}<|end|><|start|>assistant<|channel|>final <|constrain|>json<|message|>"
+     '{"answer": "B"}', ABCD, "B", "B", "json:strict:lone-letter"),
+    ("<|channel|>analysis<|message|>Option A would mean tampered. Frames look fine."
+     f"{FINAL}B", YN, "B", "B", "strict:lone-letter"),
+    ("analysisWe need to choose. Option A is red, so A? No.assistantfinalB", ABCD, "B", "B",
+     "strict:lone-letter"),  # decoded without its special tokens
+    (HARMONY, ABCD, None, None, "reasoning:cut"),  # cut inside analysis; before: A
+    ("<|channel|>analysis<|message|>Option A would mean", YN, None, None, "reasoning:cut"),
+    ("analysisWe need to choose. Option A is red, so", ABCD, None, None, "reasoning:cut"),
+    # a self-correction without an answer phrase (before: the first answer)
+    ("The answer is B. However, looking again at the background, it is actually D.", ABCD,
+     "B", "D", "lenient:self-correction"),
+    ("The answer is B. Actually, D.", ABCD, "B", "D", "lenient:self-correction"),
+    ("The answer is B, but it is actually D.", ABCD, "B", "D", "lenient:self-correction"),
+    ("The answer is B. Correction: D.", ABCD, "B", "D", "lenient:self-correction"),
+    ("The answer is B. I was wrong. It is D.", ABCD, "B", "D", "lenient:self-correction"),
+    ("The answer is B. Instead, it is D.", ABCD, "B", "D", "lenient:self-correction"),
+    ("The answer is B. No wait, I'll go with D instead.", ABCD, "B", "D",
+     "lenient:self-correction"),
+    ("The answer is A. Looking again, it is actually blue.", ABCD, "A", "C",
+     "lenient:self-correction"),  # option text
+    ("The answer is Yes. Actually, looking again, the video is not tampered.", YN, None, "B",
+     "lenient:self-correction"),
+    ("Answer: A. However, the video is actually not tampered.", YN, "A", "B",
+     "lenient:self-correction"),
+    ("The answer is C. Looking again, the video is actually not tampered.", TYPE, "C", "A",
+     "lenient:self-correction"),
+    ("The answer is B. Actually, it could be C or D.", ABCD, "B", None, "lenient:hedge"),
+    ("I think it's C. Actually, wait, it's D.", ABCD, None, "D", "lenient:self-correction"),
+    ("The answer is Yes. Actually, no.", YN, None, "B", "lenient:self-correction"),
+    ("Answer: A. Actually, no, it is not tampered.", YN, "A", "B", "lenient:self-correction"),
+    ("It is actually D. So the answer is C.", ABCD, "C", "C", "lenient:answer-phrase"),
+    # "actually" / "instead" that correct nothing (unchanged)
+    ("The answer is B. The frames actually look continuous.", ABCD, "B", "B",
+     "lenient:answer-phrase"),
+    ("The answer is C. Option A is actually red, which rules it out.", ABCD, None, "C",
+     "lenient:answer-phrase"),
+    ("The answer is D. It is actually quite clear from the image.", ABCD, "D", "D",
+     "lenient:answer-phrase"),
+    ("Actually, I think the answer is B.", ABCD, "B", "B", "lenient:answer-phrase"),
+    ("The answer is B, because A is actually impossible.", ABCD, "B", "B",
+     "lenient:answer-phrase"),
+    ("The answer is B. If it were C instead, the car would be blue.", ABCD, "B", "B",
+     "lenient:answer-phrase"),
+    ("The answer is C: the car is blue instead of red.", ABCD, "C", "C", "lenient:answer-phrase"),
+    ("No. The video actually looks natural.", YN, None, "B", "lenient:starts-with-option-text"),
+    ("The answer is B. Actually, the lighting is odd, but B still fits.", ABCD, "B", "B",
+     "lenient:answer-phrase"),
+    # Yes/No in other languages, alone or explained (before: parse_fail but 是的 and 否)
+    ("Sí", YN, None, "A", "lenient:yes-no-word"),
+    ("Sí, el video fue manipulado.", YN, None, "A", "lenient:yes-no-word"),
+    ("Si.", YN, None, "A", "lenient:yes-no-word"),
+    ("Oui", YN, None, "A", "lenient:yes-no-word"),
+    ("Oui, la vidéo a été modifiée.", YN, None, "A", "lenient:yes-no-word"),
+    ("Non.", YN, None, "B", "lenient:yes-no-word"),
+    ("Non, la vidéo n'est pas truquée.", YN, None, "B", "lenient:yes-no-word"),
+    ("Ja", YN, None, "A", "lenient:yes-no-word"),
+    ("Nein, das Video ist echt.", YN, None, "B", "lenient:yes-no-word"),
+    ("はい", YN, None, "A", "lenient:yes-no-word"),
+    ("いいえ、改ざんされていません。", YN, None, "B", "lenient:yes-no-word"),
+    ("是的", YN, None, "A", "lenient:yes-no-word"),
+    ("是的，视频被篡改了。", YN, None, "A", "lenient:yes-no-word"),
+    ("否", YN, None, "B", "lenient:yes-no-word"),
+    ("不是，视频是正常的。", YN, None, "B", "lenient:yes-no-word"),
+    ("视频没有被篡改。", YN, None, "B", "lenient:tamper-phrase"),
+    ("Да", YN, None, "A", "lenient:yes-no-word"),
+    ("Нет, видео не изменено.", YN, None, "B", "lenient:yes-no-word"),
+    ("Sim", YN, None, "A", "lenient:yes-no-word"),
+    ("Não, o vídeo não foi adulterado.", YN, None, "B", "lenient:yes-no-word"),
+    ("हाँ, वीडियो से छेड़छाड़ की गई है।", YN, None, "A", "lenient:yes-no-word"),
+    ("नहीं", YN, None, "B", "lenient:yes-no-word"),
+    ("نعم", YN, None, "A", "lenient:yes-no-word"),
+    ("لا، الفيديو سليم", YN, None, "B", "lenient:yes-no-word"),
+    ("হ্যাঁ", YN, None, "A", "lenient:yes-no-word"),
+    ("না", YN, None, "B", "lenient:yes-no-word"),
+    ("ہاں", YN, None, "A", "lenient:yes-no-word"),
+    ("네, 조작되었습니다.", YN, None, "A", "lenient:yes-no-word"),
+    ("아니요", YN, None, "B", "lenient:yes-no-word"),
+    ("Sì, il video è stato manomesso.", YN, None, "A", "lenient:yes-no-word"),
+    ("Tidak", YN, None, "B", "lenient:yes-no-word"),
+    # ... and words that only look like them
+    ("Si el video fue manipulado, sería visible.", YN, None, None, "none"),  # "if"
+    ("لا أعرف", YN, None, None, "none"),  # "I don't know"
+    ("不确定", YN, None, None, "none"),  # "not sure"
+    ("Nonetheless, the frames look odd.", YN, None, None, "none"),
+    ("Japan is shown.", YN, None, None, "none"),
+    ("Oui", ABCD, None, None, "none"),  # not a Yes/No question
+    # "not tampered" on the type/when tasks is their none option (before: parse_fail)
+    ("The video is not tampered.", TYPE, None, "A", "lenient:tamper-phrase"),
+    ("The video is not tampered.", WHEN, None, "D", "lenient:tamper-phrase"),
+    ("No signs of tampering.", TYPE, None, "A", "lenient:tamper-phrase"),
+    ("It has not been tampered with.", WHEN, None, "D", "lenient:tamper-phrase"),
+    ("视频没有被篡改。", WHEN, None, "D", "lenient:tamper-phrase"),
+    ("The video is not tampered at the start, but the middle (B) has black frames.", WHEN,
+     None, "B", "lenient:last-letter"),
+    ("The video is tampered.", TYPE, None, None, "none"),  # which effect: not said
+    ("I cannot tell whether it was tampered.", WHEN, None, None, "none"),
+    # a leading letter, then "because" (before: parse_fail, several options named)
+    ("C, because A, B and D contradict the image.", ABCD, None, "C",
+     "lenient:leading-letter-because"),
+    ("C because A, B and D contradict the image.", ABCD, None, "C",
+     "lenient:leading-letter-because"),
+    ("B - because A, C and D are the wrong colour.", ABCD, None, "B",
+     "lenient:leading-letter-because"),
+    ("D, since A, B and C are ruled out.", ABCD, None, "D", "lenient:leading-letter-because"),
+    ("B, because A would mean the frames jump.", YN, None, "B", "lenient:leading-letter-because"),
+    ("(C), since A, B and D contradict the image.", ABCD, "C", "C", "strict:leading-letter"),
+    ("A, as well as B, could be right.", ABCD, None, None, "lenient:several-options"),
+    ("A man is shown because the car is red.", ABCD, None, "A", "lenient:contains-option-text"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("reply", "options", "strict", "lenient", "rule"), REPLY_KINDS)
+def test_issue_37_reply_kinds(
+    reply: str, options: dict[str, str], strict: str | None, lenient: str | None, rule: str
+) -> None:
+    bench = "mmr" if options is ABCD else "tamper-type" if options in (TYPE, WHEN) else "tamper"
+    for mode, expected in (("strict", strict), ("lenient", lenient)):
+        got = extract(reply, options, mode=mode, benchmark=bench)
+        assert got.letter == expected, (mode, reply, got)
+        assert got.status is (Status.OK if expected else Status.PARSE_FAIL)
+    assert extract(reply, options, benchmark=bench).rule == rule
+
+
+# Official mode on the same replies, one entry per REPLY_KINDS row: MMR's letter ("mmr:-" for
+# none), or VLMEvalKit's verdicts at eb58e9e | e8e78f0 with each option as the truth (R right,
+# W wrong, F never scored). Recorded with the scorer as it was before the default mode learnt
+# these kinds: official mode reads none of them differently.
+OFFICIAL_ON_REPLY_KINDS: list[str] = [
+    "mmr:A", "mmr:A", "RW|WW", "mmr:-", "mmr:-", "mmr:-", "mmr:-", "mmr:-", "RW|WW", "WW|WW",
+    "WR|WW", "RW|WW", "RW|WW", "WWWWWW|WWWWWW", "WWWW|WWWW", "WWWWWW|WWWWWW", "RWWW|RWWW",
+    "mmr:-", "mmr:-", "mmr:B", "mmr:-", "mmr:-", "mmr:A", "mmr:A", "RW|WW", "mmr:-", "mmr:A",
+    "RW|RW", "mmr:-", "mmr:B", "mmr:B", "mmr:B", "mmr:B", "mmr:B", "mmr:B", "mmr:B", "mmr:A",
+    "WW|WW", "RW|WW", "WWRWWW|WWRWWW", "mmr:B", "mmr:C", "WW|WW", "RW|WW", "mmr:D", "mmr:B",
+    "mmr:C", "mmr:D", "mmr:B", "mmr:A", "mmr:B", "mmr:-", "WR|WW", "mmr:B", "WW|WW", "WW|WW",
+    "WW|WW", "WW|WW", "WW|WW", "WR|WR", "WR|WW", "WW|WW", "WW|WW", "WW|WW", "WW|WW", "WW|WW",
+    "WW|WW", "WW|WW", "WW|WW", "WW|WW", "WW|WW", "WW|WW", "WW|WW", "WW|WW", "WW|WW", "WW|WW",
+    "WW|WW", "WW|WW", "WW|WW", "WW|WW", "WW|WW", "WW|WW", "WW|WW", "WR|WW", "WW|WW", "WW|WW",
+    "WW|WW", "WW|WW", "WR|WW", "WW|WW", "mmr:-", "WWWWWW|WWWWWW", "WWWW|WWWW", "WWWWWW|WWWWWW",
+    "WWWW|WWWW", "WWWW|WWWW", "WRWW|WRWW", "WWWWWW|WWWWWW", "WWWW|WWWW", "mmr:A", "mmr:A",
+    "mmr:A", "mmr:A", "WW|WW", "mmr:A", "mmr:A", "mmr:A",
+]  # fmt: skip
+
+
+def test_official_mode_unchanged_on_issue_37_replies() -> None:
+    assert len(OFFICIAL_ON_REPLY_KINDS) == len(REPLY_KINDS)
+    for (reply, options, *_), pinned in zip(REPLY_KINDS, OFFICIAL_ON_REPLY_KINDS, strict=True):
+        if options is ABCD:
+            got = extract(reply, options, mode="official", benchmark="mmr").letter
+            assert f"mmr:{got or '-'}" == pinned, reply
+            continue
+        verdicts = []
+        for version in ("eb58e9e", "e8e78f0"):
+            row = ""
+            for truth in options:
+                ex = extract(reply, options, mode="official", answer=truth, reference=version)
+                unscored = ex.rule in ("official:empty-reply", "official:missing-value")
+                row += "R" if ex.letter == truth else "F" if unscored else "W"
+            verdicts.append(row)
+        assert "|".join(verdicts) == pinned, reply
+
+
+def test_docs_list_the_yes_no_words_read() -> None:
+    """docs/evaluation.md's table of Yes/No words is the list extraction reads."""
+    doc = (Path(__file__).parents[1] / "docs" / "evaluation.md").read_text(encoding="utf-8")
+    section = doc.split("### Yes and No in other languages", 1)[1].split("\n\n")[2]
+    rows = [r.strip("| ").split(" | ") for r in section.splitlines()[2:]]
+    table = {r[0]: (tuple(r[1].split(", ")), tuple(r[2].split(", "))) for r in rows}
+    assert table == YES_NO
+    assert len(YES_NO) >= 10

@@ -356,8 +356,15 @@ def test_mmr_data_on_ray_writes_what_a_local_run_writes(
     }
 
 
-def test_an_unreachable_cluster_fails_at_once_in_one_line(tmp_path: Path) -> None:
+def test_an_unreachable_cluster_fails_at_once_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import socket
+
+    from ray._private import ray_constants
+
+    # single-machine mode: Ray keeps 127.0.0.1 (the rewrite: tests/test_ray_address.py)
+    monkeypatch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
 
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
@@ -380,9 +387,12 @@ def test_a_port_that_is_not_ray_fails_within_the_deadline_in_one_line(
     10 minutes) is refused after ``CONNECT_TIMEOUT_S`` with one line."""
     import socket
 
+    from ray._private import ray_constants
+
     from mmrobust.distributed import session
 
     monkeypatch.setattr(session, "CONNECT_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)  # Ray keeps 127.0.0.1
     accepted: list[socket.socket] = []
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))

@@ -7,6 +7,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -33,6 +34,36 @@ REASON = "Option A would mean tampered. The frames look fine."
         (f"<think>{REASON}</think>x<think>more", None, "", f"{REASON}\n\nmore", "cut"),
         ("<think>a</think><think>b</think>C", None, "C", "a\n\nb", "closed"),
         (f"<think>{REASON}</think>B", "field text", "B", f"field text\n\n{REASON}", "closed"),
+        # gpt-oss harmony channels (issue 37): analysis is reasoning, final the answer
+        (
+            f"<|channel|>analysis<|message|>{REASON}<|end|><|start|>assistant<|channel|>final"
+            "<|message|>**B**<|return|>",
+            None,
+            "**B**",
+            REASON,
+            "harmony",
+        ),
+        (
+            f"<|channel|>analysis<|message|>{REASON}<|end|><|start|>assistant<|channel|>commentary"
+            " to=functions.f <|constrain|>json<|message|>{}<|call|><|start|>assistant<|channel|>"
+            "final<|message|>B",
+            None,
+            "B",
+            f"{REASON}\n\n{{}}",
+            "harmony",
+        ),
+        (f"<|channel|>analysis<|message|>{REASON}", None, "", REASON, "cut"),
+        (f"<|channel|>analysis<|message|>{REASON}<|end|>", None, "", REASON, "cut"),
+        ("<|channel|>analy", None, "", None, "cut"),  # cut inside the first header
+        (f"analysis{REASON}assistantfinalB", None, "B", REASON, "harmony"),  # tokens dropped
+        (f"analysis{REASON}", None, "", REASON, "cut"),
+        (
+            "Analysis: the frames look fine. B",
+            None,
+            "Analysis: the frames look fine. B",
+            None,
+            "none",
+        ),  # an ordinary reply that starts with the word
     ],
 )
 def test_split_reasoning_forms(
@@ -137,6 +168,57 @@ def test_eval_stores_reasoning_and_counts_cut_replies(tmp_path: Path) -> None:
         after = {r.sample_id.split("_")[1]: (r.letter, r.rule) for r in store.rows()}
     assert after["fieldcut"] == (None, "reasoning:cut")
     assert after["field"] == ("B", "strict:lone-letter")
+
+
+class HarmonyThinker(Model):
+    """gpt-oss: harmony channels, whole, cut inside analysis, and decoded without tokens."""
+
+    media_input = "none"
+    replies: ClassVar[dict[str, str]] = {
+        "final": f"<|channel|>analysis<|message|>{REASON}<|end|><|start|>assistant<|channel|>"
+        "final<|message|>B<|return|>",
+        "cut": f"<|channel|>analysis<|message|>{REASON}",
+        "bare": f"analysis{REASON}assistantfinalB",
+    }
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        return [Response(text=self.replies[r.sample_id.split("_")[1]], completion_tokens=5000)
+                for r in requests]  # fmt: skip
+
+
+def test_harmony_channels_are_reasoning_and_a_cut_is_counted(tmp_path: Path) -> None:
+    """Issue 37: stored form ``harmony``; a reply cut inside ``analysis`` is cut in its
+    reasoning, with the max_tokens hint; official mode still reads the whole text."""
+    lines = [{"id": f"v_{k}", "benchmark": "tamper", "question": "tampered?",
+              "options": {"A": "Yes", "B": "No"}, "answer": "B", "group": "v",
+              "tamper_type": "original"} for k in HarmonyThinker.replies]  # fmt: skip
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = tmp_path / "run"
+    cfg = EvalConfig(data=str(data), model="gptoss", out=str(out), n_resamples=0)
+    metrics = run_eval(cfg, progress=False, model=HarmonyThinker()).metrics
+    with ResultStore(out) as store:
+        rows = {r.sample_id.split("_")[1]: r for r in store.rows()}
+    got = {k: (r.letter, r.rule, r.reasoning_form, r.reasoning) for k, r in rows.items()}
+    assert got == {
+        "final": ("B", "strict:lone-letter", "harmony", REASON),
+        "cut": (None, "reasoning:cut", "cut", REASON),
+        "bare": ("B", "strict:lone-letter", "harmony", REASON),
+    }
+    assert metrics["reasoning"]["cut_in_reasoning"] == 1
+    assert metrics["reasoning"]["hint"] == (
+        "1 of 3 replies were cut inside their reasoning: max_tokens too small for a thinking "
+        "model; try max_tokens=20480"  # 4 x 5000 tokens, rounded up to 1,024s
+    )
+    from mmrobust.report.browser import _reply_parts
+
+    assert _reply_parts(rows["final"]) == ("B", REASON)
+    assert _reply_parts(rows["cut"]) == ("(cut inside its reasoning: no answer)", REASON)
+    again = rescore(out, extract_mode="official")  # the reference reads the text as written
+    assert again["reasoning"]["cut_in_reasoning"] == 1
+    with ResultStore(out) as store:
+        official = {r.sample_id.split("_")[1]: r.rule for r in store.rows()}
+    assert official["cut"].startswith("official:")
 
 
 def test_official_mode_decides_on_the_text_and_still_counts(tmp_path: Path) -> None:

@@ -135,21 +135,21 @@ def test_summary_prints_f1_ci_and_window_coverage() -> None:
 
 
 def test_summary_names_the_always_yes_f1_and_hides_the_ci_of_nothing() -> None:
-    per_type = {  # 9 tampered clips of each type beside 3 originals: always Yes 2*9/(2*9+3)
-        t: {"n_tampered": 9, "n_original": 3} for t in ("dropping", "masking")
-    }
+    # 9 tampered clips of each type beside 3 originals: always Yes 2*9/(2*9+3) = 85.7,
+    # a coin flip 2*9/(3*9+3) = 60.0
+    per_type = {t: {"n_tampered": 9, "n_original": 3} for t in ("dropping", "masking")}
     metrics = {
         "benchmark": "tamper", "n_samples": 21, "per_type": per_type,
         "f1": {"dropping": 0.5, "masking": 0.5, "overall": 0.5},
         "f1_ci95": {"overall": [0.4, 0.6]}, "parse_fail_rate": 0.0, "error_rate": 0.0,
     }  # fmt: skip
     text = summary_text(metrics)
-    assert "| Overall 50.0 (95% CI 40.0–60.0; always Yes 85.7)" in text
+    assert "| Overall 50.0 (95% CI 40.0–60.0; chance: always Yes 85.7, coin flip 60.0)" in text
     assert "answering Yes to every clip scores F1 85.7 here (66.7 on a balanced set)" in text
     # nothing scored: no interval is shown for a missing F1
     metrics["f1"] = {"dropping": None, "masking": None, "overall": None}
     metrics["f1_ci95"] = {"overall": [0.0, 0.0]}
-    assert "| Overall – (always Yes 85.7)" in summary_text(metrics)
+    assert "| Overall – (chance: always Yes 85.7, coin flip 60.0)" in summary_text(metrics)
 
 
 def test_summary_of_a_text_only_mmr_run() -> None:

@@ -143,10 +143,10 @@ def test_compare_prints_the_always_yes_f1_and_the_imbalance_warning(tmp_path: Pa
     res = runner.invoke(app, ["compare", str(yes), str(no)])
     assert res.exit_code == 0, res.output
     assert "accuracy: constant:A 90.9%, constant:B 9.1%" in res.output  # 10 of 11 clips say Yes
-    # always Yes per type: precision 2/3, recall 1, F1 = 0.8
+    # always Yes per type: precision 2/3, recall 1, F1 = 0.8; a coin: 2*2/(3*2+1) = 4/7
     assert (
-        "answering Yes to every one of these clips scores detection F1 80.0% "
-        "(1 originals, 10 tampered)" in res.output
+        "answering Yes to every one of these clips scores detection F1 80.0%, a coin flip "
+        "57.1% (1 originals, 10 tampered)" in res.output
     )
     assert "warning: fewer originals than tampered clips per type" in res.output
     res = runner.invoke(app, ["compare", str(yes), str(no), "--json"])

@@ -56,6 +56,11 @@ def test_window_coverage_of_a_seam() -> None:
     assert window_coverage(eight_of_300, win(135, 135), dropped=30) is False
     assert window_coverage(eight_of_150, win(60, 60), dropped=30) is True
     assert window_coverage([50, 60], win(61, 61), dropped=30) is False  # nothing after the seam
+    # one rule: an unknown F counts as 1 (s - 1 and s both sampled)
+    for idx in ([9, 10], [8, 10], [9, 11], [9], [10, 12], [3, 9, 10, 20]):
+        assert window_coverage(idx, win(10, 10)) is window_coverage(idx, win(10, 10), dropped=1)
+    assert window_coverage([8, 11], win(10, 10), dropped=3) is True  # 11 - 8 <= 3
+    assert window_coverage([8, 12], win(10, 10), dropped=3) is False
 
 
 def test_short_clips_each_frame_once_unless_the_reference_is_asked_for() -> None:

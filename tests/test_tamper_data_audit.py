@@ -56,7 +56,9 @@ def test_a_codec_controlled_build_audits_clean_with_chance_levels(tmp_path: Path
     assert audit["builds"]["eval"]["encoder_fields"]["fps"]["original"] == {"30000/1001": 1}
     # chance on the held-out clips (original, rotation, masking; middle 1 s): hand-checked
     chance = _manifest(tmp_path / "td")["chance"]
+    # per type (1 clip beside the 1 original): always Yes 2/3, a coin 2/(3+1) = 1/2
     assert chance["detect"] == {"n": 3, "always_yes_f1": pytest.approx(2 / 3),
+                                "coin_flip_f1": pytest.approx(1 / 2),
                                 "always_yes_accuracy": pytest.approx(2 / 3),
                                 "majority_accuracy": pytest.approx(2 / 3), "majority": "Yes"}  # fmt: skip
     assert chance["when"] == {"n": 3, "n_options": [4], "uniform_accuracy": 0.25,
@@ -64,7 +66,7 @@ def test_a_codec_controlled_build_audits_clean_with_chance_levels(tmp_path: Path
                               "majority_tied": 1}  # fmt: skip
     assert (
         "held-out chance, %, detect (3 questions): always-Yes F1 66.7, accuracy 66.7; "
-        "majority (Yes) accuracy 66.7" in result.output
+        "coin-flip F1 50.0; majority (Yes) accuracy 66.7" in result.output
     )
     assert (
         "held-out chance, %, when (3 questions): uniform guess (1/4 options) 25.0; "
@@ -118,6 +120,7 @@ def test_chance_levels_by_hand() -> None:
     # detect: 2 originals, 2 dropping, 1 masking -> F1 per type 2t/(2t+o): 4/6 and 2/4
     d = detect_chance(["original", "original", "dropping", "dropping", "masking"])
     assert d["always_yes_f1"] == pytest.approx((4 / 6 + 2 / 4) / 2)
+    assert d["coin_flip_f1"] == pytest.approx((4 / 8 + 2 / 5) / 2)  # 2t/(3t+o) per type
     assert (d["always_yes_accuracy"], d["majority_accuracy"], d["majority"]) == (0.6, 0.6, "Yes")
     more_originals = detect_chance(["original"] * 3 + ["rotation"])
     assert (more_originals["majority"], more_originals["majority_accuracy"]) == ("No", 0.75)

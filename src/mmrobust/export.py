@@ -18,7 +18,7 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 SAMPLES_FILE = "samples.jsonl"
 """What ``--log-samples`` writes into the run folder."""
@@ -50,7 +50,7 @@ SAMPLE_FIELDS: tuple[tuple[str, str], ...] = (
     ("window_covered", "a shown frame lies inside the tamper window (bool; null: unknown)"),
     ("raw_answer", "the model's reply as received, reasoning included ('' on failure)"),
     ("reasoning", "a thinking model's reasoning, separated from its answer, else null"),
-    ("reasoning_form", "none, closed, unopened, cut or field; null for older rows"),
+    ("reasoning_form", "none, closed, unopened, cut, field or harmony; null for older rows"),
     ("letter", "the extracted option letter, else null"),
     ("rule", "the extraction rule that decided, or the failure kind (str or null)"),
     ("status", "ok, parse_fail, api_error, timeout, media_error, ... (str)"),
@@ -128,12 +128,30 @@ def sample_records(run_dir: str | Path) -> list[dict[str, Any]]:
     return out
 
 
-def _tabular(records: Iterable[dict[str, Any]]) -> Any:
-    """The records as a pandas DataFrame (nested fields as JSON text, every column kept)."""
+CSV_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+"""First characters that make a spreadsheet read a cell as a formula (OWASP, CSV Injection)."""
+
+
+def neutralise_cell(value: Any) -> Any:
+    """``value`` with ``'`` in front when it is text starting with one of :data:`CSV_TRIGGERS`
+    (``=HYPERLINK(...)`` -> ``'=HYPERLINK(...)``), so a spreadsheet shows it as text; anything
+    else as it is. CSV only: JSON Lines and Parquet keep the exact text.
+
+    Source: OWASP, "CSV Injection" (prefix the cell with a single quote).
+    """
+    if isinstance(value, str) and value.startswith(CSV_TRIGGERS):
+        return "'" + value
+    return value
+
+
+def _tabular(records: Iterable[dict[str, Any]], *, csv: bool = False) -> Any:
+    """The records as a pandas DataFrame (nested fields as JSON text, every column kept;
+    ``csv``: text cells neutralised by :func:`neutralise_cell`)."""
     import pandas as pd
 
+    cell = neutralise_cell if csv else (lambda v: v)
     flat = [
-        {k: (json.dumps(v, ensure_ascii=False) if k in _NESTED and v is not None else v)
+        {k: cell(json.dumps(v, ensure_ascii=False) if k in _NESTED and v is not None else v)
          for k, v in rec.items()}
         for rec in records
     ]  # fmt: skip
@@ -143,42 +161,51 @@ def _tabular(records: Iterable[dict[str, Any]]) -> Any:
 def write_records(records: list[dict[str, Any]], out: str | Path, fmt: str) -> Path | None:
     """Write ``records`` to ``out`` (``-``: standard output, JSON Lines and CSV only).
 
+    A file is written whole or not at all (:func:`mmrobust.atomicfile.atomic_write`: a new
+    temporary file beside it, then a rename): a full disk leaves the old file (or none) and
+    no temporary file; a link at ``out`` is replaced, its target never written. Where ``out``
+    may be written is :func:`mmrobust.export_targets.plan_targets`'s job.
+
     Returns:
         The file written, or ``None`` for standard output.
 
     Raises:
         ValueError: an unknown format, or Parquet to standard output.
         ImportError: Parquet without pyarrow.
-        OSError: the file cannot be written.
+        OSError: the file cannot be written (nothing is left at ``out``'s place).
     """
+    from mmrobust.atomicfile import atomic_write
+
+    fmt = fmt.lower()
     if fmt not in FORMATS:
         raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     to_stdout = str(out) == "-"
-    if fmt == "jsonl":
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if fmt == "parquet":
         if to_stdout:
-            sys.stdout.write(text)
-            return None
-        path = Path(out)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)  # whole or not at all
-        return path
-    frame = _tabular(records)
-    if fmt == "csv":
-        if to_stdout:
-            frame.to_csv(sys.stdout, index=False)
-            return None
-        frame.to_csv(out, index=False)
+            raise ValueError("--format parquet needs --out FILE (it is not text)")
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError as exc:
+            raise ImportError("--format parquet needs pyarrow: pip install pyarrow") from exc
+        with atomic_write(out, binary=True) as fb:
+            _tabular(records).to_parquet(fb, index=False)
         return Path(out)
     if to_stdout:
-        raise ValueError("--format parquet needs --out FILE (it is not text)")
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError as exc:
-        raise ImportError("--format parquet needs pyarrow: pip install pyarrow") from exc
-    frame.to_parquet(out, index=False)
+        _write_text(records, fmt, sys.stdout)
+        return None
+    with atomic_write(out) as f:
+        _write_text(records, fmt, f)
     return Path(out)
+
+
+def _write_text(records: list[dict[str, Any]], fmt: str, f: IO[str]) -> None:
+    if fmt == "jsonl":
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    else:
+        _tabular(records, csv=True).to_csv(
+            f, index=False, lineterminator="\r\n"
+        )  # RFC 4180; quotes a lone CR
 
 
 def export_run(
@@ -190,6 +217,7 @@ def export_run(
     Raises:
         as :func:`sample_records` and :func:`write_records`.
     """
+    fmt = fmt.lower()
     if fmt not in FORMATS:
         raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     target = out if out is not None else Path(run_dir) / f"samples.{fmt}"
@@ -197,10 +225,12 @@ def export_run(
 
 
 __all__ = [
+    "CSV_TRIGGERS",
     "FORMATS",
     "SAMPLES_FILE",
     "SAMPLE_FIELDS",
     "export_run",
+    "neutralise_cell",
     "sample_records",
     "write_records",
 ]

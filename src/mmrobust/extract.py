@@ -10,9 +10,14 @@ fired (stored with the row), so each score can be audited.
 2. **Reasoning.** :func:`mmrobust.reasoning.split_reasoning` separates a thinking
    model's reasoning from its answer (``"<think>Option A is wrong. So C.</think>C"``
    -> the answer part ``"C"``; only the closing tag, the template having opened the
-   block; a separate ``reasoning`` field). A reply cut inside its reasoning (an
-   opening tag never closed, or an empty reply beside a reasoning field) has no
-   answer: ``parse_fail``, rule ``reasoning:cut``. Only the answer part is read below.
+   block; gpt-oss's harmony ``analysis`` / ``final`` channels; a separate ``reasoning``
+   field). A reply cut inside its reasoning (an opening tag never closed, no ``final``
+   channel, or an empty reply beside a reasoning field) has no answer: ``parse_fail``,
+   rule ``reasoning:cut``. Only the answer part is read below.
+2b. **JSON.** A reply that is a JSON object (bare or fenced) is answered by its answer key
+   alone (:mod:`mmrobust.reply_json`): ``{"reasoning": "so option A ...", "answer": "B"}``
+   -> the value ``"B"``, read by the mode (rule ``json:`` + the mode's rule); a verdict key
+   (``{"tampered": false}``) -> No / the ``none`` option (``json:verdict``).
 
 ``strict``
     Only unambiguous letter forms: a lone letter (``"B"``, ``"(B)"``,
@@ -27,6 +32,12 @@ fired (stored with the row), so each score can be audited.
     3. *Lone letter* (``strict:lone-letter``): ``"B"``, ``"(B)"``, ``"Option B"``.
     4. *Non-answer* (``lenient:non-answer``, ``parse_fail``): ``"N/A"``, ``"none"``,
        ``"unknown"``, ``"I don't know"`` are no option, never option A.
+    4b. *Self-correction* without an answer phrase, after a first answer
+       (:mod:`mmrobust.reply_correction`, ``lenient:self-correction``): ``"The answer is
+       B. However, looking again at the background, it is actually D."`` -> D; *actually*,
+       *instead*, ``Correction:``, *I was wrong*, then a letter, an option's text or label,
+       or "not tampered". A later answer phrase still wins; ``"The frames actually look
+       continuous"`` corrects nothing.
     5. *Answer phrases; the last one wins.* ``answer is X`` / ``Answer: X`` /
        ``final answer: X``, ``best|correct option is X``, ``so|therefore|thus|hence X``,
        ``I choose|pick|select|go with X``, ``my choice is X``, ``\boxed{X}``,
@@ -39,14 +50,18 @@ fired (stored with the row), so each score can be audited.
        ``lenient:hedge``). A capital ``A`` followed by a lower-case word is an article.
     6. *Leading letter* (``strict:leading-letter``): ``"B. No, there is nothing unusual"``;
        ``"Option C, since D is impossible"`` (``lenient:leading-option``); a first line that
-       is a lone letter, ``"C\n\nOptions A and B are wrong."`` (``lenient:first-line-letter``).
+       is a lone letter, ``"C\n\nOptions A and B are wrong."`` (``lenient:first-line-letter``);
+       a letter then *because* / *since*, ``"C, because A, B and D contradict the image."``
+       (``lenient:leading-letter-because``).
+    6b. *Yes/No in another language* leading the reply (:mod:`mmrobust.reply_lang`, fifteen
+       languages): ``"Sí, ..."``, ``"Nein."``, ``"はい"`` (``lenient:yes-no-word``).
     7. *Option text*: the reply starts with one (``"Yes, it is tampered"``, ``"No."``),
        contains exactly one as whole words (``"... so yes."``), or is the label of a
        labelled option (``"None"`` for ``"None: the video is not tampered"``).
-    8. *Yes/No words* (Yes/No questions only): ``"是"`` / ``"是的"`` -> Yes, ``"否"`` /
-       ``"不是"`` -> No (``lenient:yes-no-word``); ``"Not tampered."``,
-       ``"no signs of tampering"`` -> No, ``"It is tampered"``, ``"tampered"`` -> Yes
-       (``lenient:tamper-phrase``; not when the reply says *if*, *whether*, *cannot*...).
+    8. *Tamper phrases*: ``"Not tampered."``, ``"no signs of tampering"``, ``"视频没有被
+       篡改"`` -> No, ``"It is tampered"``, ``"tampered"`` -> Yes (``lenient:tamper-phrase``;
+       not when the reply says *if*, *whether*, *cannot*...); on the ``type`` / ``when``
+       tasks "not tampered" is the ``none`` option when the reply names no letter.
     9. *Letters named*: exactly one option letter standing alone
        (``"A man walks across the street, so B"`` -> B: the article is no letter;
        ``"N/A"`` holds none: a letter next to ``/`` is not one; ``"Not A, it is B."`` -> B:
@@ -61,7 +76,7 @@ fired (stored with the row), so each score can be audited.
     compared with published ones (see :func:`extract_official_tamper` and
     :func:`extract_official_mmr`). It reads the reply text as the reference
     does: no width normalisation, no reasoning split (a ``<think>`` block is
-    part of the text), after the reference's spreadsheet round trip for
+    part of the text), no JSON reading, after the reference's spreadsheet round trip for
     MVTamperBench (:func:`mmrobust.official.sheet_round_trip`).
 
 A reply from which no option can be extracted gets ``Status.PARSE_FAIL``;
@@ -73,41 +88,28 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal, cast
 
+from mmrobust.extraction import Extraction
+from mmrobust.extraction import fail as _fail
+from mmrobust.extraction import ok as _ok
 from mmrobust.families import get_family
-from mmrobust.official import ReplyPath, sheet_round_trip, tamper_decision, tamper_reference
+from mmrobust.official import ReplyPath
+from mmrobust.official_extract import extract_official_mmr, extract_official_tamper
 from mmrobust.reasoning import split_reasoning
-from mmrobust.reply_words import is_non_answer, option_text, yes_no_word
-from mmrobust.status import Status
+from mmrobust.reply_correction import correction_clause
+from mmrobust.reply_json import JsonReply, json_reply
+from mmrobust.reply_words import (
+    is_non_answer,
+    none_option,
+    option_text,
+    verdict_option,
+    yes_no_lead,
+    yes_no_word,
+)
 
 ExtractMode = Literal["strict", "lenient", "official"]
 EXTRACT_MODES: tuple[ExtractMode, ...] = ("strict", "lenient", "official")
-
-
-@dataclass(frozen=True)
-class Extraction:
-    """Result of extracting an option letter from a reply.
-
-    Attributes:
-        letter: the extracted option letter (a key of ``options``), or ``None``.
-        status: ``Status.OK`` when a letter was found, else ``Status.PARSE_FAIL``.
-        rule: which rule decided (``"strict:lone-letter"``, ``"lenient:option-text"``,
-            ``"official:first-token"``, ``"none"``...), for auditing.
-    """
-
-    letter: str | None
-    status: Status
-    rule: str
-
-
-def _ok(letter: str, rule: str) -> Extraction:
-    return Extraction(letter=letter, status=Status.OK, rule=rule)
-
-
-def _fail(rule: str = "none") -> Extraction:
-    return Extraction(letter=None, status=Status.PARSE_FAIL, rule=rule)
 
 
 _MARKDOWN = re.compile(r"[*_`#]+")
@@ -187,8 +189,17 @@ def _option_text(text: str, options: Mapping[str, str]) -> Extraction | None:
 
 
 def _yes_no_words(text: str, options: Mapping[str, str]) -> Extraction | None:
-    """是/否 and "(not) tampered" phrasing of a Yes/No question (:mod:`mmrobust.reply_words`)."""
+    """是/否 and "(not) tampered" phrasing (:func:`mmrobust.reply_words.yes_no_word`); on a
+    question with a ``none`` option only when the reply names no option letter."""
+    if none_option(options) is not None and _mentioned_letters(text, options) is not None:
+        return None
     found = yes_no_word(_clean(text), options)
+    return _ok(*found) if found is not None else None
+
+
+def _yes_no_lead(text: str, options: Mapping[str, str]) -> Extraction | None:
+    """Yes/No in another language, leading the reply (:mod:`mmrobust.reply_lang`)."""
+    found = yes_no_lead(_clean(text), options)
     return _ok(*found) if found is not None else None
 
 
@@ -289,6 +300,58 @@ def _mentioned_letters(text: str, options: Mapping[str, str]) -> Extraction | No
     return None
 
 
+_BECAUSE = r"(?:because|since|given|due\s+to|as(?!\s+well))\b"
+"""Words after a leading letter that explain the choice: ``"C, because A, B and D ..."``."""
+
+
+_FILLER = re.compile(
+    r"^(?:(?:wait|hmm+|oh|um+|well|sorry|hold\s+on)\b\s*[,!.:;—–-]*\s*|no\s*[,!.—–-]+\s*(?=\S))+",
+    re.IGNORECASE,
+)
+"""Words that open a correction's clause without answering: ``"Actually, wait, it's D."``."""
+
+
+def _corrected(clause: str, options: Mapping[str, str]) -> Extraction | None:
+    """The answer a self-correction's clause gives (:mod:`mmrobust.reply_correction`): a
+    letter form alone or before punctuation or *because* (``"D."``, ``"option D, since"``),
+    an answer phrase, an option's text or label at its start, or "(not) tampered"."""
+    letters = _letter_class(options)
+    c = _FILLER.sub("", _clean(clause))
+    c = re.sub(r"^(?:it|this|that)\s*(?:is|'s|(?:should|must|would|could|might|may)\s+be)\s+|^(?:the\s+)?"
+               r"(?:correct\s+|right\s+)?answer\s+is\s+", "", c, flags=re.I)  # fmt: skip
+    c = re.sub(r"^(?:option|choice)\s*", "", c, flags=re.IGNORECASE)
+    hedge = (
+        rf"[\(\[]?([{letters}])[\)\]]?\s*(?:or|/)\s*(?:option\s*)?[\(\[]?[{letters}](?![A-Za-z])"
+    )
+    if letters and re.match(hedge, c, re.IGNORECASE):
+        return _fail("lenient:hedge")
+    m = re.match(rf"[\(\[]?([{letters}])[\)\]]?\s*(?:$|[.,;:!)]|\s+(?:instead|{_BECAUSE}))", c)
+    if letters and m:
+        return _ok(_key(m.group(1), options), "lenient:self-correction")
+    found = _answer_phrases(c, options)
+    if found is None and (said := option_text(c, options)) is not None:
+        found = _ok(*said) if said[1] != "lenient:contains-option-text" else None
+    found = found or _yes_no_words(c, options)
+    return (
+        None if found is None else Extraction(found.letter, found.status, "lenient:self-correction")
+    )
+
+
+def _self_correction(text: str, options: Mapping[str, str]) -> Extraction | None:
+    """The answer of the last self-correction after a first answer (``"The answer is B.
+    However, ... it is actually D."`` -> D), unless an answer phrase follows it."""
+    t = _clean(text)
+    found = correction_clause(t)
+    if found is None:
+        return None
+    clause, start, end = found
+    got = _corrected(clause, options)
+    if got is None or (got.letter and _answer_phrases(t[end:], options) is not None):
+        return None
+    first = _lenient(t[:start], options) if t[:start].strip() else None
+    return got if first is not None and first.letter is not None else None
+
+
 def _leading(text: str, options: Mapping[str, str]) -> Extraction | None:
     """Step 6 beyond strict's leading letter: ``"Option C, since D is impossible"`` and a
     first line that is a lone letter form (``"C\n\nOptions A and B are wrong."``)."""
@@ -299,6 +362,9 @@ def _leading(text: str, options: Mapping[str, str]) -> Extraction | None:
     m = re.match(rf"(?:option|choice)\s*[\(\[]?([{letters}])[\)\]]?(?![A-Za-z])", t, re.I)
     if m:
         return _ok(_key(m.group(1), options), "lenient:leading-option")
+    m = re.match(rf"[\(\[]?([{letters}])[\)\]]?\s*[,;:\-–—]?\s*{_BECAUSE}", t)
+    if m:
+        return _ok(_key(m.group(1), options), "lenient:leading-letter-because")
     first, _, rest = t.partition("\n")
     explained = re.search(r"[a-z]{2,}", rest) is not None  # not a list of letters ("A\nB")
     lone = _strict(first, options, phrases=False) if explained else None
@@ -314,106 +380,16 @@ def _lenient(text: str, options: Mapping[str, str]) -> Extraction:
         return strict
     return (
         _non_answer(text, options)
+        or _self_correction(text, options)
         or _answer_phrases(text, options)
         or (strict if strict is not None else None)
         or _leading(text, options)
+        or _yes_no_lead(text, options)
         or _option_text(text, options)
         or _yes_no_words(text, options)
         or _mentioned_letters(text, options)
         or _fail()
     )
-
-
-# --------------------------------------------------------------------------- official
-
-
-def extract_official_tamper(
-    text: str,
-    options: Mapping[str, str],
-    *,
-    answer: str | None = None,
-    reference: str | None = None,
-    reply_path: ReplyPath = "local",
-) -> Extraction:
-    """VLMEvalKit's MVTamperBench decision at a named version, quirks included.
-
-    The reply is first what the reference would have read back from its predictions
-    spreadsheet (:func:`mmrobust.official.sheet_round_trip`: the API wrapper's strip for
-    ``reply_path="api"``, the 32,767-character cut, control characters as ``_xHHHH_``).
-
-    The reference does not extract an answer: it tests the reply against the
-    ground truth (:func:`mmrobust.official.tamper_decision`). We store its
-    verdict as a letter so metrics and reports need nothing special:
-
-    * right for ``answer``: that letter (even when the reply is also "right"
-      for the other option, as ``")"`` is);
-    * wrong for ``answer`` but right for exactly one other option (``"B"``
-      with truth A): that option's letter;
-    * wrong, and right for no option: ``parse_fail`` (rule ``official:no-match``);
-    * never scored by the reference (empty reply, a reply pandas reads as a
-      missing value such as ``"None"``, the API-failure placeholder):
-      ``parse_fail`` with rule ``official:empty-reply`` /
-      ``official:missing-value`` / ``official:api-failure-text``.
-
-    Official scoring counts every ``parse_fail`` as wrong, as the reference
-    does. Without ``answer`` the letter is the one option the reply is right
-    for (``parse_fail`` when none or several).
-
-    Args:
-        text: the raw reply.
-        options: letter -> option text, as shown.
-        answer: the ground-truth letter.
-        reference: VLMEvalKit version name (:func:`mmrobust.official.tamper_reference`;
-            default: the integration commit).
-        reply_path: ``"api"`` (an OpenAI-compatible server) or ``"local"`` (a local model).
-
-    Raises:
-        UnknownNameError: unknown ``reference``.
-    """
-    ref = tamper_reference(reference)
-    text = sheet_round_trip(text, reply_path=reply_path)
-    if answer is not None and answer in options:
-        verdict = tamper_decision(text, answer, options, ref)
-        if verdict.outcome == "correct":
-            return _ok(answer, verdict.rule)
-        if verdict.outcome == "failed":
-            return _fail(verdict.rule)
-    right = {
-        k: d.rule
-        for k in options
-        if k != answer and (d := tamper_decision(text, k, options, ref)).outcome == "correct"
-    }
-    if len(right) == 1:
-        letter, rule = right.popitem()
-        return _ok(letter, rule)
-    if answer is None and len(right) > 1:
-        return _fail("official:matches-every-option")
-    if answer is None and text == "":
-        return _fail("official:empty-reply")
-    return _fail("official:no-match")
-
-
-def extract_official_mmr(text: str, options: Mapping[str, str]) -> Extraction:
-    """MMR's official extractor (arXiv:2406.10638 evaluation code), quirks included.
-
-    The reference (``evaluation/calculation_mmr.py`` in the authors'
-    repository) keeps the reply up to its first ``"."``, replaces ``","``
-    with a space, splits on single spaces and returns the first of ``A``,
-    ``B``, ``C``, ``D`` that is one of the resulting *words*, in that fixed
-    order, else no answer ("E"). Quirks reproduced: the priority is
-    alphabetical, not positional (``"C or A"`` gives ``A``); only a bare
-    letter between spaces/commas counts, so ``"(A)"``, ``"Answer:B"`` and
-    ``"C\nbecause"`` give no answer, and an article ``"A"`` in a sentence
-    counts as option A (``"A man ... so B"`` gives ``A``).
-    """
-    head = text.split(".")[0] if "." in text else text
-    words = head.replace(",", " ").split(" ")
-    for letter in ("A", "B", "C", "D"):
-        if letter in words:
-            if letter in options:
-                return _ok(letter, "official:mmr-first-of-ABCD")
-            return _fail("official:mmr-letter-not-an-option")
-    return _fail("official:mmr-no-letter")
 
 
 # --------------------------------------------------------------------------- entry point
@@ -468,9 +444,29 @@ def extract(
     split = split_reasoning(unicodedata.normalize("NFKC", text or ""), _nfkc(reasoning))
     if not split.answer.strip():
         return _fail("reasoning:cut" if split.cut else "none")
+    found = json_reply(split.answer)
+    read = _json(found, options, mode) if found is not None else None
+    if read is not None and (found is None or found.standalone or read.letter is not None):
+        return read
     if mode == "strict":
         return _strict(split.answer, options) or _fail()
     return _lenient(split.answer, options)
+
+
+def _json(found: JsonReply, options: Mapping[str, str], mode: str) -> Extraction:
+    """A JSON reply (:mod:`mmrobust.reply_json`): its verdict (rule ``json:verdict``), or its
+    answer text read by the mode (rule ``json:`` + the mode's rule)."""
+    if found.tampered is not None:
+        letter = verdict_option(found.tampered, options)
+        return _ok(letter, "json:verdict") if letter else _fail("json:verdict-not-an-option")
+    if found.text is None or not found.text.strip():
+        return _fail("json:no-answer")
+    read = (
+        (_strict(found.text, options) or _fail())
+        if mode == "strict"
+        else _lenient(found.text, options)
+    )
+    return Extraction(read.letter, read.status, f"json:{read.rule}")
 
 
 def _nfkc(text: str | None) -> str | None:

@@ -1,4 +1,5 @@
-"""Where mmrobust keeps its caches (one rule for every cache, one helper per cache folder)."""
+"""Where mmrobust keeps its caches (one rule for every cache, one helper per cache folder), and
+the check of an output folder (:func:`out_folder_problem`)."""
 
 from __future__ import annotations
 
@@ -43,4 +44,31 @@ def mmr_demo_dir(root: Path | None = None) -> Path:
     return (root or cache_root()) / "mmr_demo"
 
 
-__all__ = ["cache_root", "frame_cache_dir", "hub_dir", "mmr_demo_dir", "unzip_dir"]
+def out_folder_problem(out: str | Path, option: str = "--out") -> str | None:
+    """Why ``out`` cannot be an output folder (``run --out``, ``report --out``), in one
+    sentence with the fix; ``None`` when it is a folder or can be made (nothing is made here).
+
+    A file at ``out``, or at a folder above it, is the problem this names (``mkdir`` would
+    fail with ``[Errno 17] File exists`` or ``[Errno 20] Not a directory``).
+    """
+    p = Path(out).expanduser()
+    for q in (p, *p.parents):
+        if q.exists() or q.is_symlink():
+            if q.is_dir():
+                return None
+            what = "is a file" if q == p else f"is inside {q}, which is a file"
+            return (
+                f"{option} {out} {what}, not a folder; choose a folder (it is made when "
+                "missing), or move that file away"
+            )
+    return None
+
+
+__all__ = [
+    "cache_root",
+    "frame_cache_dir",
+    "hub_dir",
+    "mmr_demo_dir",
+    "out_folder_problem",
+    "unzip_dir",
+]

@@ -3,7 +3,7 @@
 Reasoning VLMs (Qwen3-VL Thinking, GLM-4.1V-Thinking, Kimi-VL-Thinking, MiMo-VL, the
 o-series and Claude/Gemini with thinking behind OpenAI-compatible proxies) write long
 reasoning before the answer. The answer is what follows the reasoning; a reply cut inside
-its reasoning has no answer. :func:`split_reasoning` recognises five forms
+its reasoning has no answer. :func:`split_reasoning` recognises six forms
 (:data:`ReasoningForm`), tags matched case-insensitively (``<think>``, ``<thinking>``,
 ``<reasoning>``, ``<thought>``, Kimi-VL's ``◁think▷ ... ◁/think▷``):
 
@@ -17,7 +17,16 @@ its reasoning has no answer. :func:`split_reasoning` recognises five forms
     an opening tag never closed (the output hit ``max_tokens`` while thinking; also called
     an *unclosed* block): ``"<think>\\nOption A is wrong. So"``: no answer. So is a reply
     whose answer part is empty while a separate reasoning field holds text (vLLM's
-    reasoning parsers return ``content: null`` then).
+    reasoning parsers return ``content: null`` then). So is a ``harmony`` reply with no
+    ``final`` channel.
+``harmony``
+    gpt-oss's harmony channels (OpenAI's harmony response format): ``"<|channel|>analysis
+    <|message|>Option A? No.<|end|><|start|>assistant<|channel|>final<|message|>**B**"``:
+    the ``analysis`` (and ``commentary``) channels are the reasoning, the last ``final``
+    channel the answer (``"**B**"``; a ``<|return|>`` / ``<|end|>`` after it is dropped).
+    The same reply decoded without its special tokens (``"analysisOption A? No.
+    assistantfinal**B**"``: ``analysis`` glued to a capital letter at the start, then
+    ``assistantfinal``) is read the same way; without ``assistantfinal`` it was cut.
 ``field``
     the server returned the reasoning in its own field (``reasoning_content`` of vLLM's
     reasoning parsers and DeepSeek-style APIs; ``Response.reasoning``) and the reply text
@@ -43,7 +52,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-ReasoningForm = Literal["none", "closed", "unopened", "cut", "field"]
+ReasoningForm = Literal["none", "closed", "unopened", "cut", "field", "harmony"]
 """How a reply carried its reasoning (module docstring)."""
 
 _TAGS = r"think|thinking|reasoning|thought"
@@ -52,6 +61,12 @@ _CLOSE = re.compile(rf"<\s*/\s*(?:{_TAGS})\s*>|◁/think▷", re.IGNORECASE)
 _ANSWER_MARKERS = re.compile(
     r"<\s*/?\s*answer\s*>|<\|begin_of_box\|>|<\|end_of_box\|>", re.IGNORECASE
 )
+
+_HARMONY_HEADER = re.compile(
+    r"<\|channel\|>\s*([A-Za-z]+)[^<]*?(?:<\|constrain\|>[^<]*?)?<\|message\|>"
+)
+_HARMONY_STOP = re.compile(r"<\|(?:end|return|call|start|channel)\|>")
+_HARMONY_BARE = re.compile(r"\A\s*analysis(?=[A-Z])")
 
 DEFAULT_THINKING_MAX_TOKENS = 16384
 """Suggested ``max_tokens`` for a thinking model when no token count is known."""
@@ -92,6 +107,33 @@ def _untag(text: str) -> str:
     return _CLOSE.sub("\n", _OPEN.sub("\n", text))
 
 
+def _harmony(text: str, field: str | None) -> ReasoningSplit | None:
+    """The ``harmony`` form (module docstring), or ``None`` when ``text`` has no channels."""
+    bare = _HARMONY_BARE.match(text)
+    if bare is not None:  # decoded without special tokens
+        at = text.rfind("assistantfinal")
+        if at < 0:  # cut inside analysis
+            return ReasoningSplit("", _join(field, text[bare.end() :]), "cut")
+        answer = _ANSWER_MARKERS.sub("", text[at + len("assistantfinal") :])
+        return ReasoningSplit(answer, _join(field, text[bare.end() : at]), "harmony")
+    headers = list(_HARMONY_HEADER.finditer(text))
+    if not headers:  # cut inside the first header, or no harmony at all
+        return ReasoningSplit("", field, "cut") if "<|channel|>" in text else None
+    thoughts: list[str] = []
+    final: str | None = None
+    for h in headers:
+        stop = _HARMONY_STOP.search(text, h.end())
+        body = text[h.end() : stop.start() if stop else len(text)]
+        if h.group(1).lower() == "final":
+            final = body
+        else:
+            thoughts.append(body)
+    reasoning = _join(field, *thoughts)
+    if final is None:  # cut inside analysis: the output ended before the final channel
+        return ReasoningSplit("", reasoning, "cut")
+    return ReasoningSplit(_ANSWER_MARKERS.sub("", final), reasoning, "harmony")
+
+
 def split_reasoning(text: str, reasoning: str | None = None) -> ReasoningSplit:
     """Separate the reasoning of a reply from its answer (forms in the module docstring).
 
@@ -105,6 +147,9 @@ def split_reasoning(text: str, reasoning: str | None = None) -> ReasoningSplit:
     """
     text = text or ""
     field = reasoning if reasoning is not None and reasoning.strip() else None
+    harmony = _harmony(text, field)
+    if harmony is not None:
+        return harmony
     closes = list(_CLOSE.finditer(text))
     if closes:
         last = closes[-1]

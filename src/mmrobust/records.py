@@ -27,7 +27,8 @@ class ScoredRecord:
         predicted: extracted letter, or ``None`` when ``status`` is not ``ok``.
         status: typed outcome (``ok``, ``parse_fail``, errors).
         task, tamper_type, category, polarity: copied from the sample.
-        window_covered: whether a sampled frame fell inside the tamper window
+        window_covered: whether the sampled frames cover the tamper window
+            (:func:`mmrobust.media.sampling.window_coverage`, dropping seams included)
             (``None`` when not applicable: originals, images, dense decoding).
         window: the tamper window in the clip's own timeline: the sample's, or the one
             derived by the released rule (``StoredRow.window``); ``None`` when none is known.

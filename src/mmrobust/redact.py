@@ -11,14 +11,17 @@ server (``base_url``) goes through this module before it is stored in
   redacting (a key cut in half by truncation would leak its first half);
 * :func:`server_text` does both, in that order: the one call for a server's text;
 * :func:`scrub_url` and :func:`scrub_args` clean a URL and a ``--model-arg``
-  mapping for the record (secret-named values dropped, URLs scrubbed).
+  mapping for the record (secret-named values dropped, URLs scrubbed);
+* :func:`url_auth` and :func:`url_secrets` split a URL's user and password out for an HTTP
+  client and for masking what a server echoes.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable, Mapping
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 MASK = "***"
 """What a secret is replaced by."""
@@ -31,7 +34,41 @@ _BEARER = re.compile(r"(?i)\b((?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{8,}")
 _SECRET_PARAM = re.compile(
     r"(?i)([?&;](?:api[_-]?key|key|token|access[_-]?token|secret|password|sig)=)[^&#\s'\"<>]+"
 )
-_SECRET_ARG_NAMES = ("key", "token", "secret", "password", "passwd", "auth")
+_SECRET_WORDS = frozenset(
+    {
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "auth",
+        "authorization",
+        "credential",
+        "credentials",
+        "cookie",
+        "sig",
+        "signature",
+        "bearer",
+        "header",
+        "headers",
+    }
+)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a setting or parameter ``name`` names a credential: its words (split at
+    ``_``, ``-``, ``.`` and camel case, case-insensitive) include ``key``, ``apikey``,
+    ``token``, ``secret``, ``password``, ``passwd``, ``pwd``, ``auth``, ``authorization``,
+    ``credential(s)``, ``cookie``, ``sig``, ``signature``, ``bearer`` or ``header(s)``, and
+    its last word is not ``env`` (``api_key_env`` names a variable). ``max_tokens`` is not
+    one (``tokens``)."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name)).lower()
+    parts = [w for w in re.split(r"[^a-z0-9]+", words) if w]
+    if parts and parts[-1] == "env":
+        return False
+    return any(w in _SECRET_WORDS for w in parts)
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
@@ -83,18 +120,53 @@ def scrub_url(url: str) -> str:
 def scrub_args(args: Mapping[str, str]) -> dict[str, str]:
     """``--model-arg`` pairs fit for ``run.json`` / ``metrics.json``.
 
-    Values of secret-named arguments (``*key*``, ``*token*``, ``*secret*``,
-    ``*password*``, ``*auth*``; ``api_key_env`` names a variable, not a secret,
-    and is kept) become ``***``; every other value is scrubbed like a URL.
+    Values of secret-named arguments (:func:`is_secret_name`: ``api_key``, ``token``,
+    ``headers`` ...; ``api_key_env`` names a variable, not a secret, and is kept) become
+    ``***``; every other value is scrubbed like a URL.
     """
     out: dict[str, str] = {}
     for name, value in args.items():
-        lowered = name.lower()
-        if lowered != "api_key_env" and any(s in lowered for s in _SECRET_ARG_NAMES):
+        if is_secret_name(name):
             out[name] = MASK
         else:
             out[name] = scrub_url(str(value))
     return out
 
 
-__all__ = ["MASK", "clip", "redact", "scrub_args", "scrub_url", "server_text"]
+def url_auth(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without its user and password, and them (``None``: none), for an HTTP client
+    that sends them as a ``Basic`` header: the URL it logs then holds neither."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.netloc.rsplit("@", 1)[1]
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    return urlunsplit(parts._replace(netloc=host)), (user, password)
+
+
+def url_secrets(url: str) -> list[str]:
+    """The password, ``user:password`` and its base64 (the ``Basic`` header) of ``url`` (a user
+    name alone, when there is no password: a token): what a server's text must be cleaned of
+    (``HttpModel``)."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return []
+    if not parts.password:  # a token as the user name (``http://TOKEN@host``)
+        user = unquote(parts.username or "")
+        return [user, parts.username or "", base64.b64encode(f"{user}:".encode()).decode()]
+    user, password = unquote(parts.username or ""), unquote(parts.password)
+    pair = f"{user}:{password}"
+    return [password, parts.password, pair, base64.b64encode(pair.encode()).decode()]
+
+
+__all__ = [
+    "MASK",
+    "clip",
+    "is_secret_name",
+    "redact",
+    "scrub_args",
+    "scrub_url",
+    "server_text",
+    "url_auth",
+    "url_secrets",
+]

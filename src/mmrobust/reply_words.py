@@ -6,16 +6,22 @@ so each list sits beside its examples:
 * :func:`option_text`: the reply names an option by its text (``"No, it looks natural."``).
 * :func:`is_non_answer`: ``"N/A"``, ``"none"``, ``"unknown"``, ``"I don't know"`` name no
   option (before issue 28 ``"N/A"`` was read as option A by its letter).
-* :func:`yes_no_word`: on a Yes/No question, ``"是"`` / ``"是的"`` is Yes and ``"否"`` /
-  ``"不是"`` is No; ``"Not tampered."`` / ``"no signs of tampering"`` is No and
-  ``"It is tampered"`` / ``"tampered"`` is Yes, unless the reply hedges (*if*, *whether*,
-  *cannot*, *not sure*).
+* :func:`yes_no_lead`: on a Yes/No question, a reply that starts with Yes or No in one of
+  fifteen languages (:mod:`mmrobust.reply_lang`: ``"Sí, ..."``, ``"Nein."``, ``"はい"``,
+  ``"是的，..."``).
+* :func:`yes_no_word`: on a Yes/No question, ``"Not tampered."`` / ``"no signs of
+  tampering"`` / ``"视频没有被篡改"`` is No and ``"It is tampered"`` / ``"tampered"`` /
+  ``"视频被篡改了"`` is Yes, unless the reply hedges (*if*, *whether*, *cannot*, *not
+  sure*); on a question with a ``none`` option (the ``type`` and ``when`` tasks' ``"None:
+  the video is not tampered"``), "not tampered" is that option.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+
+from mmrobust.reply_lang import leading_yes_no, zh_tamper_phrase
 
 
 def _word_re(phrase: str) -> re.Pattern[str]:
@@ -73,8 +79,42 @@ def _yes_no(options: Mapping[str, str]) -> tuple[str, str] | None:
     return None
 
 
-_ZH_YES = frozenset({"是", "是的", "对", "有"})
-_ZH_NO = frozenset({"否", "不是", "不", "没有", "无"})
+_NONE_TEXT = re.compile(r"\bnot\s+tampered\b|\bno\s+tampering\b|\buntampered\b")
+
+
+def none_option(options: Mapping[str, str]) -> str | None:
+    """The letter of the one option that says the video is not tampered (``"None: the
+    video is not tampered"`` of the ``type`` and ``when`` tasks), else ``None``; never on a
+    Yes/No question, nor for an option that only says "none" (``"None of the above"``)."""
+    if _yes_no(options) is not None:
+        return None
+    found = [k for k, v in options.items() if _NONE_TEXT.search(v.strip().lower())]
+    return found[0] if len(found) == 1 else None
+
+
+def verdict_option(tampered: bool, options: Mapping[str, str]) -> str | None:
+    """The option a tamper verdict answers: Yes / No on a Yes/No question, the ``none``
+    option (:func:`none_option`) for "not tampered"; else ``None`` (which effect a
+    tampered video shows is no verdict's to say)."""
+    yn = _yes_no(options)
+    if yn is not None:
+        return yn[0] if tampered else yn[1]
+    return None if tampered else none_option(options)
+
+
+def yes_no_lead(text: str, options: Mapping[str, str]) -> tuple[str, str] | None:
+    """``(letter, "lenient:yes-no-word")`` for a Yes/No question answered by a leading word
+    (:func:`mmrobust.reply_lang.leading_yes_no`), else ``None``; English ``Yes`` / ``No``
+    are left to :func:`option_text` (they are the options' text)."""
+    yn = _yes_no(options)
+    if yn is None or re.match(r"\s*(?:yes|no)(?!\w)", text, re.IGNORECASE):
+        return None
+    said = leading_yes_no(text)
+    if said is None:
+        return None
+    return (yn[0] if said else yn[1]), "lenient:yes-no-word"
+
+
 _NOT_TAMPERED = re.compile(
     r"\b(?:not|never|isn't|wasn't|hasn't|no)\s+(?:been\s+)?tamper(?:ed|ing)\b|\buntampered\b"
     r"|\bno\s+(?:signs?|evidence|indications?)\s+of\s+(?:any\s+)?tampering\b"
@@ -87,25 +127,29 @@ _UNSURE = re.compile(r"\b(?:if|whether|can't|cannot|unclear|unsure|not\s+sure)\b
 
 
 def yes_no_word(text: str, options: Mapping[str, str]) -> tuple[str, str] | None:
-    """``(letter, rule)`` for a Yes/No question answered in words (module docstring), else
-    ``None`` (also for options that are not exactly Yes and No). ``text``: the reply without
-    markdown; rule ``lenient:yes-no-word`` or ``lenient:tamper-phrase``."""
-    yn = _yes_no(options)
-    if yn is None:
-        return None
+    """``(letter, rule)`` for a reply that says in words whether the video is tampered
+    (module docstring, :func:`verdict_option`), else ``None``. ``text``: the reply without
+    markdown; rule ``lenient:yes-no-word`` (a lone Yes/No word in any listed language) or
+    ``lenient:tamper-phrase``."""
+    lead = yes_no_lead(text, options)
+    if lead is not None:
+        return lead
     t = text.strip().lower()
-    bare = t.strip(" .!。！")
-    if bare in _ZH_YES:
-        return yn[0], "lenient:yes-no-word"
-    if bare in _ZH_NO:
-        return yn[1], "lenient:yes-no-word"
-    if _UNSURE.search(t):
-        return None
-    if _NOT_TAMPERED.search(t):
-        return yn[1], "lenient:tamper-phrase"
-    if _TAMPERED.search(t):
-        return yn[0], "lenient:tamper-phrase"
-    return None
+    verdict = zh_tamper_phrase(t)
+    if verdict is None and not _UNSURE.search(t):
+        if _NOT_TAMPERED.search(t):
+            verdict = False
+        elif _TAMPERED.search(t):
+            verdict = True
+    letter = None if verdict is None else verdict_option(verdict, options)
+    return None if letter is None else (letter, "lenient:tamper-phrase")
 
 
-__all__ = ["is_non_answer", "option_text", "yes_no_word"]
+__all__ = [
+    "is_non_answer",
+    "none_option",
+    "option_text",
+    "verdict_option",
+    "yes_no_lead",
+    "yes_no_word",
+]

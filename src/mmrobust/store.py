@@ -133,7 +133,8 @@ class StoredRow:
             the server's separate field), or ``None``.
         reasoning_chars: its length in characters, or ``None``.
         reasoning_form: ``none``, ``closed``, ``unopened``, ``cut`` (the reply ended
-            inside its reasoning) or ``field``; ``None`` for rows stored before it existed.
+            inside its reasoning), ``field`` or ``harmony`` (gpt-oss channels); ``None`` for
+            rows stored before it existed.
     """
 
     sample: Sample

@@ -50,7 +50,9 @@ def demo_cmd(
         None, "--mmr-images", help="Image folder for --mmr-json (else text-only)."
     ),
     jobs: int = typer.Option(2, "--jobs", help="Worker processes for the tamper build."),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples for 95% CIs."),
+    bootstrap: int = typer.Option(
+        1000, "--bootstrap", min=0, help="Bootstrap resamples for 95% CIs."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
     """The main job on built-in real data: build, evaluate, report (index.html)."""

@@ -55,8 +55,9 @@ def eval_cmd(
     task: str = typer.Option(
         "detect",
         "--task",
+        "--tasks",
         help="Question about each tamper clip: detect (the paper's yes/no) | type | when | "
-        "leading (docs/tasks.md).",
+        "leading (docs/tasks.md). One task; `mmrobust run --task` takes a list.",
     ),
     prompt: str | None = typer.Option(
         None, "--prompt", help="structured | generic | cot | mmr | plain (default by benchmark)."
@@ -65,7 +66,7 @@ def eval_cmd(
         "paper", "--option-style", help="paper ('A. Yes') | vlmevalkit ('(A) Yes')."
     ),
     permute: int = typer.Option(
-        0, "--permute", help="Circularly shift the option order by K (position-bias check)."
+        0, "--permute", min=0, help="Circularly shift the option order by K (position-bias check)."
     ),
     frames: int = typer.Option(8, "--frames", help="Segment-centre frames per video."),
     fps: float | None = typer.Option(
@@ -101,7 +102,7 @@ def eval_cmd(
         None, "--cache-size", help="Frame cache cap, e.g. 10GB (default), 500MB; LRU eviction."
     ),
     bootstrap: int = typer.Option(
-        1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0 = off)."
+        1000, "--bootstrap", min=0, help="Bootstrap resamples for 95% CIs (0 = off)."
     ),
     judge: str | None = typer.Option(
         None,
@@ -155,6 +156,11 @@ def eval_cmd(
         from mmrobust.datasets.hub import with_revision
 
         data = with_revision(data, revision)  # hf:<owner>/<name> -> hf:<owner>/<name>@REV
+        if "," in task:
+            raise ValueError(
+                f"eval runs one --task, got {task!r}: give one, or run several with "
+                f"`mmrobust run --task {task}`"
+            )
         config = EvalConfig(
             data=data, model=model, out=out, model_args=parse_model_args(model_arg, model_args),
             format=format,
@@ -223,7 +229,7 @@ def rescore_cmd(
         None, "--failures", help="exclude | wrong: how tamper F1 counts parse failures."
     ),
     bootstrap: int | None = typer.Option(
-        None, "--bootstrap", help="Bootstrap resamples (default: the run's)."
+        None, "--bootstrap", min=0, help="Bootstrap resamples (default: the run's)."
     ),
     judge: str | None = typer.Option(
         None, "--judge", help="Model SPEC of an LLM judge for replies extraction cannot parse."

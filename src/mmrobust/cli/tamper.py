@@ -135,5 +135,11 @@ def tamper(
     except (ValueError, FileNotFoundError) as exc:
         # no source exists; several positions on Ray, Ray unreachable, a path not seen
         raise fail(str(exc)) from None
+    if report.stopped:  # a full disk: the clips built so far are kept, resumable
+        raise fail(
+            f"stopped at a full disk: {report.stopped}; the {len(report.entries)} clips built "
+            "so far are kept: free space and re-run the same command to resume",
+            3,
+        )
     if not report.ok:
         raise typer.Exit(1)

@@ -2,8 +2,9 @@
 
 Pure functions returning a one-line reason (or ``None`` when all is well), so
 loaders turn them into a ``DatasetError`` for the dataset as a whole or a
-sample's ``error`` / a record defect for one record. None of them opens a
-file: a named pipe (FIFO) or a device given as data would block or never end.
+sample's ``error`` / a record defect for one record. None of them reads a
+file: a named pipe (FIFO) or a device given as data would block or never end (a regular
+file is opened and closed to learn whether it may be read).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import os
 import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from mmrobust.media.pathcheck import path_problem
 
 MAX_OPTIONS = 26
 """Most options a record may list: they are lettered A-Z."""
@@ -44,17 +47,25 @@ def media_problem(path: Path, kind: str = "video") -> str | None:
 
     ``kind`` names the media in the message (``"video"``, ``"image"``): missing
     (``"video file missing: P"``), a folder (``"video path is a folder, not a file: P"``),
-    or a pipe, device or socket (``"video path is a named pipe (FIFO), not a file: P"``).
+    a pipe, device or socket (``"video path is a named pipe (FIFO), not a file: P"``), a link
+    loop or a link to nothing (``"video path is a symbolic link loop (...): P"``), or a file it
+    may not read (``"video file permission denied: P"``;
+    :func:`mmrobust.media.pathcheck.path_problem`).
     """
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return f"{kind} file missing: {path}"
-    if stat.S_ISREG(mode):
+    problem = path_problem(path)
+    if problem is None:
         return None
-    if stat.S_ISDIR(mode):
+    if problem == "does not exist":
+        return f"{kind} file missing: {path}"
+    if problem == "is a folder":
         return f"{kind} path is a folder, not a file: {path}"
-    return f"{kind} path is {special_kind(path)}, not a file: {path}"
+    if problem.endswith(", not a regular file"):
+        return f"{kind} path {problem.removesuffix(' regular file')} file: {path}"
+    return (
+        f"{kind} file {problem}: {path}"
+        if problem == "permission denied"
+        else f"{kind} path {problem}: {path}"
+    )
 
 
 def missing_local_path(text: str) -> str | None:

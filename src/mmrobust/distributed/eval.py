@@ -30,7 +30,8 @@ from mmrobust.distributed.replicas import ReplicaSpec
 from mmrobust.distributed.session import RaySession, check_paths, ray_session, worker_request
 from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models.base import MEDIA_KINDS, MediaInput, Model, Request, Response
-from mmrobust.models.spec import PLACEMENTS, ModelSpec, frame_encoding_of, parse_spec
+from mmrobust.models.credentials import ray_refusal
+from mmrobust.models.spec import ModelSpec, frame_encoding_of, parse_spec
 from mmrobust.prompts import build_prompt
 from mmrobust.run.config import EvalConfig
 from mmrobust.run.eval import RunResult, run_eval
@@ -40,11 +41,6 @@ from mmrobust.run.keys import key_difference, key_parts
 from mmrobust.run.process import RunAborted, SampleProcessor
 from mmrobust.status import Status
 from mmrobust.store import StoredRow
-
-API_BACKENDS = frozenset(n for n, p in PLACEMENTS.items() if p == "api")
-"""Built-in backends of placement ``"api"`` (kept for old imports; the code asks
-``ModelSpec.placement``): their replicas only send requests, so one replica by
-default (raise its ``concurrency`` instead: the server is what scales)."""
 
 
 class RemoteModel(Model):
@@ -306,14 +302,18 @@ def start_replicas(
     probe task with a replica's resources (its name, fingerprint and run key).
 
     Raises:
-        ValueError, WorkerPathError: bad spec, no room, a replica that cannot load or see a path.
+        ValueError, WorkerPathError: bad spec, no room, a replica that cannot load or see a path;
+            a setting that holds a password (``models.credentials.ray_refusal``).
     """
     spec = parse_spec(model, model_args)
+    why = ray_refusal(spec.args, eval_config.judge_args if eval_config is not None else {})
+    if why:  # the replicas get their settings through Ray's task arguments
+        raise ValueError(why)
     request = worker_request(options, gpus=gpus_per_replica(session, options, spec))
     n = replica_count(session, options, request, spec)
     replica = ReplicaSpec(
         model=model,
-        model_args=dict(model_args),
+        model_args=dict(spec.args),
         cwd=session.cwd,
         must_see=local_checkpoint(spec),
         eval_config=eval_config,
@@ -381,7 +381,6 @@ def run_eval_ray(
 
 
 __all__ = [
-    "API_BACKENDS",
     "RayEvalExecutor",
     "RemoteModel",
     "Replicas",

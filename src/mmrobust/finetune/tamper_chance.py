@@ -5,16 +5,16 @@ conversations built (``OUT/tamper_data.json`` ``chance``, held-out side), so a
 fine-tuned model's held-out figures have their floor beside them:
 
 * ``detect`` (the paper's yes/no, scored as ``eval`` scores it: F1 per tamper type on
-  that type's clips plus all originals, their mean): the always-"Yes" F1
-  (:func:`mmrobust.metrics.tamper.guess_f1` per type, the figure ``compare`` and the
-  console print as "always Yes"), the always-"Yes" accuracy (the tampered share) and
+  that type's clips plus all originals, their mean): the always-"Yes" and coin-flip F1
+  (:func:`mmrobust.metrics.chance.detection_chance`, the figures the robustness card,
+  ``compare`` and the console print), the always-"Yes" accuracy (the tampered share) and
   the majority-class accuracy;
 * ``type`` / ``when`` / ``leading`` (multiple choice): the expected accuracy of a
   uniform guess over the options (``1/K``; the mean of ``1/K`` over the questions when
   ``K`` differs, as in ``leading``, whose negative questions have 4 options) and the
   majority-option accuracy (always giving the most common right answer: the class
   prior a model can learn from the training set without looking), from
-  :func:`mmrobust.metrics.tasks.chance`.
+  :func:`mmrobust.metrics.chance.uniform_guess_chance`.
 
 Pure functions over the records' ``meta`` (``task``, ``effect``, ``truth``,
 ``n_options``, as :func:`mmrobust.finetune.tamper_data.conversations_of` writes them).
@@ -26,9 +26,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mmrobust.metrics.tamper import guess_f1
-from mmrobust.metrics.tasks import chance
-from mmrobust.schema import TAMPER_ORIGINAL
+from mmrobust.metrics.chance import detection_chance, detection_counts, uniform_guess_chance
 
 
 def detect_chance(effects: Sequence[str]) -> dict[str, Any]:
@@ -37,17 +35,18 @@ def detect_chance(effects: Sequence[str]) -> dict[str, Any]:
     Returns:
         ``n``; ``always_yes_f1`` (fraction: the mean over tamper types of ``2t / (2t + o)``,
         ``t`` clips of the type, ``o`` originals; ``None`` without a tampered clip);
+        ``coin_flip_f1`` (the same mean of ``2t / (3t + o)``);
         ``always_yes_accuracy`` (tampered share); ``majority_accuracy`` and ``majority``
         (``"Yes"`` or ``"No"``; ``"Yes"`` on a tie, what always-Yes answers).
     """
-    counts = Counter(effects)
-    o = counts.pop(TAMPER_ORIGINAL, 0)
+    counts, o = detection_counts(effects)
     t = sum(counts.values())
     n = t + o
-    f1 = [v for k in counts.values() if (v := guess_f1(k, o)) is not None]
+    guess = detection_chance(counts, o)
     return {
         "n": n,
-        "always_yes_f1": sum(f1) / len(f1) if f1 else None,
+        "always_yes_f1": guess["always_yes"]["overall"],
+        "coin_flip_f1": guess["coin_flip"]["overall"],
         "always_yes_accuracy": t / n if n else None,
         "majority_accuracy": max(t, o) / n if n else None,
         "majority": "Yes" if t >= o else "No",
@@ -74,7 +73,8 @@ def options_chance(truths: Sequence[str], n_options: Sequence[int]) -> dict[str,
     labels = sorted(counts)
     support = [counts[k] for k in labels]
     ks = sorted(set(n_options))
-    base = chance(labels, support, ks[0])  # the uniform guess and the majority, as eval's
+    # the uniform guess and the majority, as eval's
+    base = uniform_guess_chance(labels, support, ks[0])
     uniform = base["accuracy"] if len(ks) == 1 else sum(1 / k for k in n_options) / len(n_options)
     return {
         "n": len(truths),

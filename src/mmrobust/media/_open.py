@@ -21,6 +21,13 @@ from av.video.stream import VideoStream
 
 from mmrobust.media import limits
 from mmrobust.media.errors import MediaError
+from mmrobust.media.pathcheck import path_problem
+
+_OPEN_WORDS = {
+    "does not exist": "file does not exist",
+    "is a folder": "is a directory, not a video file",
+}
+""":func:`path_problem`'s phrases as the opener has always said them."""
 
 STILL_IMAGE_DEMUXERS = frozenset({"image2", "image2pipe"})
 """FFmpeg demuxers of still images (with every ``*_pipe`` one: ``png_pipe``, ``jpeg_pipe``, ...)."""
@@ -54,15 +61,15 @@ def open_video(path: str | Path) -> Iterator[tuple[InputContainer, VideoStream]]
     """Open ``path`` and yield ``(container, first video stream)``.
 
     Raises:
-        MediaError: missing file, directory, zero-byte file, unreadable
+        MediaError: missing file, directory, a named pipe or device, a link loop, no
+            permission to read (:func:`mmrobust.media.pathcheck.path_problem`), zero-byte file, unreadable
             container, a still image (PNG, JPEG, ... under any name), no video
             stream (e.g. audio-only), or a frame size over ``limits.MAX_FRAME_PIXELS``.
     """
     p = Path(path)
-    if not p.exists():
-        raise MediaError(p, "file does not exist")
-    if p.is_dir():
-        raise MediaError(p, "is a directory, not a video file")
+    problem = path_problem(p)  # a pipe, a device, a link loop, no permission: said as such
+    if problem is not None:
+        raise MediaError(p, _OPEN_WORDS.get(problem, problem))
     if p.stat().st_size == 0:
         raise MediaError(p, "file is empty (0 bytes)")
     try:

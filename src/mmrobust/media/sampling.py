@@ -158,7 +158,8 @@ def frame_indices(n_frames: int, fps: Fraction | float, policy: FramePolicy) -> 
 def window_coverage(
     indices: Sequence[int], window: Window | None, *, dropped: int | None = None
 ) -> bool | None:
-    """Whether the sampled frames let a model see the tampering at all.
+    """Whether the sampled frames let a model see the tampering at all: the window-coverage
+    rule (the one definition; the docs, the report and the cards refer to it).
 
     Args:
         indices: sampled frame indices (output timeline of the clip).
@@ -169,23 +170,23 @@ def window_coverage(
     Returns:
         ``None`` when there is no window (originals). For a non-empty window,
         whether some index lies in ``[start_frame, end_frame)``. For a seam at
-        ``s`` (frames ``s - 1`` and ``s`` were not adjacent in the source): the
-        sampled frames nearest the seam on each side, ``a < s <= b``, must exist
-        and be at most ``dropped`` frames apart, so the removed stretch at least
-        doubles the apparent motion between them (the same density rule as for
-        other windows: with 8 frames, clips shorter than about 8 windows).
-        Without ``dropped``, both ``s - 1`` and ``s`` must be sampled.
+        ``s`` (frames ``s - 1`` and ``s`` were not adjacent in the source), the
+        dropped-frame-count rule: the sampled frames nearest the seam on each side,
+        ``a < s <= b``, must exist and be at most ``F`` frames apart
+        (``b - a <= F``), so the removed stretch at least doubles the apparent motion
+        between them (the same density rule as for other windows: with 8 frames,
+        clips shorter than about 8 windows). ``F`` unknown counts as 1, the fewest
+        frames a drop removes, which asks for ``s - 1`` and ``s`` both sampled.
     """
     if window is None:
         return None
     chosen = set(indices)
     if window.end_frame == window.start_frame:
         s = window.start_frame
-        if dropped is None:
-            return (s - 1) in chosen and s in chosen
         before = [i for i in chosen if i < s]
         after = [i for i in chosen if i >= s]
-        return bool(before and after) and min(after) - max(before) <= dropped
+        gap = 1 if dropped is None else dropped
+        return bool(before and after) and min(after) - max(before) <= gap
     return any(window.start_frame <= i < window.end_frame for i in chosen)
 
 

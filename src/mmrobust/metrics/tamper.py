@@ -29,6 +29,12 @@ Definitions (ours are the paper's and the reference scorer's):
 * Degenerate predictors: a ``yes_rate`` of at least 0.99 (or at most 0.01)
   is flagged. Always answering "Yes" on balanced data gives precision 0.5,
   recall 1, F1 = 2/3 per type; several published models sit exactly there.
+* ``chance``: the F1 per type and Overall of always answering "Yes" and of a fair
+  coin on the same clips (:func:`mmrobust.metrics.chance.detection_chance`, the one
+  definition of a chance level; from every clip of the data, scored or not).
+* ``per_type`` ``parse_fail_rate`` / ``error_rate``: over the type's tampered clips
+  only (the originals it is scored with are shared by every type); the run's
+  ``parse_fail_rate`` / ``error_rate`` are over every row.
 
 Confusion matrices come from scikit-learn; every score is then computed
 from the four counts (checked against scikit-learn's functions in the
@@ -43,6 +49,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from mmrobust.metrics.chance import detection_chance, expected_f1
 from mmrobust.metrics.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, cluster_bootstrap
 from mmrobust.records import ScoredRecord
 from mmrobust.schema import CANONICAL_TYPES, TAMPER_ORIGINAL, TYPE_ALIASES, normalise_type
@@ -78,33 +85,23 @@ def _scored(rec: ScoredRecord, failures: FailurePolicy) -> tuple[bool, bool] | N
     return None
 
 
-def guess_f1(n_tampered: int, n_original: int, yes_rate: float = 1.0) -> float | None:
-    """Expected F1 of a guesser that answers "Yes" with probability ``yes_rate`` on a type
-    with ``n_tampered`` clips scored beside ``n_original`` originals (MVTamperBench section
-    4.1: F1 per type on that type's clips plus the originals).
-
-    Ratio of the expected counts: ``2 t q / (t (1 + q) + o q)``. ``yes_rate=1`` is always
-    answering Yes, ``2 t / (2 t + o)``: 66.7% on a balanced type (``t == o``), more when
-    originals are fewer, so an unbalanced set flatters a model that says Yes too often.
-    ``None`` when the type has no tampered clip or ``yes_rate`` is 0.
-    """
-    t, o, q = n_tampered, n_original, yes_rate
-    if t <= 0 or q <= 0:
-        return None
-    return 2 * t * q / (t * (1 + q) + o * q)
+guess_f1 = expected_f1
+"""Expected F1 of a guess on one type (``n_tampered``, ``n_original``, ``yes_rate``): the
+older name of :func:`mmrobust.metrics.chance.expected_f1`, where every chance level lives."""
 
 
 def binary_scores(y_true: Sequence[bool], y_pred: Sequence[bool]) -> dict[str, Any]:
     """Precision, recall, F1, accuracy, balanced accuracy, MCC, yes-rate and the confusion counts.
 
     Positive class = ``True`` (tampered). Undefined ratios (no positive
-    predictions, no rows) are 0.0, as in the reference (``zero_division=0``).
+    predictions, no rows) are 0.0, as in the reference (``zero_division=0``), except
+    MCC, which is ``None`` where it is 0/0 (see :func:`scores_from_counts`).
     """
     n = len(y_true)
     if n == 0:
         return {
             "n": 0, "precision": 0.0, "recall": 0.0, "f1": 0.0, "accuracy": 0.0,
-            "balanced_accuracy": 0.0, "mcc": 0.0, "yes_rate": 0.0,
+            "balanced_accuracy": 0.0, "mcc": None, "yes_rate": 0.0,
             "tp": 0, "fp": 0, "fn": 0, "tn": 0,
         }  # fmt: skip
     yt = np.asarray(y_true, dtype=bool)
@@ -117,11 +114,15 @@ def binary_scores(y_true: Sequence[bool], y_pred: Sequence[bool]) -> dict[str, A
 
 
 def scores_from_counts(tp: int, fp: int, fn: int, tn: int) -> dict[str, Any]:
-    """The binary scores of one confusion matrix (undefined ratios are 0.0).
+    """The binary scores of one confusion matrix.
 
-    MCC = (tp*tn - fp*fn) / sqrt((tp+fp)(tp+fn)(tn+fp)(tn+fn)); balanced
-    accuracy = mean of the two recalls (0.0 unless both classes occur), the
-    same values scikit-learn's functions give on the underlying labels.
+    MCC = (tp*tn - fp*fn) / sqrt((tp+fp)(tp+fn)(tn+fp)(tn+fn)) (Matthews 1975); it is
+    0/0, undefined, when a row or column of the matrix is empty (a constant predictor,
+    or one class only in the truth), and is then ``None`` (JSON ``null``; scikit-learn's
+    ``matthews_corrcoef`` returns 0.0 there), as an undefined F1 is. Precision, recall,
+    F1, accuracy and yes-rate are 0.0 where undefined, as in the reference
+    (``zero_division=0``); balanced accuracy = mean of the two recalls (0.0 unless both
+    classes occur). Elsewhere the values equal scikit-learn's on the underlying labels.
     """
     n = tp + fp + fn + tn
 
@@ -138,7 +139,7 @@ def scores_from_counts(tp: int, fp: int, fn: int, tn: int) -> dict[str, Any]:
         "f1": ratio(2 * tp, 2 * tp + fp + fn),
         "accuracy": ratio(tp + tn, n),
         "balanced_accuracy": (recall + ratio(tn, tn + fp)) / 2 if both else 0.0,
-        "mcc": ratio(tp * tn - fp * fn, denom),
+        "mcc": (tp * tn - fp * fn) / denom if denom else None,
         "yes_rate": ratio(tp + fp, n),
         "tp": tp,
         "fp": fp,
@@ -341,9 +342,12 @@ def tamper_metrics(
     Returns:
         A JSON-serialisable dict: ``benchmark`` ("tamper"), ``n_samples``,
         ``f1`` (per type and ``overall``, fractions in [0, 1]), ``f1_ci95``,
-        ``per_type`` (precision, recall, f1, accuracy, balanced_accuracy, mcc,
-        yes_rate, counts, parse_fail_rate, error_rate, window_coverage,
-        ci95), ``all`` (the same scores over every row), ``per_task``
+        ``per_type`` (precision, recall, f1, accuracy, balanced_accuracy, mcc (``None``
+        when undefined), yes_rate, counts, ``n_tampered`` / ``n_original``,
+        ``parse_fail_rate`` and ``error_rate`` (over the type's tampered clips only),
+        window_coverage, ci95), ``all`` (the same scores over every row), ``chance``
+        (the always-Yes and coin-flip F1 per type and ``overall`` on the same clips:
+        :func:`mmrobust.metrics.chance.detection_chance`), ``per_task``
         (task -> type -> F1), ``parse_fail_rate``, ``error_rate``,
         ``status_counts``, ``window_coverage`` (type -> rate or null),
         ``degenerate`` ("always_yes" | "always_no" | null), ``localisation``
@@ -422,6 +426,7 @@ def tamper_metrics(
         "n_scored": len(all_pairs),
         "f1": f1,
         "f1_ci95": f1_ci,
+        "chance": detection_chance({t: per_type[t]["n_tampered"] for t in types}, len(originals)),
         "per_type": per_type,
         "all": overall_scores,
         "per_task": per_task,

@@ -22,7 +22,8 @@ scikit-learn's ``classification_report``):
 * ``chance``: what a uniform random guess over the ``K`` options scores in
   expectation (accuracy and balanced accuracy ``1/K``; per-class F1
   ``2 p / (K p + 1)`` for a class of share ``p``; the derived detection F1,
-  :func:`chance_detection_f1`), and the majority-class accuracy.
+  :func:`chance_detection_f1`), and the majority-class accuracy; every level from
+  :mod:`mmrobust.metrics.chance`.
 
 Failed answers follow the tamper convention: by default (``failures="exclude"``)
 left out of the matrices and reported as ``parse_fail_rate`` / ``error_rate``;
@@ -43,12 +44,17 @@ from typing import Any
 
 import numpy as np
 
+from mmrobust.metrics.chance import (
+    detection_counts,
+    guess_detection_f1,
+    pair_chance,
+    uniform_guess_chance,
+)
 from mmrobust.metrics.mmr import Pair, mmr_metrics, pair_records, summarize
 from mmrobust.metrics.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, cluster_bootstrap
 from mmrobust.metrics.tamper import (
     CANONICAL_TYPES,
     FailurePolicy,
-    guess_f1,
     normalise_type,
     tamper_metrics,
 )
@@ -163,22 +169,9 @@ def per_class(m: np.ndarray, labels: Sequence[str]) -> dict[str, dict[str, Any]]
     return out
 
 
-def chance(labels: Sequence[str], support: Sequence[int], n_options: int) -> dict[str, Any]:
-    """Expected scores of a uniform random guess over ``n_options`` options, and the
-    majority-class accuracy, for a truth with ``support[i]`` clips of ``labels[i]``."""
-    n = sum(support)
-    if n == 0 or n_options == 0:
-        return {"accuracy": None, "balanced_accuracy": None, "macro_f1": None, "majority": None}
-    shares = [s / n for s in support if s > 0]
-    inv = 1.0 / n_options
-    return {
-        "n_options": n_options,
-        "accuracy": inv,
-        "balanced_accuracy": inv,
-        "macro_f1": float(np.mean([2 * p / (n_options * p + 1) for p in shares])),
-        "majority": max(shares),
-        "majority_class": labels[int(np.argmax(support))],
-    }
+chance = uniform_guess_chance
+"""Expected scores of a uniform guess and the majority-class accuracy: the older name of
+:func:`mmrobust.metrics.chance.uniform_guess_chance`, where every chance level lives."""
 
 
 def chance_detection_f1(
@@ -186,17 +179,15 @@ def chance_detection_f1(
 ) -> float | None:
     """Derived detection F1 (macro over tamper types) of a uniform guess over ``n_options``
     options, one of which means "not tampered": it says "Yes" with probability
-    ``q = (K - 1) / K``, so a type with ``t`` clips beside ``o`` originals expects
-    ``F1 = 2 t q / (t (1 + q) + o q)`` (:func:`mmrobust.metrics.tamper.guess_f1`;
-    ``2(K-1) / (3K - 2)`` when ``t == o``: 62.5% for ``K = 6``). With ``always_yes``: the F1 of
-    never choosing the "not tampered" option (``q = 1``)."""
+    ``q = (K - 1) / K`` (:func:`mmrobust.metrics.chance.guess_detection_f1` on the records'
+    types and originals; ``2(K-1) / (3K - 2)`` when each type has as many clips as there are
+    originals: 62.5% for ``K = 6``). With ``always_yes``: never choosing the "not tampered"
+    option (``q = 1``)."""
     if n_options < 2:
         return None
-    counts = Counter(normalise_type(r.tamper_type) for r in records)
-    o = counts.pop(TAMPER_ORIGINAL, 0)
     q = 1.0 if always_yes else (n_options - 1) / n_options
-    f1 = [v for t in counts.values() if (v := guess_f1(t, o, q)) is not None]
-    return float(np.mean(f1)) if f1 else None
+    counts, originals = detection_counts(r.tamper_type for r in records)
+    return guess_detection_f1(counts, originals, q)["overall"]
 
 
 def _rates(rows: Sequence[ScoredRecord]) -> dict[str, Any]:
@@ -426,8 +417,7 @@ def leading_metrics(
     answered = [k for r in negatives if (k := predicted_key(r)) is not None]
     k_pos = [len(task_info(p.positive).get("keys", {})) for p in pairs]
     k_neg = [len(task_info(p.negative).get("keys", {})) for p in pairs]
-    rand_ra = [100.0 / (a * b) for a, b in zip(k_pos, k_neg, strict=True) if a and b]
-    rand_mr = [100.0 * (1 - 1 / b) for b in k_neg if b]
+    guess = pair_chance(zip(k_pos, k_neg, strict=True))
     out = {k: v for k, v in base.items() if k not in ("categories", "category_mean")}
     out.update(
         benchmark="tamper-leading",
@@ -439,10 +429,7 @@ def leading_metrics(
         premise_accepted_rate=(
             round(sum(k != "reject" for k in answered) / len(answered), 4) if answered else None
         ),
-        chance={
-            "RA": round(float(np.mean(rand_ra)), 2) if rand_ra else None,
-            "MR": round(float(np.mean(rand_mr)), 2) if rand_mr else None,
-        },
+        chance={k: None if v is None else round(v, 2) for k, v in guess.items()},
     )
     return out
 

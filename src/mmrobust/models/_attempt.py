@@ -114,6 +114,18 @@ class Completion:
     reasoning: str | None = None
 
 
+def oversize(content_length: str | None, cap: int) -> AttemptError:
+    """The final ``rejected`` error of a reply body longer than ``cap`` bytes
+    (``max_reply_bytes``; the body was not read on)."""
+    told = f" (Content-Length {content_length})" if content_length else ""
+    return AttemptError(
+        Status.REJECTED,
+        f"reply longer than max_reply_bytes={cap} bytes{told}: not read on, not stored; "
+        "raise --model-arg max_reply_bytes=N to accept longer replies",
+        retryable=False,
+    )
+
+
 def token_count(value: Any) -> int | None:
     """A usage figure as ``int`` (``None`` unless it is a number)."""
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

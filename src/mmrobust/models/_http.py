@@ -36,11 +36,10 @@ Each HTTP attempt has an overall ``deadline`` (default ``3 x timeout``) on top
 of httpx's per-operation ``timeout``, so a server that trickles its reply
 cannot hang a run (``models/_deadline.py``).
 
-The API key is read from the environment variable named by ``api_key_env``,
-sent only in the backend's header and never part of ``fingerprint()``. Every
-string taken from the server (error bodies, answers) goes through
-``mmrobust.redact.server_text``: the key, bearer tokens and URL credentials are
-masked *before* an error body is cut to length.
+The key is read from the variable ``api_key_env`` names, sent only in the backend's header and
+never part of ``fingerprint()``; ``base_url``'s user and password go as httpx ``auth`` (the URL
+it logs holds none). Every string from the server (error bodies, answers) goes through
+``mmrobust.redact.server_text``: key, password, tokens masked *before* a body is cut to length.
 """
 
 from __future__ import annotations
@@ -69,17 +68,21 @@ from mmrobust.models._attempt import (
     body_shape,
     empty_reply,
     is_retryable,
+    oversize,
     parse_retry_after,
     token_count,
 )
+from mmrobust.models._encode import count_payload_media, missing_media
 from mmrobust.models._reasoning import ReasoningMode, drop_reasoning
 from mmrobust.models.base import FrameFormat, MediaInput, Model, Placement, Request, Response
 from mmrobust.models.limits import recognise_limit
-from mmrobust.redact import redact, scrub_url, server_text
+from mmrobust.redact import redact, scrub_url, server_text, url_auth, url_secrets
 from mmrobust.status import Status
 
 ERROR_BODY_CHARS = 200
 """Characters of an error body kept in ``Response.error`` (after redaction)."""
+MAX_REPLY_BYTES = 1 << 20
+"""Default ``max_reply_bytes``: a reply body is read up to 1 MiB (bytes after content decoding)."""
 
 
 class HttpOptions(BaseModel):
@@ -107,6 +110,8 @@ class HttpOptions(BaseModel):
         jpeg_quality: JPEG quality (1..100) of the frames sent.
         reasoning: ``keep`` (default) stores the model's reasoning, ``drop`` does not
             (``models/_reasoning.py``).
+        max_reply_bytes: bytes of a reply body read at most (decoded; default 1 MiB); a
+            longer body is not read on: the row is ``rejected``, not retried.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -125,6 +130,7 @@ class HttpOptions(BaseModel):
     image_max_side: int = Field(DEFAULT_IMAGE_MAX_SIDE, ge=0)
     jpeg_quality: int = Field(90, ge=1, le=100)
     reasoning: ReasoningMode = "keep"
+    max_reply_bytes: int = Field(MAX_REPLY_BYTES, ge=1)
 
 
 def options_encoding(options: HttpOptions) -> FrameEncoding:
@@ -149,35 +155,6 @@ def check_base_url(url: str, backend: str) -> None:
         )
     if not parts.hostname:
         raise ValueError(f"{backend}: base_url={scrub_url(url)!r} names no host")
-
-
-def place_prefill(
-    request: Request,
-    mode: str,
-    content: list[dict[str, Any]],
-    messages: list[dict[str, Any]],
-    *,
-    strip: bool = False,
-) -> dict[str, Any]:
-    """Put ``request.assistant_prefill`` where ``mode`` (``--model-arg prefill=``) says; shared
-    by the chat backends (``openai:``, ``anthropic:``).
-
-    ``drop`` sends none and returns ``{"prefill_dropped": True}`` (recorded with the row);
-    ``user`` appends it as a text part of the user turn's ``content``; any other mode
-    (``message``, ``continue``) appends a final assistant turn to ``messages`` (``strip``:
-    without trailing whitespace, which the Messages API refuses). No prefill: ``{}``, nothing
-    changed. ``continue``'s server flags are the backend's own.
-    """
-    text = request.assistant_prefill
-    if not text:
-        return {}
-    if mode == "drop":
-        return {"prefill_dropped": True}
-    if mode == "user":
-        content.append({"type": "text", "text": text})
-    else:
-        messages.append({"role": "assistant", "content": text.rstrip() if strip else text})
-    return {}
 
 
 def read_api_key(env: str | None) -> str | None:
@@ -232,11 +209,13 @@ class HttpModel(Model):
         self.max_concurrency = options.concurrency
         self.batch_size = 1
         self._api_key = api_key or None
+        self._secrets = [self._api_key, *url_secrets(options.base_url)]
         self._sleep = sleep
         self._answered = False  # has the server ever sent an HTTP reply to this client?
         headers = {"User-Agent": f"mmrobust/{__version__}", **self.auth_headers()}
         self._client = httpx.Client(
-            base_url=options.base_url.rstrip("/") + "/",
+            base_url=url_auth(options.base_url)[0].rstrip("/") + "/",  # httpx logs it: no password
+            auth=url_auth(options.base_url)[1],
             headers=headers,
             timeout=httpx.Timeout(options.timeout),
             limits=httpx.Limits(max_connections=max(options.concurrency, 1) * 2),
@@ -269,8 +248,9 @@ class HttpModel(Model):
         """
 
     def count_media(self, payload: Mapping[str, Any]) -> tuple[int, int]:
-        """``(image parts, video parts)`` in a request body (for ``recognise_limit``)."""
-        return 0, 0
+        """``(image parts, video parts)`` in a request body (``recognise_limit``; a body with
+        none for a sample with media is ``media_error``): default ``count_payload_media``."""
+        return count_payload_media(payload)
 
     def error_text(self, body: str) -> str:
         """The part of an error body worth quoting (default: all of it, cut later)."""
@@ -302,7 +282,7 @@ class HttpModel(Model):
 
     def _clean(self, message: str, limit: int | None = None) -> str:
         """A server's (or the client library's) text, key masked, then made one line and cut."""
-        return server_text(message, [self._api_key], limit)
+        return server_text(message, self._secrets, limit)
 
     def _retrying(self) -> Retrying:
         o = self.options
@@ -328,6 +308,9 @@ class HttpModel(Model):
                 error=self._clean(f"could not encode media: {exc}"),
                 latency_s=time.monotonic() - started,
             )
+        if blind := missing_media(request, self.media_input, self.count_media(payload)):
+            err = self._clean(f"{self.backend}: {blind}")
+            return Response("", Status.MEDIA_ERROR, err, time.monotonic() - started, extra=extra)
         history: list[str] = []
         try:
             for attempt in self._retrying():
@@ -368,13 +351,13 @@ class HttpModel(Model):
             if removed:
                 extra["reasoning_dropped_chars"] = removed
         return Response(
-            text=redact(text, [self._api_key]),
+            text=redact(text, self._secrets),
             status=Status.OK,
             latency_s=time.monotonic() - started,
             prompt_tokens=reply.usage.get("prompt_tokens"),
             completion_tokens=reply.usage.get("completion_tokens"),
             extra=extra,
-            reasoning=redact(reasoning, [self._api_key]) if reasoning else None,
+            reasoning=redact(reasoning, self._secrets) if reasoning else None,
         )
 
     def _attempt(self, payload: dict[str, Any]) -> Completion:
@@ -459,10 +442,17 @@ class HttpModel(Model):
             httpx.TimeoutException: a socket operation timed out or the deadline passed.
             httpx.HTTPError: any other client or transport failure.
         """
+        cap, size = self.options.max_reply_bytes, 0
         with self._client.stream("POST", self.endpoint, json=payload) as reply:
             chunks = []
             for chunk in reply.iter_bytes():
                 chunks.append(chunk)
+                size += len(chunk)
+                if size > cap:  # stop reading: the rest never reaches memory
+                    if reply.status_code >= 400:  # an error body is only quoted: its start
+                        break
+                    self._answered = True
+                    raise oversize(reply.headers.get("content-length"), cap)
                 if self._deadline.passed():  # public-API guard if the socket hook is absent
                     raise httpx.ReadTimeout("overall request deadline passed")
             return reply.status_code, reply.headers, b"".join(chunks)
@@ -479,7 +469,6 @@ __all__ = [
     "check_base_url",
     "empty_reply",
     "parse_retry_after",
-    "place_prefill",
     "read_api_key",
     "token_count",
 ]

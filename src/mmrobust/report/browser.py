@@ -99,7 +99,7 @@ def _reply_parts(row: StoredRow) -> tuple[str, str]:
     thinking model's reasoning is shown collapsed (``<details>``), its answer in the cell."""
     if not row.reasoning:
         return row.raw_text, ""
-    if row.reasoning_form in ("closed", "unopened", "cut"):  # the block is in the reply
+    if row.reasoning_form in ("closed", "unopened", "cut", "harmony"):  # in the reply
         answer = split_reasoning(row.raw_text).answer.strip()
         return answer or "(cut inside its reasoning: no answer)", row.reasoning
     return row.raw_text, row.reasoning

@@ -5,20 +5,25 @@
 collision-free) for each model of the report (a text-only run is its own card,
 ``"<spec> (text only)"``). Each card gathers, per dataset the model was run on:
 
-* **detection** (``tamper`` runs, MVTamperBench section 4.1): F1 of the tampered
-  clips at each window position the data holds (``Sample.meta["position"]``:
-  ``start`` / ``middle`` / ``end``; one ``all`` row when the data records none), each
-  scored with every original clip, with its bootstrap 95% CI (the run's resamples and
-  seed, clustered by group as the run's own F1), the window coverage (share of tampered
-  clips of which the model saw a frame inside the window), the chance levels (a coin
-  flip: ``p / (p + 1/2)``; always "Yes": ``2p / (1 + p)``, ``p`` the tampered share) and
-  the leak-audit ceiling when an ``audit.json`` of that dataset is given (the best F1
-  any single metadata field or the all-fields classifier reaches: ``mmrobust audit``);
+* **detection** (``tamper`` runs, MVTamperBench section 4.1): the run's Overall F1 over
+  all its clips (position ``all``, the run's own ``metrics.json``), then, when the data
+  holds several positions, the F1 of the tampered clips at each window position
+  (``Sample.meta["position"]``: ``start`` / ``middle`` / ``end``), each scored with
+  every original clip, with its
+  bootstrap 95% CI (the run's resamples and seed, clustered by group as the run's own
+  F1), the window coverage (share of tampered clips of which the model saw a frame inside
+  the window; for a ``dropping`` seam the rule of
+  :func:`mmrobust.media.sampling.window_coverage`), the parse-fail rate over the row's
+  clips (tampered and originals alike), the chance levels of the same clips by the same metric (always "Yes" and a
+  fair coin: the F1 per tamper type on that type's clips plus all originals, then the
+  mean; :func:`mmrobust.metrics.chance.detection_chance`) and the leak-audit ceiling
+  when an ``audit.json`` of that dataset is given (the best F1 any single metadata field
+  or the all-fields classifier reaches: ``mmrobust audit``);
 * **type** / **when** (``--task``): accuracy and macro-F1 with their CIs and the
   run's chance levels (uniform guess, majority class; ``metrics["chance"]``);
 * **leading** (``--task leading``) and **mmr** (MMR, arXiv:2406.10638 section 3):
-  RA and MR with their CIs; chance is a uniform guess on both questions of a pair:
-  RA ``mean(1 / (k_pos * k_neg))``, MR ``mean(1 - 1 / k_neg)`` (``k``: options asked);
+  RA and MR with their CIs; chance is a uniform guess on both questions of a pair, by
+  MMR's definitions (:func:`mmrobust.metrics.chance.pair_chance`);
 * **nearest published**: the 3 rows of MVTamperBench Table 7 (by overall F1) or MMR
   Table 2 (by RA) closest to the run, only when the run was made on the released
   benchmark (``BenchmarkFamily.published``: the hub id, the data sha256); otherwise
@@ -113,23 +118,56 @@ def _audit_ceiling(run: RunView, audits: Sequence[Mapping[str, Any]]) -> dict[st
     return None
 
 
+def _detection_entry(
+    position: str, metrics: Mapping[str, Any], rows: Sequence[Any], n_original: int
+) -> dict[str, Any]:
+    """One detection row: the F1 of ``metrics`` (a tamper ``metrics.json``-shaped dict over
+    ``rows``' tampered clips and the originals), its CI, the parse-fail rate over the same
+    clips (tampered and originals: the run-level ``parse_fail_rate``, not a type's, which
+    counts the type's tampered clips only), and the chance levels of the same clips by the
+    same definition (:func:`mmrobust.metrics.chance.detection_chance_of_metrics`:
+    macro over the types, each type with all originals)."""
+    from mmrobust.metrics.chance import detection_chance_of_metrics
+
+    guess = detection_chance_of_metrics(metrics)
+    known = [r.window_covered for r in rows if r.window_covered is not None]
+    return {
+        "position": position,
+        "f1": _pc((metrics.get("f1") or {}).get("overall")),
+        "ci95": _ci((metrics.get("f1_ci95") or {}).get("overall")),
+        "n_tampered": len(rows),
+        "n_original": n_original,
+        "window_coverage": _pc(sum(known) / len(known)) if known else None,
+        "parse_fail_rate": _pc(metrics.get("parse_fail_rate")),
+        "chance": {
+            "coin_flip": _pc(guess["coin_flip"]["overall"]),
+            "always_yes": _pc(guess["always_yes"]["overall"]),
+        },
+    }
+
+
 def _detection(run: RunView, audits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Detection F1 per window position of a tamper run (see the module docstring)."""
+    """Detection F1 of a tamper run over all its clips (``position`` ``all``: the run's own
+    ``metrics.json``), then per window position when the data records several (see the
+    module docstring)."""
     from mmrobust.metrics.tamper import tamper_metrics
 
     boot = run.metrics.get("bootstrap") or {}
     n_boot, seed = int(boot.get("n_resamples", 1000)), int(boot.get("seed", 0))
     failures = run.metrics.get("failures", "exclude")
     originals = [r.to_record() for r in run.rows if r.sample.tamper_type == "original"]
+    tampered = [r for r in run.rows if r.sample.tamper_type != "original"]
     levels: dict[str, list[Any]] = {}
-    for row in run.rows:
-        if row.sample.tamper_type == "original":
-            continue
-        levels.setdefault(str(row.sample.meta.get("position") or "all"), []).append(row)
+    for row in tampered:
+        position = row.sample.meta.get("position")
+        if position:
+            levels.setdefault(str(position), []).append(row)
     ceiling = _audit_ceiling(run, audits)
-    out: list[dict[str, Any]] = []
-    order = {"start": 0, "middle": 1, "end": 2, "all": 3}
-    for pos in sorted(levels, key=lambda p: (order.get(p, 4), p)):
+    out = [_detection_entry("all", run.metrics, tampered, len(originals))]
+    order = {"start": 0, "middle": 1, "end": 2}
+    if len(levels) == 1 and len(next(iter(levels.values()))) == len(tampered):
+        levels = {}  # one position holds every tampered clip: its row would repeat "all"
+    for pos in sorted(levels, key=lambda p: (order.get(p, 3), p)):
         rows = levels[pos]
         m = tamper_metrics(
             [*(r.to_record() for r in rows), *originals],
@@ -137,22 +175,8 @@ def _detection(run: RunView, audits: Sequence[Mapping[str, Any]]) -> list[dict[s
             n_resamples=n_boot,
             seed=seed,
         )
-        n_t, n_o = len(rows), len(originals)
-        p = n_t / (n_t + n_o) if n_t + n_o else 0.0
-        known = [r.window_covered for r in rows if r.window_covered is not None]
-        out.append(
-            {
-                "position": pos,
-                "f1": _pc(m["f1"].get("overall")),
-                "ci95": _ci(m.get("f1_ci95", {}).get("overall")),
-                "n_tampered": n_t,
-                "n_original": n_o,
-                "window_coverage": _pc(sum(known) / len(known)) if known else None,
-                "chance": {"coin_flip": _pc(p / (p + 0.5)), "always_yes": _pc(2 * p / (1 + p))},
-                "leak_audit_ceiling": ceiling,
-            }
-        )
-    return out
+        out.append(_detection_entry(pos, m, rows, len(originals)))
+    return [{**e, "leak_audit_ceiling": ceiling} for e in out]
 
 
 def _multiclass(run: RunView) -> dict[str, Any]:
@@ -174,19 +198,17 @@ def _multiclass(run: RunView) -> dict[str, Any]:
 
 def pair_chance(run: RunView) -> dict[str, float | None]:
     """RA and MR (percent) of a uniform guess on both questions of each pair of a run
-    (``Sample.group`` pairs a ``positive`` and a ``negative`` question): RA is the mean of
-    ``1 / (k_pos * k_neg)``, MR the mean of ``1 - 1 / k_neg``, ``k`` the options asked."""
+    (``Sample.group`` pairs a ``positive`` and a ``negative`` question), by MMR's own
+    definitions (:func:`mmrobust.metrics.chance.pair_chance`; ``k``: the options asked)."""
+    from mmrobust.metrics.chance import pair_chance as guess_pairs
+
     pairs: dict[str, dict[str, int]] = {}
     for row in run.rows:
         pol = row.sample.polarity
         if pol in ("positive", "negative") and row.options:
             pairs.setdefault(row.sample.group or row.sample.id, {})[pol] = len(row.options)
-    full = [p for p in pairs.values() if len(p) == 2]
-    if not full:
-        return {"RA": None, "MR": None}
-    ra = sum(1 / (p["positive"] * p["negative"]) for p in full) / len(full)
-    mr = sum(1 - 1 / p["negative"] for p in full) / len(full)
-    return {"RA": _pc(ra), "MR": _pc(mr)}
+    guess = guess_pairs((p["positive"], p["negative"]) for p in pairs.values() if len(p) == 2)
+    return {k: _pc(v, 1.0) for k, v in guess.items()}
 
 
 def _pairs(run: RunView) -> dict[str, Any]:
@@ -232,23 +254,39 @@ def _published(run: RunView) -> dict[str, Any]:
 
 
 def card_section(run: RunView) -> str | None:
-    """The card section of a run, read from its family (``BenchmarkFamily``), never from a
-    benchmark string: ``detection`` (tamper clips asked the paper's question,
-    ``official_prompt``), ``type`` / ``when`` / ``leading`` (the ``--task`` of tamper clips,
-    ``metrics["task"]``), ``mmr`` (any other paired family); ``None``: not on the card."""
-    family = run.family
-    task = str(run.metrics.get("task") or "")
-    if family.tamper_clips and family.official_prompt:
-        return "detection"
-    if task in ("type", "when", "leading"):
-        return task
-    if family.paired:
-        return "mmr"
-    return None
+    """The card section of a run: its family's hook (``BenchmarkFamily.card``, a
+    ``CardSection``), never a benchmark string or a family flag: ``detection`` (``tamper``),
+    ``type`` / ``when`` / ``leading`` (the ``--task`` families), ``mmr``, or a section a
+    family of its own declares; ``None``: the family declares none, so not on the card."""
+    card = run.family.card
+    return card.section if card is not None else None
 
 
 SECTIONS = ("detection", "type", "when", "leading", "mmr")
-"""The card's sections, in page order (a section with no run is left out)."""
+"""The card's built-in sections, in page order (a section with no run is left out); a
+family's own section follows them, drawn from its ``CardSection`` (:func:`_own_rows`)."""
+
+
+def _own_rows(run: RunView) -> list[dict[str, Any]]:
+    """The rows a family's own card section gives for ``run`` (``CardSection.entries``),
+    each with the section's chance levels (``CardSection.chance``, percent)."""
+    card = run.family.card
+    if card is None or card.entries is None:
+        return []
+    chance = dict(card.chance(run)) if card.chance is not None else {}
+    return [{**row, "chance": chance} for row in card.entries(run)]
+
+
+def _own_section(run: RunView) -> dict[str, Any]:
+    """How the page draws a family's own section: title, columns, chance labels, note."""
+    card = run.family.card
+    assert card is not None
+    return {
+        "section": card.section,
+        "title": card.title or run.family.title,
+        "columns": [list(c) for c in card.columns],
+        "note": card.note,
+    }
 
 
 def card_data(
@@ -261,13 +299,15 @@ def card_data(
 
     Returns:
         ``{"model", "units": "percent", "detection": [...], "type": [...], "when": [...],
-        "leading": [...], "mmr": [...], "notes": [...]}``: one entry per run (per window
-        position for ``detection``), each with ``dataset``, ``data_sha256``, ``run_dir``
-        (relative to the card), its scores, CIs and chance levels; ``detection`` and ``mmr``
-        entries also carry ``published`` (``shown``, ``rows`` or ``why``).
+        "leading": [...], "mmr": [...], "notes": [...], "sections": [...]}``: one entry per
+        run (per window position for ``detection``), each with ``dataset``, ``data_sha256``,
+        ``run_dir`` (relative to the card), its scores, CIs and chance levels; ``detection``
+        and ``mmr`` entries also carry ``published`` (``shown``, ``rows`` or ``why``). A
+        family's own section (``CardSection`` with ``entries``) adds its rows under its
+        ``section`` key and its ``title``, ``columns`` and ``note`` to ``sections``.
     """
     card_dir = report_dir / CARD_DIR
-    data: dict[str, Any] = {"model": key, "units": "percent", "notes": []}
+    data: dict[str, Any] = {"model": key, "units": "percent", "notes": [], "sections": []}
     for s in SECTIONS:
         data[s] = []
     for run in runs:
@@ -284,6 +324,11 @@ def card_data(
             data["leading"].append({**where, **_pairs(run)})
         elif section == "mmr":
             data["mmr"].append({**where, **_pairs(run), "published": _published(run)})
+        elif section is not None and run.family.card is not None and run.family.card.entries:
+            if section not in data:
+                data[section] = []
+                data["sections"].append(_own_section(run))
+            data[section].extend({**where, **row} for row in _own_rows(run))
         else:
             data["notes"].append(f"{run.dataset_name}: {run.family.title} runs are not on the card")
     return data

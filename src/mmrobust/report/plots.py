@@ -44,6 +44,17 @@ def _mark_empty_bars(ax: Any, xs: Any, values: Any, half: float, colour: str) ->
             ax.text(p, 1.5, "0", ha="center", va="bottom", fontsize=7, color=colour)
 
 
+def _always_yes(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
+    """Always-Yes F1 per type and ``overall`` (fractions) of the first run with clip counts."""
+    from mmrobust.metrics.chance import detection_chance_of_metrics
+
+    for m in runs.values():
+        levels: dict[str, float | None] = detection_chance_of_metrics(m)["always_yes"]
+        if levels.get("overall") is not None:
+            return levels
+    return {}
+
+
 def plot_f1_per_type(
     runs: Mapping[str, Mapping[str, Any]], path: str | Path, *, dataset: str = ""
 ) -> Figure:
@@ -51,8 +62,10 @@ def plot_f1_per_type(
 
     Error bars are the bootstrap 95% CIs of ``metrics.json`` (``f1_ci95``). A type
     a run did not score shows ``n/a`` instead of a bar; an F1 of 0 shows a flat
-    mark and ``0`` so it cannot be taken for a missing bar. A dashed line marks
-    66.7, the F1 of always answering "Yes" on balanced data.
+    mark and ``0`` so it cannot be taken for a missing bar. A dashed mark over each type
+    and Overall gives the F1 of always answering "Yes" on the same clips
+    (:func:`mmrobust.metrics.chance.detection_chance_of_metrics`: 66.7 on a type with as
+    many clips as there are originals, more when originals are fewer).
     """
     plt = _pyplot()
     types = [(k, h) for k, h in TABLE7_COLUMNS if any(k in m.get("f1", {}) for m in runs.values())]
@@ -85,8 +98,12 @@ def plot_f1_per_type(
                 capsize=2,
             )  # fmt: skip
             _mark_empty_bars(ax, pos, vals, width * 0.46, colour)
-        ax.axhline(200 / 3, color="#667085", linestyle="--", linewidth=1,
-                   label='always "Yes" (66.7)')  # fmt: skip
+        yes = _always_yes(runs)
+        marks = [(xi, 100 * v) for xi, (k, _) in zip(x, types, strict=True)
+                 if (v := yes.get(k)) is not None]  # fmt: skip
+        for j, (xi, level) in enumerate(marks):
+            ax.hlines(level, xi - 0.45, xi + 0.45, color="#667085", linestyle="--", linewidth=1,
+                      label='always "Yes" (chance)' if j == 0 else None)  # fmt: skip
         ax.set_xticks(x, [h for _, h in types])
         ax.set_ylim(0, 105)
         ax.set_ylabel("F1 (%), tampered = positive")

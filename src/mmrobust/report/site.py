@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from mmrobust.paths import out_folder_problem
 from mmrobust.report import ReportPaths, RunGroup, RunView, build_report, group_runs, run_labels
 from mmrobust.report.browser import MAX_THUMBS, THUMB_SECONDS
 from mmrobust.report.html import Section, Table, write_html
@@ -95,11 +96,15 @@ def check_run_dirs(run_dirs: Sequence[str | Path]) -> None:
 
 
 def check_out_dir(out_dir: str | Path) -> None:
-    """Refuse a report folder inside a run folder (its files would mix with the run's).
+    """Refuse a report folder inside a run folder (its files would mix with the run's), or one
+    that is a file (:func:`mmrobust.paths.out_folder_problem`).
 
     Raises:
-        ValueError: ``--out X is inside the run folder Y; ...``.
+        ValueError: ``--out X is inside the run folder Y; ...``; ``--out X is a file, ...``.
     """
+    problem = out_folder_problem(out_dir)
+    if problem:
+        raise ValueError(problem)
     out = Path(out_dir).resolve()
     for folder in (out, *out.parents):
         if (folder / RUN_FILE).is_file():

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mmrobust.families import get_family
-from mmrobust.metrics.tamper import guess_f1
+from mmrobust.metrics.chance import detection_chance_of_metrics
 from mmrobust.report.common import TABLE7_COLUMNS, to_markdown
 from mmrobust.report.units import (
     pct,
@@ -36,10 +36,13 @@ if TYPE_CHECKING:  # imported where a frame is built: summary_text (eval, rescor
 TABLE7_NOTE = (
     "F1 in % with tampered = positive class, per type on that type's clips plus all originals; "
     "Overall = unweighted mean over the types (MVTamperBench section 4.1). Overall 95% CI = "
-    "bootstrap over source videos. Window coverage = share of tampered clips with a shown frame "
-    "inside the tamper window (mean over types; – when the model was shown no sampled frames). "
-    "Flag always_yes / always_no marks a degenerate predictor (always 'Yes' scores F1 66.7 on "
-    "balanced data)."
+    "bootstrap over source videos. Window coverage = share of tampered clips whose shown frames "
+    "cover the tamper window (the window-coverage rule of the evaluation docs, dropping seams "
+    "included; mean over types; – when the model was shown no sampled frames). "
+    "Flag always_yes / always_no marks a degenerate predictor. Chance rows: the expected F1 of "
+    "answering Yes to every clip and of a fair coin on the same clips, by the same definition "
+    "(per type, then the mean; 66.7 and 50.0 when each type has as many clips as there are "
+    "originals). Parse fail and Errors: shares of every answer of the run."
 )
 """The caption of every Table 7 shaped table."""
 
@@ -86,6 +89,59 @@ def table7(runs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     import pandas as pd
 
     return pd.DataFrame(rows)
+
+
+CHANCE_LABELS = {
+    "always_yes": "chance: always Yes (expected)",
+    "coin_flip": "chance: coin flip (expected)",
+}
+"""The reference rows :func:`chance_rows` adds under a Table 7 shaped table."""
+
+
+def chance_rows(runs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """The chance levels of a Table 7 leaderboard's clips as reference rows in its columns:
+    always Yes and a fair coin, F1 per type and Overall in % on the clips the runs were
+    scored on (:func:`mmrobust.metrics.chance.detection_chance_of_metrics`, the figures of
+    the card and the console). One pair of rows when the runs' clips give the same levels;
+    else one pair per distinct set of levels, labelled with the first run that has it."""
+    extra_types = _extra_types(runs)
+    levels: dict[str, tuple[str, dict[str, Any]]] = {}
+    for label, m in runs.items():
+        guess = detection_chance_of_metrics(m)
+        if guess["always_yes"]["overall"] is not None:
+            levels.setdefault(json.dumps(guess, sort_keys=True), (label, guess))
+    rows: list[dict[str, Any]] = []
+    for label, guess in levels.values():
+        for name, head in CHANCE_LABELS.items():
+            f1 = guess[name]
+            row: dict[str, Any] = {
+                "Model": head + (f" on {label}'s clips" if len(levels) > 1 else "")
+            }
+            for key, col in TABLE7_COLUMNS:
+                row[col] = rounded_pct(f1.get(key))
+            for t in extra_types:
+                row[t] = rounded_pct(f1.get(t))
+            row["Overall"] = rounded_pct(f1.get("overall"))
+            rows.append(row)
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+def with_chance_rows(
+    frame: pd.DataFrame, runs: Mapping[str, Mapping[str, Any]]
+) -> tuple[pd.DataFrame, int]:
+    """``frame`` (a :func:`table7` frame of ``runs``, maybe with more rows) with
+    :func:`chance_rows` appended; and how many were appended."""
+    import pandas as pd
+
+    extra = chance_rows(runs)
+    if extra.empty:
+        return frame, 0
+    both = pd.concat([frame, extra.reindex(columns=frame.columns)], ignore_index=True)
+    if "n" in both:  # counts stay integers (the chance rows have none)
+        both["n"] = both["n"].astype("Int64")
+    return both, len(extra)
 
 
 def per_task_table(metrics: Mapping[str, Any]) -> pd.DataFrame:
@@ -136,9 +192,10 @@ def _f1_line(metrics: Mapping[str, Any]) -> str:
     ]
     ci = metrics.get("f1_ci95", {}).get("overall")
     notes = [f"95% CI {pct_interval(ci)}"] if ci and f1.get("overall") is not None else []
-    yes = always_yes_f1(metrics)
+    guess = detection_chance_of_metrics(metrics)
+    yes, coin = guess["always_yes"]["overall"], guess["coin_flip"]["overall"]
     if yes is not None:
-        notes.append(f"always Yes {pct(yes)}")
+        notes.append(f"chance: always Yes {pct(yes)}, coin flip {pct(coin)}")
     note = f" ({'; '.join(notes)})" if notes else ""
     return "F1 %: " + "  ".join(parts) + f"  | Overall {pct(f1.get('overall'))}{note}"
 
@@ -149,15 +206,11 @@ BALANCED_YES_F1 = 2 / 3
 
 def always_yes_f1(metrics: Mapping[str, Any]) -> float | None:
     """Macro F1 (fraction) that answering Yes to every clip scores on this run's clips, from
-    the per-type counts of a tamper ``metrics.json`` (:func:`mmrobust.metrics.tamper.guess_f1`:
-    66.7% when each type has as many clips as there are originals); ``None`` without counts."""
-    per = metrics.get("per_type", {})
-    f1 = [
-        v
-        for m in per.values()
-        if (v := guess_f1(int(m.get("n_tampered", 0)), int(m.get("n_original", 0)))) is not None
-    ]
-    return sum(f1) / len(f1) if f1 else None
+    the per-type counts of a tamper ``metrics.json``
+    (:func:`mmrobust.metrics.chance.detection_chance_of_metrics`: 66.7% when each type has as
+    many clips as there are originals); ``None`` without counts."""
+    value: float | None = detection_chance_of_metrics(metrics)["always_yes"]["overall"]
+    return value
 
 
 def unbalanced_warning(always_yes: float | None) -> list[str]:
@@ -265,10 +318,12 @@ def rescore_text(run_dir: str | Path) -> str:
 
 __all__ = [
     "BALANCED_YES_F1",
+    "CHANCE_LABELS",
     "TABLE7_COLUMNS",
     "TABLE7_NOTE",
     "ablation_table",
     "always_yes_f1",
+    "chance_rows",
     "generic_headline",
     "generic_summary_lines",
     "per_task_table",
@@ -278,4 +333,5 @@ __all__ = [
     "tamper_summary_lines",
     "to_markdown",
     "unbalanced_warning",
+    "with_chance_rows",
 ]

@@ -20,7 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from mmrobust.metrics.tamper import guess_f1, tamper_metrics
+from mmrobust.metrics.chance import detection_chance, detection_counts
+from mmrobust.metrics.tamper import tamper_metrics
 from mmrobust.records import ScoredRecord
 from mmrobust.report.common import safe_name, to_markdown
 from mmrobust.report.html import Table, frame_to_table
@@ -31,6 +32,7 @@ from mmrobust.report.tables import (
     per_task_table,
     table7,
     unbalanced_warning,
+    with_chance_rows,
 )
 from mmrobust.report.units import pct_sign
 from mmrobust.report.view import ReportPaths, RunGroup, RunView
@@ -103,7 +105,7 @@ def markdown_section(groups: Sequence[RunGroup], out: Path, paths: ReportPaths) 
     md: list[str] = []
     frames = []
     for g in groups:
-        frame = table7(g.metrics())
+        frame, _ = with_chance_rows(table7(g.metrics()), g.metrics())
         md += [
             f"## Tamper detection F1 on {g.where} (MVTamperBench Table 7 layout)",
             "",
@@ -173,6 +175,8 @@ def leaderboards(g: RunGroup, published: bool) -> list[Table]:
     if published:
         frame, classes, extra = published_table7(frame)
         note += extra
+    frame, n_chance = with_chance_rows(frame, g.metrics())
+    classes += ["reference"] * n_chance
     tables = [
         frame_to_table(
             frame,
@@ -196,20 +200,17 @@ def headline(metrics: Mapping[str, Any]) -> str:
 
 
 def compare_notes(records: Sequence[ScoredRecord]) -> list[str]:
-    """What answering Yes to every compared clip scores (macro F1 over the types, as ``eval``
-    prints it), and the imbalance warning when that is well above a balanced set's 66.7%."""
-    originals = sum(1 for r in records if r.tamper_type == "original")
-    per_type: dict[str, int] = {}
-    for r in records:
-        if r.tamper_type and r.tamper_type != "original":
-            per_type[r.tamper_type] = per_type.get(r.tamper_type, 0) + 1
-    f1 = [v for n in per_type.values() if (v := guess_f1(n, originals)) is not None]
-    if not f1:
+    """What answering Yes to every compared clip and a fair coin score (macro F1 over the
+    types, as ``eval`` prints it: :func:`mmrobust.metrics.chance.detection_chance`),
+    and the imbalance warning when always-Yes is well above a balanced set's 66.7%."""
+    counts, originals = detection_counts(r.tamper_type for r in records)
+    guess = detection_chance(counts, originals)
+    yes, coin = guess["always_yes"]["overall"], guess["coin_flip"]["overall"]
+    if yes is None:
         return []
-    yes = sum(f1) / len(f1)
     return [
-        f"answering Yes to every one of these clips scores detection F1 {pct_sign(yes)} "
-        f"({originals} originals, {sum(per_type.values())} tampered)",
+        f"answering Yes to every one of these clips scores detection F1 {pct_sign(yes)}, a "
+        f"coin flip {pct_sign(coin)} ({originals} originals, {sum(counts.values())} tampered)",
         *unbalanced_warning(yes),
     ]
 

@@ -8,7 +8,8 @@ Through the official client (``pip install 'mmrobust[wandb]'``), imported inside
   already scrubbed there, and scrubbed again here); the ``summary`` holds every number of
   ``metrics.json`` flattened with ``/`` (``F1``, ``per_type/<type>/F1``, ``RA``,
   ``categories/<category>/MR``, ``accuracy``, ``parse_fail_rate``, ``error_rate``, ...),
-  W&B's own grouping separator;
+  W&B's own grouping separator (``per_type/<type>/parse_fail_rate`` is over that type's
+  tampered clips only, the top-level ``parse_fail_rate`` over every answer);
 * with a report folder, one more W&B run (``job_type="report"``) holding each CSV table of
   the report (any depth) as a ``wandb.Table`` and the model cards (``cards/*.json``) as an artifact of
   type ``model-card`` (each card also in that run's summary under ``card/<name>``).

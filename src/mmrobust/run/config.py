@@ -75,15 +75,26 @@ class EvalConfig:
     def validate(self) -> None:
         """Check every option before any work (the CLI and notebooks share it).
 
+        A URL's user and password in ``model_args`` / ``judge_args`` is held in memory from
+        here on (``***@`` in its place; ``models/credentials.py``).
+
         Raises:
-            ValueError: an unknown ``extract`` mode or ``option_style``; ``--fps`` that is
+            ValueError: a literal credential in the model or judge spec or their settings
+                (one line naming ``api_key_env``); an unknown ``extract`` mode or
+                ``option_style``; a negative ``--permute`` or ``--bootstrap``; ``--fps`` that is
                 not a finite positive number (``0``, ``inf``, ``nan``); bad ``--frames`` /
                 ``--max-frames``; task options that do not fit ``task``; a bad ``--cache-size``.
             UnknownNameError: an unknown ``reference`` version or task.
         """
         from mmrobust.extract import EXTRACT_MODES
+        from mmrobust.models.credentials import check_spec, hold_args
         from mmrobust.tasks import check_task_options
 
+        check_spec(self.model)  # a credential never reaches run.json, the report or Ray
+        self.model_args = hold_args(self.model_args)
+        if self.judge:
+            check_spec(self.judge)
+        self.judge_args = hold_args(self.judge_args, "--judge-arg")
         if self.extract not in EXTRACT_MODES:
             raise ValueError(
                 f"--extract must be one of {', '.join(EXTRACT_MODES)}, not {self.extract!r}"
@@ -92,6 +103,9 @@ class EvalConfig:
             raise ValueError(
                 f"--option-style must be paper or vlmevalkit, not {self.option_style!r}"
             )
+        for name, value in (("--permute", self.permute), ("--bootstrap", self.n_resamples)):
+            if value < 0:
+                raise ValueError(f"{name} must be 0 or more, not {value}")
         self.policy()  # --frames / --fps / --max-frames
         check_task_options(self.task, prompt=self.prompt, official=self.official)
         if self.reference is not None:

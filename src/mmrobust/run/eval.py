@@ -96,13 +96,20 @@ def evaluate(
 
     Whatever the executor, the dataset is loaded once here and the run is refused before
     any model is loaded elsewhere, any Ray cluster contacted or any request sent when the
-    model can answer none of the samples (:func:`check_answerable`). The local executor is
+    model can answer none of the samples (:func:`check_answerable`), or, on Ray, when a
+    setting holds a password (``models.credentials.ray_refusal``). The local executor is
     chosen by :func:`mmrobust.run.executors.choose_executor`.
 
     Raises:
         as :func:`run_eval` (and, with ``ray``, ``mmrobust.distributed.eval.run_eval_ray``).
     """
     config.validate()
+    if ray is not None:
+        from mmrobust.models.credentials import ray_refusal
+
+        why = ray_refusal(config.model_args, config.judge_args)
+        if why:  # before the cluster is contacted: Ray would store the settings with its tasks
+            raise ValueError(why)
     dataset = load_dataset(
         config.data, config.format, images=config.images, text_only=config.text_only
     )
@@ -211,6 +218,7 @@ def _run_eval(
     dataset, samples = selected(config, dataset)
     run_dir = Path(config.out)
     created = not run_dir.exists()
+    made = [p for p in (run_dir, *run_dir.parents) if not p.exists()]  # deepest first
     lock = RunLock(run_dir).acquire()  # one process per run folder, from here to the end
     try:
         model = model or load_model(config.model, config.model_args)
@@ -228,6 +236,11 @@ def _run_eval(
         lock.release()
         if created and {p.name for p in run_dir.iterdir()} <= {LOCK_FILE}:
             shutil.rmtree(run_dir, ignore_errors=True)  # nothing was run: leave no folder
+            for parent in made[1:]:  # nor the folders made to hold it (OUT/model/dataset)
+                try:
+                    parent.rmdir()
+                except OSError:  # not empty: something else is in it
+                    break
 
 
 def _now() -> str:

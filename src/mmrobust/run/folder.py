@@ -15,12 +15,12 @@ by older versions read back and round-trip unchanged.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from mmrobust.atomicfile import atomic_write
 from mmrobust.run.config import EvalConfig
 from mmrobust.store import RunFolderWriteError, RunKey
 
@@ -34,13 +34,11 @@ def write_json(path: Path, obj: Any) -> None:
     Raises:
         RunFolderWriteError: the file cannot be written (full disk, quota, read-only).
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     text = json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n"
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        with atomic_write(path) as f:  # a new temporary file: never a planted link's target
+            f.write(text)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise RunFolderWriteError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 

@@ -6,6 +6,9 @@ Registered in ``mmrobust.cli`` (as ``finetune`` is); importing this module is li
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import typer
 
 
@@ -13,6 +16,19 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     """Print a one-line error to stderr and return the exit to raise."""
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(code)
+
+
+@contextmanager
+def _one_line_on_ctrl_c() -> Iterator[None]:
+    """A Ctrl-C outside a run (loading modules, planning, the report): one line, exit 130.
+    (During a run the suite owns SIGINT: the run stops as ``eval`` does.)"""
+    try:
+        yield
+    except KeyboardInterrupt:
+        typer.echo(
+            "interrupted: finished runs are kept; re-run the same command to resume", err=True
+        )
+        raise typer.Exit(130) from None
 
 
 def run_command(
@@ -71,7 +87,7 @@ def run_command(
     ),
     seed: int = typer.Option(0, "--seed", help="Seed (bootstrap; task option order)."),
     bootstrap: int = typer.Option(
-        1000, "--bootstrap", help="Bootstrap resamples for 95% CIs (0 = off)."
+        1000, "--bootstrap", min=0, help="Bootstrap resamples for 95% CIs (0 = off)."
     ),
     cache_dir: str | None = typer.Option(
         None, "--cache-dir", help="Frame cache folder ('none' switches it off)."
@@ -95,83 +111,100 @@ def run_command(
     """Run every --model on every --data for every --task (one eval per run folder), then
     one report. Re-running resumes each run; exits 1 if any run failed or any dataset cannot
     be loaded, naming them."""
-    from mmrobust.models.spec import parse_model_args
-    from mmrobust.registry import UnknownNameError
-    from mmrobust.report.wandb_log import check_log_to
-    from mmrobust.suite.names import parse_tasks
-    from mmrobust.suite.runner import SuiteConfig, run_suite
+    with _one_line_on_ctrl_c():
+        from mmrobust.models.spec import parse_model_args
+        from mmrobust.paths import out_folder_problem
+        from mmrobust.registry import UnknownNameError
+        from mmrobust.report.wandb_log import check_log_to
+        from mmrobust.suite.names import parse_tasks
+        from mmrobust.suite.runner import SuiteConfig, run_suite
 
-    try:
-        from mmrobust.datasets.hub import with_revision
+        if problem := out_folder_problem(out):
+            raise _fail(problem)
+        try:
+            from mmrobust.datasets.hub import with_revision
 
-        check_log_to(log_to)
-        per_model = model_args if len(model) > 1 and len(model_args) == len(model) else []
-        hub = [d for d in data if d.startswith("hf:")]
-        if revision and not hub:
-            raise ValueError(f"--revision {revision} is for hf: data; no --data is hf:")
-        config = SuiteConfig(
-            models=model,
-            data=[with_revision(d, revision) if d.startswith("hf:") else d for d in data],
-            tasks=parse_tasks(task),
-            out=out,
-            media=[None if m in ("-", "") else m for m in media],
-            options={
-                "model_args": parse_model_args(model_arg, [] if per_model else model_args),
-                "limit": limit,
-                "frames": frames,
-                "extract": extract,
-                "official": official,
-                "text_only": text_only,
-                "workers": workers,
-                "seed": seed,
-                "n_resamples": bootstrap,
-                "cache_dir": cache_dir,
-                "retry_failed": retry_failed,
-            },
-            report=not no_report,
-            log_samples=log_samples,
-            model_args={
-                m: parse_model_args([], [a]) for m, a in zip(model, per_model, strict=False)
-            },
-            title=title,
-        )
-        result = run_suite(config, progress=not quiet, log=typer.echo)
-    except (FileNotFoundError, UnknownNameError, ValueError, ImportError) as exc:
-        raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
-    except OSError as exc:  # the report folder cannot be written
-        raise _fail(str(exc).splitlines()[0], 3) from None
-    ran = result.ran
-    n_ok = sum(r.status in ("complete", "partial") for r in ran)
-    skipped = len(result.runs) - len(ran)
-    blocked = len(result.blocked)
-    typer.echo(
-        f"{n_ok} of {len(ran)} runs finished"
-        + (f", {blocked} blocked (dataset not loaded)" if blocked else "")
-        + (f", {skipped} skipped (not applicable)" if skipped else "")
-        + f"; run folders under {result.out}"
-    )
-    if result.site is not None:
-        typer.echo(result.site.summary())
-    if log_to:
-        from mmrobust.report.wandb_log import log_to_wandb
-
-        folders = [r.run_dir for r in ran if (r.run_dir / "run.json").is_file()]
-        log_to_wandb(folders, result.report_dir, project=wandb_project, log=typer.echo)
-    if result.interrupted:
+            check_log_to(log_to)
+            if len(model) > 1 and 1 < len(model_args) != len(model):
+                raise ValueError(
+                    f"--model-args is given {len(model_args)} times for {len(model)} --model: give "
+                    "it once (every model) or once per --model, in the same order"
+                )
+            per_model = model_args if len(model) > 1 and len(model_args) == len(model) else []
+            if per_model:  # one spec given twice with two different settings
+                for spec in dict.fromkeys(model):
+                    given = {a for m, a in zip(model, per_model, strict=True) if m == spec}
+                    if len(given) > 1:
+                        raise ValueError(
+                            f"--model {spec} is given twice with different --model-args; give each "
+                            "model once"
+                        )
+            hub = [d for d in data if d.startswith("hf:")]
+            if revision and not hub:
+                raise ValueError(f"--revision {revision} is for hf: data; no --data is hf:")
+            config = SuiteConfig(
+                models=model,
+                data=[with_revision(d, revision) if d.startswith("hf:") else d for d in data],
+                tasks=parse_tasks(task),
+                out=out,
+                media=[None if m in ("-", "") else m for m in media],
+                options={
+                    "model_args": parse_model_args(model_arg, [] if per_model else model_args),
+                    "limit": limit,
+                    "frames": frames,
+                    "extract": extract,
+                    "official": official,
+                    "text_only": text_only,
+                    "workers": workers,
+                    "seed": seed,
+                    "n_resamples": bootstrap,
+                    "cache_dir": cache_dir,
+                    "retry_failed": retry_failed,
+                },
+                report=not no_report,
+                log_samples=log_samples,
+                model_args={
+                    m: parse_model_args([], [a]) for m, a in zip(model, per_model, strict=False)
+                },
+                title=title,
+            )
+            result = run_suite(config, progress=not quiet, log=typer.echo)
+        except (FileNotFoundError, UnknownNameError, ValueError, ImportError) as exc:
+            raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+        except OSError as exc:  # the report folder cannot be written
+            raise _fail(str(exc).splitlines()[0], 3) from None
+        ran = result.ran
+        n_ok = sum(r.status in ("complete", "partial") for r in ran)
+        skipped = len(result.runs) - len(ran)
+        blocked = len(result.blocked)
         typer.echo(
-            "interrupted: finished rows are kept; re-run the same command to resume", err=True
+            f"{n_ok} of {len(ran)} runs finished"
+            + (f", {blocked} blocked (dataset not loaded)" if blocked else "")
+            + (f", {skipped} skipped (not applicable)" if skipped else "")
+            + f"; run folders under {result.out}"
         )
-        raise typer.Exit(130)
-    if result.data_failures:
-        typer.echo(f"error: {len(result.data_failures)} dataset(s) cannot be loaded:", err=True)
-        for failure in result.data_failures:
-            typer.echo(f"  {failure.line()}", err=True)
-    if result.failed:
-        typer.echo(f"error: {len(result.failed)} run(s) failed:", err=True)
-        for r in result.failed:
-            typer.echo(f"  {r.label}: {r.error}", err=True)
-    if result.failed or result.data_failures:
-        raise typer.Exit(1)
+        if result.site is not None:
+            typer.echo(result.site.summary())
+        if log_to:
+            from mmrobust.report.wandb_log import log_to_wandb
+
+            folders = [r.run_dir for r in ran if (r.run_dir / "run.json").is_file()]
+            log_to_wandb(folders, result.report_dir, project=wandb_project, log=typer.echo)
+        if result.interrupted:
+            typer.echo(
+                "interrupted: finished rows are kept; re-run the same command to resume", err=True
+            )
+            raise typer.Exit(130)
+        if result.data_failures:
+            typer.echo(f"error: {len(result.data_failures)} dataset(s) cannot be loaded:", err=True)
+            for failure in result.data_failures:
+                typer.echo(f"  {failure.line()}", err=True)
+        if result.failed:
+            typer.echo(f"error: {len(result.failed)} run(s) failed:", err=True)
+            for r in result.failed:
+                typer.echo(f"  {r.label}: {r.error}", err=True)
+        if result.failed or result.data_failures:
+            raise typer.Exit(1)
 
 
 __all__ = ["run_command"]

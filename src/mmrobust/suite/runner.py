@@ -4,7 +4,8 @@
 
     OUT/<model>/<dataset>/<task>/      each exactly what one ``mmrobust eval`` writes
     OUT/report/                        one report over every run folder (``build_site``)
-    OUT/suite.json                     the plan and how each run ended
+    OUT/suite.json                     the plan and how each run ended, and the runs of
+                                       earlier commands (:mod:`mmrobust.suite.state`)
 
 Each run is :func:`mmrobust.run.eval.run_eval` on an :class:`EvalConfig` that
 differs from the suite's shared options only in ``model``, ``data``, ``task``
@@ -29,8 +30,10 @@ video only, on MMR's images) is skipped on it.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,7 @@ from mmrobust.run.interrupts import INTERRUPTS
 from mmrobust.suite.config import SuiteConfig
 from mmrobust.suite.names import REPORT_DIR, SUITE_FILE
 from mmrobust.suite.plan import DataFailure, SuiteRun, data_failures, plan_suite
+from mmrobust.suite.state import merge_records, report_folders, suite_lock
 
 
 @dataclass
@@ -52,6 +56,7 @@ class SuiteResult:
         report_dir: ``OUT/report`` when written, else ``None``.
         site: the report's :class:`mmrobust.report.site.SitePaths`, else ``None``.
         interrupted: Ctrl-C stopped the suite.
+        earlier: the complete runs of earlier commands the report covers too (labels).
     """
 
     out: Path
@@ -60,6 +65,7 @@ class SuiteResult:
     report_dir: Path | None = None
     site: Any = None
     interrupted: bool = False
+    earlier: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[SuiteRun]:
@@ -100,12 +106,20 @@ def run_suite(
         A :class:`SuiteResult`; ``OUT/suite.json`` holds the same plan and outcomes.
 
     Raises:
-        ValueError, UnknownNameError: a bad option, model spec or task (before any run).
+        ValueError, UnknownNameError: a bad option, model spec or task, or nothing applies
+            (every run is skipped: a task or a model's media kinds), before any run.
         OSError: the report cannot be written.
     """
     config.validate()
     say = log or (lambda _line: None)
+    repeats = config.drop_repeats()
     runs, notes = plan_suite(config)
+    if runs and all(r.status == "skipped" for r in runs):
+        raise ValueError(
+            f"nothing to run: every (model, dataset, task) is skipped as not applicable "
+            f"({'; '.join(notes)})"
+        )
+    notes = repeats + notes
     for note in notes:
         say(f"note: {note}")
     out = Path(config.out)
@@ -116,14 +130,25 @@ def run_suite(
     _write_suite(result)
     with INTERRUPTS.watch():  # one Ctrl-C for the whole suite: the run in progress stops
         _run_all(config, result, progress, say)
-    _write_suite(result)
-    done = [r.run_dir for r in result.ran if (r.run_dir / "run.json").is_file()]
-    if config.report and done:
-        from mmrobust.report.site import build_site
+    with suite_lock(out):  # suite.json and the report from the run folders, one writer at once
+        records = _write_suite(result, locked=False)
+        done, earlier = report_folders(out, records)
+        if earlier:
+            shown = ", ".join(earlier[:5]) + (
+                f" and {len(earlier) - 5} more" if len(earlier) > 5 else ""
+            )
+            say(
+                f"note: {len(earlier)} complete run(s) in {out} from an earlier command "
+                f"{'are' if config.report else 'would be'} in the report too: {shown} "
+                '("this_command": false in suite.json; remove a run folder to leave it out)'
+            )
+        result.earlier = earlier
+        if config.report and done:
+            from mmrobust.report.site import build_site
 
-        report_dir = out / REPORT_DIR
-        result.site = build_site(done, report_dir, title=config.title)
-        result.report_dir = report_dir
+            report_dir = out / REPORT_DIR
+            result.site = build_site(done, report_dir, title=config.title)
+            result.report_dir = report_dir
     return result
 
 
@@ -218,9 +243,12 @@ def _one(config: SuiteConfig, run: SuiteRun, shared: _SharedModels) -> None:
     try:
         res = run_eval(cfg, progress=False, model=shared.get(run.model), dataset=run.dataset)
     except (OSError, ValueError, ImportError, RuntimeError) as exc:
-        # RunConflictError, DatasetError, UnknownNameError are ValueErrors; RunLockedError,
+        # RunConflictError, DatasetError, UnknownNameError, RunLockedError are ValueErrors;
         # RunFolderWriteError OSErrors or RuntimeErrors: each is this run's failure only
+        from mmrobust.runlock import RunLockedError
+
         run.status, run.error = "failed", (str(exc).splitlines() or [type(exc).__name__])[0]
+        run.locked = isinstance(exc, RunLockedError)
         return
     run.n_new, run.n_skipped = res.n_new, res.n_skipped
     if config.log_samples:  # also after an interrupted run: the rows stored so far
@@ -249,24 +277,33 @@ def _line(run: SuiteRun) -> str:
     return f"{what}: {run.headline or ''} ({run.n_new} new rows, {run.n_skipped} resumed)"
 
 
-def _write_suite(result: SuiteResult) -> None:
-    """Write ``OUT/suite.json`` (atomically: a temporary file renamed over it)."""
-    path = result.out / SUITE_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(
-        json.dumps(
-            {
-                "runs": [r.record() for r in result.runs],
-                "datasets_failed": [f.record() for f in result.data_failures],
-                "notes": result.notes,
-                "interrupted": result.interrupted,
-            },
-            indent=2,
-        )
-        + "\n",
-        encoding="utf-8",
+def _write_suite(result: SuiteResult, *, locked: bool = True) -> list[dict[str, Any]]:
+    """Rewrite ``OUT/suite.json`` from the run folders (:func:`merge_records`), atomically (a
+    temporary file renamed over it), under the suite lock (``locked``: take it here; else
+    the caller holds it). Returns the records written."""
+    if locked:
+        with suite_lock(result.out):
+            return _write_suite(result, locked=False)
+    records = merge_records(result.out, result.runs)
+    text = json.dumps(
+        {
+            "runs": records,
+            "datasets_failed": [f.record() for f in result.data_failures],
+            "notes": result.notes,
+            "interrupted": result.interrupted,
+        },
+        indent=2,
     )
-    tmp.replace(path)
+    fd, tmp = tempfile.mkstemp(dir=result.out, prefix=f".{SUITE_FILE}.", suffix=".tmp")
+    try:  # a new file (O_EXCL: never a link's target), renamed over suite.json
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        os.replace(tmp, result.out / SUITE_FILE)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return records
 
 
 __all__ = [

@@ -12,12 +12,12 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from mmrobust.atomicfile import atomic_write
 from mmrobust.schema.manifest import ERRORS_NAME, MANIFEST_NAME, BuildError, Donor, ManifestEntry
 
 
@@ -57,20 +57,9 @@ def write_jsonl_atomic(path: Path, rows: Iterable[BaseModel], *, durable: bool =
     ``False``: its clips are not flushed either, and a resume checks every clip's sha256,
     so a manifest lost to a power cut costs a rebuild, never a wrong row.
     """
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(row.model_dump_json() + "\n")
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.chmod(name, 0o644)
-        os.replace(name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
-        raise
+    with atomic_write(path, durable=durable) as f:
+        for row in rows:
+            f.write(row.model_dump_json() + "\n")
 
 
 def append_jsonl(path: Path, rows: Iterable[BaseModel]) -> None:

@@ -163,6 +163,8 @@ def build_positions(
         built += report.built
         skipped += report.skipped
         first_errors = first_errors or report.errors
+        if report.stopped:  # a full disk: no later position is started
+            return replace(report, built=built, skipped=skipped)
     if not any((out / t).is_dir() for t in tokens):  # no usable source: write nothing
         return BuildReport(out_dir=out, entries=[], errors=first_errors, built=0, skipped=0)
     entries, errors = join_builds(out, [(t, out / t) for t in tokens if (out / t).is_dir()])

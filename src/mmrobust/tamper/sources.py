@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from mmrobust.media.pathcheck import path_problem
 from mmrobust.tamper.manifest import BuildError
 
 VIDEO_SUFFIXES = frozenset(
@@ -27,9 +28,17 @@ VIDEO_SUFFIXES = frozenset(
 """Extensions picked up when a folder is given (files given by name are used whatever their suffix)."""
 
 
+def _source_reason(problem: str) -> str:
+    """A :func:`path_problem` phrase as a build error's reason (``path does not exist``,
+    ``path is a symbolic link loop (...)``, ``path is a named pipe (FIFO), not a regular file``)."""
+    return problem if problem == "permission denied" else f"path {problem}"
+
+
 def _walk_videos(folder: Path, errors: list[BuildError]) -> list[Path]:
     """Video files under ``folder`` (symlinked folders followed once); every sub-folder that
-    cannot be listed (permission, I/O error) becomes a ``BuildError``, not a silent gap."""
+    cannot be listed (permission, I/O error) and every video-named entry that is no readable
+    file (a named pipe, a link to a device, a link loop or to nothing) becomes a
+    ``BuildError``, not a silent gap."""
 
     def unreadable(exc: OSError) -> None:
         where = exc.filename if exc.filename is not None else folder
@@ -48,8 +57,12 @@ def _walk_videos(folder: Path, errors: list[BuildError]) -> list[Path]:
         dirs.sort()
         for name in files:
             f = Path(root) / name
-            if f.suffix.lower() in VIDEO_SUFFIXES and not name.startswith(".") and f.is_file():
+            if f.suffix.lower() not in VIDEO_SUFFIXES or name.startswith("."):
+                continue
+            if f.is_file():
                 vids.append(f.resolve())
+            elif (problem := path_problem(f)) is not None and problem != "is a folder":
+                errors.append(BuildError(source=str(f), reason=_source_reason(problem)))
     return sorted(vids)
 
 
@@ -58,7 +71,7 @@ def none_found(paths: Sequence[str | Path]) -> str | None:
     exit 2), else ``None``; a missing path among existing ones is one ``BuildError`` of
     :func:`discover_sources` instead (the build goes on)."""
     given = [Path(p).expanduser() for p in paths]
-    if not given or any(p.exists() for p in given):
+    if not given or any(p.exists() or p.is_symlink() for p in given):  # a link: its reason
         return None
     return f"no such video or folder: {', '.join(map(str, given))}"
 
@@ -75,8 +88,9 @@ def discover_sources(paths: Sequence[str | Path]) -> tuple[list[Path], list[Buil
     errors: list[BuildError] = []
     for raw in paths:
         p = Path(raw).expanduser()
-        if not p.exists():
-            errors.append(BuildError(source=str(p), reason="path does not exist"))
+        problem = path_problem(p)
+        if problem is not None and problem != "is a folder":
+            errors.append(BuildError(source=str(p), reason=_source_reason(problem)))
         elif p.is_dir():
             n_errors = len(errors)
             vids = _walk_videos(p, errors)
@@ -89,7 +103,8 @@ def discover_sources(paths: Sequence[str | Path]) -> tuple[list[Path], list[Buil
                 found[v] = None
         else:
             found[p.resolve()] = None
-    return list(found), errors
+    unique = {(e.source, e.reason): e for e in errors}  # a path given and found in a folder
+    return list(found), list(unique.values())
 
 
 __all__ = ["VIDEO_SUFFIXES", "discover_sources", "none_found"]

@@ -11,6 +11,7 @@ holding ``manifest.jsonl`` (24 clips: 4 originals + 20 tampered).
 
 ``family_checkpoints``: ``get(name) -> folder`` of the tiny random checkpoints of
 ``tests/hf_families.py`` (built once per session, on first use).
+The two tamper sets are built once per test run, even across xdist workers (``built_once``).
 ``family_tamper_set``: ``mmrobust tamper`` over bikes and carphone_pristine with
 ``dropping`` (4 clips: 2 originals, 2 tampered). ``frame_cache``: a session frame cache.
 
@@ -35,6 +36,7 @@ small synthetic clips that carry their frame index.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -122,10 +124,34 @@ def real_clips() -> dict[str, Path]:
     return sample_clips()
 
 
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]
+) -> Path:
+    """The folder ``build(folder)`` fills, built once per test run and shared by every process of
+    it (the xdist workers of a run share their base temporary folder's parent; a file lock lets
+    one build while the others wait). Tests read it and never change it."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    folder, done = root / f"built-{name}", root / f"built-{name}.done"
+    with FileLock(str(root / f"built-{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def real_tamper_set(real_clips: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Build folder of ``mmrobust tamper`` over the four real clips (see module docstring)."""
-    out = tmp_path_factory.mktemp("real_tamper_set")
+    return built_once(tmp_path_factory, "real-tamper-set", lambda out: _tamper(real_clips, out))
+
+
+def _tamper(real_clips: dict[str, Path], out: Path) -> None:
     args = [
         "tamper",
         *(str(p) for p in real_clips.values()),
@@ -146,7 +172,6 @@ def real_tamper_set(real_clips: dict[str, Path], tmp_path_factory: pytest.TempPa
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert (out / "manifest.jsonl").is_file()
-    return out
 
 
 @pytest.fixture(scope="session")
@@ -168,13 +193,15 @@ def family_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Callable[[st
 @pytest.fixture(scope="session")
 def family_tamper_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``mmrobust tamper`` over bikes and carphone_pristine, ``dropping`` only: 4 clips."""
-    out = tmp_path_factory.mktemp("family-tamper-set")
-    clips = sample_clips()
-    args = ["tamper", str(clips["bikes"]), str(clips["carphone_pristine"]), "--out", str(out)]
-    args += ["--effects", "dropping", "--position", "middle", "--duration", "1", "--seed", "0"]
-    result = CliRunner().invoke(app, [*args, "--jobs", "1"])
-    assert result.exit_code == 0, result.output
-    return out
+
+    def build(out: Path) -> None:
+        clips = sample_clips()
+        args = ["tamper", str(clips["bikes"]), str(clips["carphone_pristine"]), "--out", str(out)]
+        args += ["--effects", "dropping", "--position", "middle", "--duration", "1", "--seed", "0"]
+        result = CliRunner().invoke(app, [*args, "--jobs", "1"])
+        assert result.exit_code == 0, result.output
+
+    return built_once(tmp_path_factory, "family-tamper-set", build)
 
 
 @pytest.fixture(scope="session")

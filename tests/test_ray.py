@@ -34,8 +34,14 @@ from typer.testing import CliRunner
 
 from mmrobust.cli import app
 from tests.hf_tiny import build_tiny_idefics3
+<<<<<<< HEAD
 from tests.ray_cluster import LoopbackCluster, SharedCluster
+=======
+from tests.plugin_package import install_site, mmrobust, write_pope_data
+from tests.ray_cluster import LoopbackCluster
+>>>>>>> main
 from tests.runs import stored_rows
+from tests.synth import make_synthetic_video
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
 
@@ -614,3 +620,28 @@ def test_a_killed_driver_resumes_and_equals_serial(
     _invoke(args)
     assert _run_info(out)["n_new"] == 24 - kept  # only the rest was asked
     _same_run(out, serial_slow)
+
+
+def test_ray_workers_load_the_plugins(cluster: LoopbackCluster, tmp_path: Path) -> None:
+    """The plugin package of docs/extending.md, installed in a folder that only the driver has
+    on ``PYTHONPATH`` (the nodes started without it): its family, backend and effect work on
+    the workers, which find it by the forwarded ``PYTHONPATH`` and load it before any work
+    (``tests/plugin_package.py``; each command in a fresh interpreter)."""
+    site = install_site(tmp_path / "site")
+    data = write_pope_data(tmp_path / "pope")
+    ray_args = ["--executor", "ray", "--ray-address", cluster.address]
+    out = tmp_path / "ray-run"
+    mmrobust(site, "eval", "--data", str(data), "--model", "yesno:A", "--out", str(out),
+             "--bootstrap", "0", "-q", *ray_args)  # fmt: skip
+    info = json.loads((out / "run.json").read_text())
+    assert (info["executor"]["name"], info["n_rows"]) == ("ray", 4)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert (metrics["benchmark"], metrics["accuracy"], metrics["error_rate"]) == ("pope", 0.75, 0.0)
+    assert metrics["parse_fail_rate"] == 0.0  # each question answered with its image shown
+
+    clip = make_synthetic_video(tmp_path / "clip.mp4", 40)
+    built = tmp_path / "set"
+    mmrobust(site, "tamper", str(clip), "--out", str(built), "--effects", "posterize",
+             "--preset", "ultrafast", "-q", *ray_args)  # fmt: skip
+    kinds = [json.loads(x)["tamper_type"] for x in (built / "manifest.jsonl").open()]
+    assert sorted(kinds) == ["original", "posterize"]

@@ -34,12 +34,10 @@ the higher layer through a lazy ``"module:attr"`` name (:data:`ADOPTERS`).
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import logging
 import os
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -190,22 +188,6 @@ def failures() -> list[tuple[Plugin, str]]:
     return list(_failed)
 
 
-@contextlib.contextmanager
-def reset_for_tests() -> Iterator[None]:
-    """Forget that plugins were loaded, for the duration (tests that install a plugin)."""
-    with _lock:
-        saved = dict(_state), list(_loaded), list(_failed)
-        _state["started"] = False
-        _loaded.clear()
-        _failed.clear()
-        try:
-            yield
-        finally:
-            _state.update(saved[0])
-            _loaded[:] = saved[1]
-            _failed[:] = saved[2]
-
-
 __all__ = [
     "ADOPTERS",
     "BUILT_IN",
@@ -218,5 +200,4 @@ __all__ = [
     "load_one",
     "load_plugins",
     "loaded",
-    "reset_for_tests",
 ]

@@ -98,9 +98,9 @@ def tamper(
     ray_resource: list[str] = RAY_RESOURCE,
 ) -> None:
     """Build a tampered benchmark (MVTamperBench sections 3.2-3.3) from real videos."""
+    from mmrobust.schema.window import WindowError
     from mmrobust.tamper.console import config_from_options, run_tamper
     from mmrobust.tamper.effects import EffectParamError
-    from mmrobust.tamper.window import WindowError
 
     try:
         config = config_from_options(

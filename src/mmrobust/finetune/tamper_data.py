@@ -64,8 +64,8 @@ from mmrobust.media.errors import MediaError
 from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.media.sampling import FramePolicy
 from mmrobust.schema import TAMPER_ORIGINAL
+from mmrobust.schema.window import Position
 from mmrobust.tamper.effects import PAPER_EFFECTS
-from mmrobust.tamper.window import Position
 
 MANIFEST = "tamper_data.json"
 CLIP_SETTINGS = (

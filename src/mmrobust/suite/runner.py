@@ -39,6 +39,7 @@ from typing import Any
 
 from mmrobust.run.interrupts import INTERRUPTS
 from mmrobust.suite.config import SuiteConfig
+from mmrobust.suite.finished import finished_run
 from mmrobust.suite.names import REPORT_DIR, SUITE_FILE
 from mmrobust.suite.plan import DataFailure, SuiteRun, data_failures, plan_suite
 from mmrobust.suite.state import merge_records, report_folders, suite_lock
@@ -138,8 +139,8 @@ def run_suite(
                 f" and {len(earlier) - 5} more" if len(earlier) > 5 else ""
             )
             say(
-                f"note: {len(earlier)} complete run(s) in {out} from an earlier command "
-                f"{'are' if config.report else 'would be'} in the report too: {shown} "
+                f"note: {len(earlier)} complete run(s) in {out} from an earlier (or concurrent) "
+                f"command {'are' if config.report else 'would be'} in the report too: {shown} "
                 '("this_command": false in suite.json; remove a run folder to leave it out)'
             )
         result.earlier = earlier
@@ -168,7 +169,7 @@ def _run_all(config: SuiteConfig, result: SuiteResult, progress: bool, say: Even
         transient=False,
     ) as bar:
         task = bar.add_task("", total=len(todo))
-        shared = _SharedModels(config)
+        shared = _SharedModels(config, _suite_cache(config, todo))
         try:
             for run in result.runs:
                 if run.status != "planned":  # skipped, or blocked (said once per dataset)
@@ -208,10 +209,11 @@ class _SharedModels:
     loaded at its first run and closed when the next model's first run begins (a local
     checkpoint is loaded once per suite, not once per run folder)."""
 
-    def __init__(self, config: SuiteConfig) -> None:
+    def __init__(self, config: SuiteConfig, cache: Any = None) -> None:
         self.config = config
         self.spec: str | None = None
         self.model: Any = None
+        self.cache = cache  # the suite's scratch frame cache (persistent cache off), or None
 
     def get(self, spec: str) -> Any:
         """The model of ``spec``, loaded now if it is not the one held.
@@ -222,26 +224,63 @@ class _SharedModels:
         if spec != self.spec:
             from mmrobust.models.spec import load_model
 
-            self.close()
+            self._close_model()
             self.model = load_model(spec, self.config.args_of(spec))
             self.spec = spec  # only once loaded: a failed load is tried again by the next run
         return _KeepOpen(self.model)
 
-    def close(self) -> None:
-        """Close the model held, if any."""
+    def _close_model(self) -> None:
         if self.model is not None:
             self.model.close()
         self.model, self.spec = None, None
 
+    def close(self) -> None:
+        """Close the model held, if any; remove the suite's scratch frame cache."""
+        self._close_model()
+        if self.cache is not None:
+            self.cache.cleanup()
+            self.cache = None
+
+
+def _suite_cache(config: SuiteConfig, todo: list[SuiteRun]) -> Any:
+    """A :class:`~mmrobust.media.cache.ScratchFrameCache` for the whole suite when the options
+    turn the persistent frame cache off (else ``None``: each run uses the persistent one), so
+    each (clip, frame selection, encoding) is decoded once per suite, not once per question."""
+    from mmrobust.run.config import frame_cache, scratch_size
+
+    if not todo:
+        return None
+    first = todo[0]
+    cfg = config.eval_config(first.model, first.data, first.media, first.task, str(first.run_dir))
+    if cfg.text_only or frame_cache(cfg) is not None:
+        return None
+    from mmrobust.media.cache import ScratchFrameCache
+
+    return ScratchFrameCache(scratch_size(cfg))
+
 
 def _one(config: SuiteConfig, run: SuiteRun, shared: _SharedModels) -> None:
     """Run one (model, dataset, task) with :func:`run_eval`; record how it ended."""
-    from mmrobust.families import get_family
     from mmrobust.run.eval import run_eval
 
     cfg = config.eval_config(run.model, run.data, run.media, run.task, str(run.run_dir))
+    done = finished_run(cfg, run.dataset) if run.dataset is not None else None
+    if done is not None:  # nothing left to ask: no model loaded, the folder as it stands
+        run.n_new, run.n_skipped, run.status = 0, done.n_rows, "complete"
+        run.headline = _headline(done.metrics)
+        if config.log_samples:
+            from mmrobust.export import SAMPLES_FILE, export_run
+
+            export_run(run.run_dir, "jsonl", run.run_dir / SAMPLES_FILE)
+        return
     try:
-        res = run_eval(cfg, progress=False, model=shared.get(run.model), dataset=run.dataset)
+        res = run_eval(
+            cfg,
+            progress=False,
+            model=shared.get(run.model),
+            dataset=run.dataset,
+            cache=shared.cache,
+        )
     except (OSError, ValueError, ImportError, RuntimeError) as exc:
         # RunConflictError, DatasetError, UnknownNameError, RunLockedError are ValueErrors;
         # RunFolderWriteError OSErrors or RuntimeErrors: each is this run's failure only
@@ -255,10 +294,7 @@ def _one(config: SuiteConfig, run: SuiteRun, shared: _SharedModels) -> None:
         from mmrobust.export import SAMPLES_FILE, export_run
 
         export_run(run.run_dir, "jsonl", run.run_dir / SAMPLES_FILE)
-    try:
-        run.headline = get_family(res.metrics.get("benchmark")).headline(res.metrics)
-    except (ValueError, KeyError, TypeError):
-        run.headline = None
+    run.headline = _headline(res.metrics)
     if res.interrupted and res.aborted is None:
         run.status = "interrupted"
     elif res.aborted:
@@ -267,6 +303,16 @@ def _one(config: SuiteConfig, run: SuiteRun, shared: _SharedModels) -> None:
         run.status, run.error = "failed", res.nothing_scored
     else:
         run.status = "complete" if res.metrics.get("complete") else "partial"
+
+
+def _headline(metrics: dict[str, Any]) -> str | None:
+    """The family's headline of a run's metrics, or ``None``."""
+    from mmrobust.families import get_family
+
+    try:
+        return str(get_family(metrics.get("benchmark")).headline(metrics))
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _line(run: SuiteRun) -> str:

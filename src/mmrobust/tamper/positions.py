@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from mmrobust.schema import TAMPER_ORIGINAL
+from mmrobust.schema.window import Position, parse_position
 from mmrobust.tamper.builder import BuildReport, ProgressCallback, SourceMap, build
 from mmrobust.tamper.config import BuildConfig
 from mmrobust.tamper.layout import position_token
@@ -37,7 +38,6 @@ from mmrobust.tamper.manifest import (
     read_manifest,
     write_jsonl_atomic,
 )
-from mmrobust.tamper.window import Position, parse_position
 
 
 def parse_positions(value: str) -> list[Position]:

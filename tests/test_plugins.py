@@ -19,21 +19,11 @@ from __future__ import annotations
 
 import json
 import os
-<<<<<<< HEAD
-import subprocess
-import sys
-import textwrap
-=======
->>>>>>> main
 from pathlib import Path
 
 import pytest
 
-<<<<<<< HEAD
-from tests.ray_cluster import LoopbackCluster, SharedCluster
-=======
 from tests.plugin_package import ORIGIN, ROOT, install_site, mmrobust, write_pope_data
->>>>>>> main
 from tests.synth import make_synthetic_video
 
 
@@ -151,22 +141,8 @@ def test_a_module_named_in_mmrobust_plugins_is_loaded(site: Path, tmp_path: Path
     assert "plugin 'no_such_plugin_y' (MMROBUST_PLUGINS no_such_plugin_y) was not" in proc.stderr
 
 
-<<<<<<< HEAD
-@pytest.fixture()
-def cluster(ray_cluster: SharedCluster) -> LoopbackCluster:
-    """The session's two loopback nodes (``conftest.ray_cluster``); they do not see the plugin
-    folder themselves (the driver forwards ``PYTHONPATH``)."""
-    return ray_cluster.get()
-
-
-@pytest.mark.slow
-@pytest.mark.ray
-def test_ray_workers_load_the_plugins(
-    site: Path, pope_data: Path, cluster: LoopbackCluster, tmp_path: Path
-=======
 def test_an_entry_point_naming_the_wrong_object_is_one_warning(
     caplog: pytest.LogCaptureFixture,
->>>>>>> main
 ) -> None:
     """In-process: an object of the wrong kind for its group, or a missing attribute, is kept as
     a failure with its reason and logged once; nothing is registered and nothing raises."""

@@ -34,12 +34,8 @@ from typer.testing import CliRunner
 
 from mmrobust.cli import app
 from tests.hf_tiny import build_tiny_idefics3
-<<<<<<< HEAD
-from tests.ray_cluster import LoopbackCluster, SharedCluster
-=======
 from tests.plugin_package import install_site, mmrobust, write_pope_data
-from tests.ray_cluster import LoopbackCluster
->>>>>>> main
+from tests.ray_cluster import LoopbackCluster, SharedCluster
 from tests.runs import stored_rows
 from tests.synth import make_synthetic_video
 

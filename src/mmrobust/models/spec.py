@@ -12,6 +12,7 @@ Examples::
     blind-overlap       text-only word-overlap baseline (MMR)
     openai:gpt-4o       any OpenAI-compatible server (--model-arg base_url=...)
     anthropic:claude-sonnet-4-5    Anthropic's Messages API (ANTHROPIC_API_KEY)
+    gemini:gemini-2.5-flash        Google's Gemini API (GEMINI_API_KEY)
     hf:Qwen/Qwen2-VL-2B-Instruct   a local or hub transformers checkpoint
 
 Factories are registered lazily (``"module:function"``) so that importing
@@ -65,6 +66,8 @@ def register_backend(
     arg: str | None = None,
     doc: str = "",
     origin: str | None = None,
+    arg_name: str = "arg",
+    media_doc: str = "",
 ) -> BackendSpec:
     """Register a backend: builds its :class:`BackendSpec` (see there for each field) and
     registers it under ``name``; the same declaration twice is one registration.
@@ -77,7 +80,8 @@ def register_backend(
     before any work is handed out (declare it for a backend whose models refuse some data
     by their arguments, or Ray replicas are asked anyway); ``options``: its pydantic
     options model (``mmrobust list models`` shows its fields); ``arg``: what ``:ARG``
-    means; ``doc``: one line for people.
+    means; ``doc``: one line for people; ``arg_name`` / ``media_doc``: the word for ``:ARG``
+    and how it sends media, in the backends table.
 
     Returns:
         the registered spec.
@@ -95,6 +99,8 @@ def register_backend(
         options=options,
         arg=arg,
         doc=doc,
+        arg_name=arg_name,
+        media_doc=media_doc,
     )
     return add_backend(spec, origin=origin or origin_of(factory))
 
@@ -388,6 +394,21 @@ def frame_encoding_of(
 
 for _builtin in BUILT_IN_BACKENDS:
     MODELS.register(_builtin.name, _builtin)
+
+# Google's Gemini API, declared as a plugin declares a backend: its module plus this one call.
+register_backend(
+    "gemini",
+    "mmrobust.models.gemini:make",
+    placement="api",
+    frame_encoding="mmrobust.models.gemini:frame_encoding",
+    options="mmrobust.models.gemini:GeminiOptions",
+    arg="the Gemini model name (required), e.g. gemini-2.5-flash",
+    arg_name="model",
+    doc="Google's native Gemini API (`POST /v1beta/models/<model>:generateContent`; "
+    "GEMINI_API_KEY or GOOGLE_API_KEY)",
+    media_doc="sampled frames as base64 JPEG `inline_data` parts, or the video file as one "
+    "inline `video/mp4` part (`video=true`)",
+)
 
 __all__ = [
     "MODELS",

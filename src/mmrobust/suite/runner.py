@@ -4,7 +4,8 @@
 
     OUT/<model>/<dataset>/<task>/      each exactly what one ``mmrobust eval`` writes
     OUT/report/                        one report over every run folder (``build_site``)
-    OUT/suite.json                     the plan and how each run ended
+    OUT/suite.json                     the plan, how each run ended, the suite file
+    OUT/report/suite.yaml              the suite file (``mmrobust run --config``), also a panel
 
 Each run is :func:`mmrobust.run.eval.run_eval` on an :class:`EvalConfig` that
 differs from the suite's shared options only in ``model``, ``data``, ``task``
@@ -113,16 +114,18 @@ def run_suite(
     result = SuiteResult(out, runs, notes)
     for failure in result.data_failures:
         say(f"failed   {failure.line()}")
-    _write_suite(result)
+    _write_suite(result, config.file)
     with INTERRUPTS.watch():  # one Ctrl-C for the whole suite: the run in progress stops
         _run_all(config, result, progress, say)
-    _write_suite(result)
+    _write_suite(result, config.file)
     done = [r.run_dir for r in result.ran if (r.run_dir / "run.json").is_file()]
     if config.report and done:
         from mmrobust.report.site import build_site
+        from mmrobust.suite.reproduce import reproduce_section
 
         report_dir = out / REPORT_DIR
-        result.site = build_site(done, report_dir, title=config.title)
+        extra = [reproduce_section(config.file, report_dir)] if config.file else []
+        result.site = build_site(done, report_dir, title=config.title, sections=extra)
         result.report_dir = report_dir
     return result
 
@@ -153,7 +156,7 @@ def _run_all(config: SuiteConfig, result: SuiteResult, progress: bool, say: Even
                     break
                 bar.update(task, description=escape(run.label))
                 _one(config, run, shared)
-                _write_suite(result)
+                _write_suite(result, config.file)
                 say(_line(run))
                 bar.advance(task)
                 if run.status == "interrupted":
@@ -249,24 +252,21 @@ def _line(run: SuiteRun) -> str:
     return f"{what}: {run.headline or ''} ({run.n_new} new rows, {run.n_skipped} resumed)"
 
 
-def _write_suite(result: SuiteResult) -> None:
-    """Write ``OUT/suite.json`` (atomically: a temporary file renamed over it)."""
-    path = result.out / SUITE_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(
-        json.dumps(
-            {
-                "runs": [r.record() for r in result.runs],
-                "datasets_failed": [f.record() for f in result.data_failures],
-                "notes": result.notes,
-                "interrupted": result.interrupted,
-            },
-            indent=2,
-        )
-        + "\n",
-        encoding="utf-8",
-    )
-    tmp.replace(path)
+def _write_suite(result: SuiteResult, file: dict[str, Any] | None = None) -> None:
+    """Write ``OUT/suite.json`` whole (:func:`mmrobust.atomicfile.atomic_write`); ``config``:
+    the suite file (scrubbed), when the suite came from one or from the command line."""
+    from mmrobust.atomicfile import atomic_write
+
+    record: dict[str, Any] = {
+        "runs": [r.record() for r in result.runs],
+        "datasets_failed": [f.record() for f in result.data_failures],
+        "notes": result.notes,
+        "interrupted": result.interrupted,
+    }
+    if file is not None:
+        record["config"] = file
+    with atomic_write(result.out / SUITE_FILE) as f:
+        f.write(json.dumps(record, indent=2) + "\n")
 
 
 __all__ = [

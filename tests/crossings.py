@@ -234,9 +234,9 @@ def secret_forms(secret: str = SECRET, user: str = "u") -> tuple[bytes, ...]:
 def http_backends() -> list[str]:
     """Every registered backend whose models are answered over HTTP (``placement="api"``):
     the secret cells run on each, so a backend registered later joins them."""
-    from mmrobust.models.spec import PLACEMENTS
+    from mmrobust.models.spec import MODELS
 
-    return sorted(name for name, placement in PLACEMENTS.items() if placement == "api")
+    return sorted(name for name in MODELS.names() if MODELS.get(name).placement == "api")
 
 
 @dataclass(frozen=True)

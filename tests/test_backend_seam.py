@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from mmrobust.cli import app
 from mmrobust.media.jpeg import FrameEncoding
-from mmrobust.models._encode import frame_data_url
+from mmrobust.models._encode import data_url, frame_data_url, request_jpegs
 from mmrobust.models._http import (
     AttemptError,
     Completion,
@@ -35,6 +35,7 @@ from mmrobust.models.base import Model, Request
 from mmrobust.models.spec import MODELS, frame_encoding_of, placement_of, register_backend
 from mmrobust.status import Status
 from tests.runs import stored_rows
+from tests.synth import make_synthetic_video
 
 # -- the backend: what a user writes (docs/extending.md "An HTTP API (one file)") -----------
 
@@ -61,7 +62,9 @@ class EchoModel(HttpModel):
         return {"X-Key": self._api_key} if self._api_key else {}
 
     def build_payload(self, request: Request) -> tuple[dict[str, Any], dict[str, Any]]:
-        images = [frame_data_url(f, quality=self.options.jpeg_quality) for f in request.frames]
+        o = self.options  # the shown frames (or image) as JPEG bytes, encoded as frame_encoding()
+        jpegs = request_jpegs(request, max_side=o.image_max_side, quality=o.jpeg_quality)
+        images = [data_url(j, "image/jpeg") for j in jpegs]
         body = {
             "model": self.model,
             "prompt": request.prompt,
@@ -86,7 +89,18 @@ class EchoModel(HttpModel):
         return {"name": self.name, "backend": "echo", "model": self.model, "style": o.style}
 
 
+class BlindEchoModel(EchoModel):
+    """The mistake the check catches: reading ``Request.frames`` alone (empty for a video when
+    the backend takes JPEGs), so a video sample would be answered without its frames."""
+
+    def build_payload(self, request: Request) -> tuple[dict[str, Any], dict[str, Any]]:
+        images = [frame_data_url(f) for f in request.frames]
+        return {"model": self.model, "prompt": request.prompt, "images": images}, {}
+
+
 def make(arg: str | None, args: Mapping[str, str]) -> Model:
+    if arg == "blind":
+        return BlindEchoModel(arg, parse_options(EchoOptions, args, "echo"), api_key=None)
     if not arg:
         raise ValueError("echo needs the model name: --model echo:<model>")
     options = parse_options(EchoOptions, args, "echo")
@@ -177,3 +191,34 @@ def test_a_backend_written_outside_src_runs_end_to_end(server: _Server, tmp_path
     assert info["config"]["model"] == "echo:tiny"
     assert placement_of("echo") == "api"
     assert frame_encoding_of("echo:tiny", {"jpeg_quality": "80"}) == FrameEncoding(80, 1024)
+
+
+def test_a_video_sample_sends_its_frames_and_a_blind_body_is_a_media_error(
+    tmp_path: Path,
+) -> None:
+    """The backend reads the shown frames through ``request_jpegs`` (8 JPEGs for the clip);
+    one that reads ``Request.frames`` alone would send none for a video: that sample is stored
+    ``media_error`` before any request leaves, never answered blind."""
+    make_synthetic_video(tmp_path / "clip.mp4", 24)
+    data = tmp_path / "v.jsonl"
+    row = {"id": "v0", "video": "clip.mp4", "question": "Tampered?", "options": ["Yes", "No"],
+           "answer": "No"}  # fmt: skip
+    data.write_text(json.dumps(row) + "\n")
+    srv = _Server([])
+    try:
+        for arg in ("tiny", "blind"):
+            out = tmp_path / arg
+            cli = ["eval", "--data", str(data), "--model", f"echo:{arg}", "--out", str(out)]
+            cli += ["--model-arg", f"base_url={srv.base_url}", "--bootstrap", "0", "-q"]
+            res = CliRunner().invoke(app, cli)
+            assert res.exit_code in (0, 1), res.output
+            (stored,) = stored_rows(out).values()
+            if arg == "tiny":
+                assert stored["status"] == "ok"
+            else:
+                assert stored["status"] == "media_error"
+                assert "holds no image or video for a sample with media" in stored["error"]
+    finally:
+        srv.httpd.shutdown()
+        srv.httpd.server_close()
+    assert [len(b["images"]) for b in srv.bodies] == [8]  # only the seeing backend's request

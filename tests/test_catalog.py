@@ -9,7 +9,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from mmrobust.catalog import KINDS, PLAIN_BACKEND_OPTIONS, as_text, catalog, docstring_fields
+from mmrobust.catalog import KINDS, as_text, backends_table, catalog
 from mmrobust.cli import app
 from mmrobust.datasets import FORMATS
 from mmrobust.models import load_model
@@ -17,6 +17,7 @@ from mmrobust.models.spec import MODELS
 from mmrobust.official import TAMPER_REFERENCES
 from mmrobust.prompts import TEMPLATES
 from mmrobust.registry import UnknownNameError
+from mmrobust.settings_doc import docstring_fields
 from mmrobust.tamper.effects import EFFECTS
 from mmrobust.tasks.derive import TASKS
 
@@ -96,13 +97,43 @@ def test_models_carry_their_model_args_with_types_and_defaults() -> None:
 def test_the_declared_plain_backend_options_are_what_the_factory_takes(name: str) -> None:
     """Every option listed for a hand-parsed backend is accepted at its default; others are not."""
     arg = {"constant": "constant:A", "random": "random:0", "forensic": "forensic"}[name]
-    options = {o.name: str(o.default) for o in PLAIN_BACKEND_OPTIONS[name]}
+    settings = MODELS.get(name).settings
+    assert settings and MODELS.get(name).options is None  # declared by hand in its BackendSpec
+    options = {o.name: str(o.default) for o in settings}
     load_model(arg, options)
-    for o in PLAIN_BACKEND_OPTIONS[name]:
+    for o in settings:
         for choice in o.choices or []:
             load_model(arg, {o.name: str(choice)})
     with pytest.raises(ValueError):
         load_model(arg, {"not_an_option": "1"})
+
+
+def test_the_docs_backends_table_is_derived_from_the_backend_specs() -> None:
+    """docs/models.md shows :func:`backends_table` as it is (one row per registered backend)."""
+    from pathlib import Path
+
+    table = backends_table(built_in_only=True)
+    built_in = [n for n in MODELS.names() if MODELS.origin(n) == "built-in"]
+    assert len(table.splitlines()) == 2 + len(built_in) == 10
+    assert "| `openai:<served-name>` |" in table and "| api |" in table
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "models.md").read_text()
+    assert table in docs, "docs/models.md's backends table differs from catalog.backends_table()"
+
+
+def test_every_entry_says_where_it_came_from() -> None:
+    for kind in ("models", "effects", "families"):  # the seam tests register theirs in-process
+        origins = {e["name"]: e["origin"] for e in catalog(kind)[kind]}
+        assert {o for n, o in origins.items() if n not in ("echo", "posterize", "toy-sums")} == {
+            "built-in"
+        }, kind
+    if "echo" in MODELS:
+        assert _by_name("models")["echo"]["origin"] == "module tests.test_backend_seam"
+    formats = [e for e in catalog("datasets")["datasets"] if e["kind"] == "format"]
+    assert {e["origin"] for e in formats} == {"built-in"}
+    assert _by_name("models")["forensic"]["media"] == ["video"]
+    assert _by_name("models")["hf"]["placement"] == "gpu"
+    assert _by_name("families")["mmr"]["card"] == "mmr"
+    assert _by_name("families")["generic"]["card"] is None
 
 
 @pytest.mark.parametrize("name", ["blind-overlap", "blind-embed"])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from mmrobust.datasets.schema import Sample, Window
 from mmrobust.models.spec import MODELS, parse_model_args, parse_spec
 from mmrobust.registry import Registry, UnknownNameError
+from mmrobust.schema import Sample, Window
 from mmrobust.status import Status
 
 

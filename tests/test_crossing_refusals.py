@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from mmrobust.cli import app
 from mmrobust.distributed import RAY_RUNNERS
 from mmrobust.models.base import MediaKind, Model, Request, Response
-from mmrobust.models.spec import MEDIA, MODELS, PLACEMENTS, register_backend
+from mmrobust.models.spec import MODELS, register_backend
 from mmrobust.registry import UnknownNameError
 from tests.crossings import FRAMES, MMR_LIMIT, PICKY, Refusal, build_tiny_set, refusal_cells
 
@@ -58,8 +58,6 @@ def picky() -> Iterator[None]:
         yield
     finally:
         MODELS.unregister(PICKY)
-        MEDIA.pop(PICKY, None)
-        PLACEMENTS.pop(PICKY, None)
 
 
 @pytest.fixture(scope="module")

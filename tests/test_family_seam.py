@@ -24,7 +24,6 @@ from typer.testing import CliRunner
 
 from mmrobust.cli import app
 from mmrobust.datasets.base import Dataset, sha256_files
-from mmrobust.datasets.schema import Sample
 from mmrobust.families import (
     BenchmarkFamily,
     ScoreOptions,
@@ -36,6 +35,7 @@ from mmrobust.records import ScoredRecord
 from mmrobust.report.common import to_markdown
 from mmrobust.report.html import Table, frame_to_table
 from mmrobust.report.view import ReportPaths, RunGroup
+from mmrobust.schema import Sample
 from mmrobust.status import Status
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "mmrobust"

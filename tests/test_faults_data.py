@@ -119,10 +119,10 @@ def _corrupt_middle(src: Path, dst: Path) -> Path:
 def test_a_bad_donor_is_reported_once_and_good_sources_keep_substitution(
     real_clips: dict[str, Path], tmp_path: Path
 ) -> None:
+    from mmrobust.schema.window import source_window
     from mmrobust.tamper import BuildConfig, build
     from mmrobust.tamper.effects import make_effect
     from mmrobust.tamper.plan import plan_sources
-    from mmrobust.tamper.window import source_window
 
     bad = _corrupt_middle(real_clips["bikes"], tmp_path / "bad_donor.mp4")
     sources = [real_clips["carphone_pristine"], real_clips["carphone_distorted"]]

@@ -1,6 +1,7 @@
 """The whole import graph of ``src/mmrobust``, read from the source (issue 26).
 
-Every ``import`` / ``from ... import`` naming mmrobust is an edge, wherever it stands: at
+Every ``import`` / ``from ... import`` naming mmrobust, and every ``importlib.import_module``
+/ ``__import__`` call with a literal mmrobust name, is an edge, wherever it stands: at
 module level, inside a function (a lazy import is still a dependency), or under
 ``if TYPE_CHECKING:``. ``from pkg import name`` is an edge to ``pkg.name`` when that is a
 module, else to ``pkg`` (its ``__init__``). Asserted:
@@ -71,6 +72,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "safenames",
             "atomicfile",
             "frame_size",
+            "plugins",
+            "settings_doc",
             "distributed.__init__",
         ),
     ),
@@ -110,6 +113,19 @@ def _resolve(name: str) -> str:
     return name
 
 
+def _imported_name(node: ast.AST) -> str:
+    """The module a call ``importlib.import_module("name")`` / ``import_module("name")`` /
+    ``__import__("name")`` with a literal name imports, else ``""``."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return ""
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    arg = node.args[0]
+    if name in ("import_module", "__import__") and isinstance(arg, ast.Constant):
+        return str(arg.value) if isinstance(arg.value, str) else ""
+    return ""
+
+
 def _edges(module: str, path: Path) -> list[tuple[str, int, bool]]:
     """``(target module, line, inside a function)`` for each mmrobust import of ``module``."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -134,6 +150,9 @@ def _edges(module: str, path: Path) -> list[tuple[str, int, bool]]:
                 for alias in child.names:
                     if alias.name.split(".")[0] == "mmrobust":
                         out.append((_resolve(alias.name), child.lineno, inner))
+            elif _imported_name(child).split(".")[0] == "mmrobust":
+                # importlib.import_module("mmrobust.x") / __import__("mmrobust.x"): an edge too
+                out.append((_resolve(_imported_name(child)), child.lineno, inner))
             visit(child, inner)
 
     visit(tree, False)
@@ -214,6 +233,8 @@ def test_the_graph_is_read() -> None:
     assert ("mmrobust.run.eval", "mmrobust.run.config", False) in edges
     assert any(f for _, _, f in edges)  # function-level imports are read too
     assert ("mmrobust.run.eval", "mmrobust.distributed", True) in edges
+    call = ast.parse('importlib.import_module("mmrobust.families")').body[0]
+    assert _imported_name(getattr(call, "value", call)) == "mmrobust.families"  # hidden edges too
 
 
 def test_every_module_has_a_layer() -> None:

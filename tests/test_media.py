@@ -341,17 +341,6 @@ def test_writer_mpeg4_qscale_sets_the_quantiser(tmp_path: Path) -> None:
         VideoWriter(tmp_path / "x.mp4", 25, 96, 64, codec="mpeg4", qscale=32)
 
 
-def test_writer_write_frame_passes_decoded_frames(tmp_path: Path) -> None:
-    src = make_synthetic_video(tmp_path / "src.mp4", 6)
-    out = tmp_path / "out.mp4"
-    with av.open(str(src)) as c_, VideoWriter(out, 25, 160, 96) as w:
-        for frame in c_.decode(video=0):
-            w.write_frame(frame)
-        with pytest.raises(ValueError, match="expected a 160x96 frame"):
-            w.write_frame(av.VideoFrame(64, 64, "yuv420p"))
-    assert [read_frame_code(f) for f in iter_frames(out)] == list(range(6))
-
-
 def test_decode_skips_empty_packets_inside_the_stream() -> None:
     """A zero-length packet with a timestamp (Theora's "previous frame again",
     as in GNOME's help videos) must not reach the decoder: there it reads as

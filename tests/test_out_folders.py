@@ -35,3 +35,22 @@ def test_report_on_a_path_that_does_not_exist_says_so(tmp_path: Path) -> None:
     )
     assert (result.exit_code, result.stderr) == (2, f"error: no such folder: {tmp_path / 'nope'}\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def _empty_folders(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_dir() and not any(p.iterdir())]
+
+
+def test_a_refused_eval_or_run_leaves_no_empty_folder(tmp_path: Path) -> None:
+    """``constant:Z`` can answer none of two Yes/No questions: ``eval`` refuses before any
+    request and removes the folders it made for the run (``a/b/c``: all three, was ``a/b``
+    left); ``run`` leaves no empty ``OUT/<model>/<dataset>`` folder (was one)."""
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"id": "1", "question": "Red?", "options": ["Yes", "No"], "answer": "Yes"}\n')
+    base = ["--model", "constant:Z", "--data", str(data), "--bootstrap", "0", "-q"]
+    refused = CliRunner().invoke(app, ["eval", *base, "--out", str(tmp_path / "a" / "b" / "c")])
+    assert refused.exit_code == 2, refused.output
+    assert not (tmp_path / "a").exists()
+    suite = tmp_path / "S"
+    CliRunner().invoke(app, ["run", *base, "--out", str(suite), "--no-report"])
+    assert not (suite / "constant-Z").exists() and _empty_folders(tmp_path) == []

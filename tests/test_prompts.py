@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from mmrobust.datasets.schema import Sample
 from mmrobust.models.base import Request
 from mmrobust.models.spec import load_model
 from mmrobust.prompts import (
@@ -14,6 +13,7 @@ from mmrobust.prompts import (
     build_prompt,
     permute_options,
 )
+from mmrobust.schema import Sample
 
 TAMPER = Sample(
     id="v_masking", benchmark="tamper", question="q", options={"A": "Yes", "B": "No"}, answer="A"

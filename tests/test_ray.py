@@ -32,8 +32,10 @@ from typer.testing import CliRunner
 
 from mmrobust.cli import app
 from tests.hf_tiny import build_tiny_idefics3
+from tests.plugin_package import install_site, mmrobust, write_pope_data
 from tests.ray_cluster import LoopbackCluster
 from tests.runs import stored_rows
+from tests.synth import make_synthetic_video
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
 
@@ -358,8 +360,15 @@ def test_mmr_data_on_ray_writes_what_a_local_run_writes(
     }
 
 
-def test_an_unreachable_cluster_fails_at_once_in_one_line(tmp_path: Path) -> None:
+def test_an_unreachable_cluster_fails_at_once_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import socket
+
+    from ray._private import ray_constants
+
+    # single-machine mode: Ray keeps 127.0.0.1 (the rewrite: tests/test_ray_address.py)
+    monkeypatch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
 
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
@@ -382,9 +391,12 @@ def test_a_port_that_is_not_ray_fails_within_the_deadline_in_one_line(
     10 minutes) is refused after ``CONNECT_TIMEOUT_S`` with one line."""
     import socket
 
+    from ray._private import ray_constants
+
     from mmrobust.distributed import session
 
     monkeypatch.setattr(session, "CONNECT_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)  # Ray keeps 127.0.0.1
     accepted: list[socket.socket] = []
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
@@ -606,3 +618,28 @@ def test_a_killed_driver_resumes_and_equals_serial(
     _invoke(args)
     assert _run_info(out)["n_new"] == 24 - kept  # only the rest was asked
     _same_run(out, serial_slow)
+
+
+def test_ray_workers_load_the_plugins(cluster: LoopbackCluster, tmp_path: Path) -> None:
+    """The plugin package of docs/extending.md, installed in a folder that only the driver has
+    on ``PYTHONPATH`` (the nodes started without it): its family, backend and effect work on
+    the workers, which find it by the forwarded ``PYTHONPATH`` and load it before any work
+    (``tests/plugin_package.py``; each command in a fresh interpreter)."""
+    site = install_site(tmp_path / "site")
+    data = write_pope_data(tmp_path / "pope")
+    ray_args = ["--executor", "ray", "--ray-address", cluster.address]
+    out = tmp_path / "ray-run"
+    mmrobust(site, "eval", "--data", str(data), "--model", "yesno:A", "--out", str(out),
+             "--bootstrap", "0", "-q", *ray_args)  # fmt: skip
+    info = json.loads((out / "run.json").read_text())
+    assert (info["executor"]["name"], info["n_rows"]) == ("ray", 4)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert (metrics["benchmark"], metrics["accuracy"], metrics["error_rate"]) == ("pope", 0.75, 0.0)
+    assert metrics["parse_fail_rate"] == 0.0  # each question answered with its image shown
+
+    clip = make_synthetic_video(tmp_path / "clip.mp4", 40)
+    built = tmp_path / "set"
+    mmrobust(site, "tamper", str(clip), "--out", str(built), "--effects", "posterize",
+             "--preset", "ultrafast", "-q", *ray_args)  # fmt: skip
+    kinds = [json.loads(x)["tamper_type"] for x in (built / "manifest.jsonl").open()]
+    assert sorted(kinds) == ["original", "posterize"]

@@ -23,9 +23,9 @@ from mmrobust.audit import audit_dataset, clip_facts, coverage_under
 from mmrobust.cli import app
 from mmrobust.datasets import load_dataset
 from mmrobust.media.sampling import FramePolicy
+from mmrobust.schema.window import released_window
 from mmrobust.store import ResultStore
 from mmrobust.tamper.manifest import read_manifest
-from mmrobust.tamper.released import released_window
 from tests.synth import make_synthetic_video
 
 pytestmark = pytest.mark.slow

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 from mmrobust.datasets.base import TAMPER_QUESTION, YES_NO
-from mmrobust.datasets.schema import Sample, Window
 from mmrobust.prompts import PromptConfig, build_prompt, prompt_record
 from mmrobust.report.browser import BrowserRun, _thumb_order, build_payload, script_json, shorten
 from mmrobust.report.tables import summary_text
 from mmrobust.report.units import pct, pct_interval, percent
+from mmrobust.schema import Sample, Window
 from mmrobust.status import Status
 from mmrobust.store import RunKey, StoredRow
 

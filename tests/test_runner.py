@@ -19,6 +19,7 @@ from mmrobust.models.base import Model, Request, Response
 from mmrobust.runner import EvalConfig, rescore, run_eval
 from mmrobust.status import Status
 from mmrobust.store import ResultStore, RunKey
+from tests.runs import duplicate_rows
 
 TYPES = ("dropping", "masking", "repetition", "rotation", "substitution")
 
@@ -185,22 +186,22 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path: Path) -> Non
     m_killed = json.loads((killed / "metrics.json").read_text())
     m_clean = json.loads((clean / "metrics.json").read_text())
     assert m_killed == m_clean
+    assert duplicate_rows(killed) == 0
     with ResultStore(killed) as store:
-        assert store.count_duplicates() == 0
         assert len(store.rows()) == 60
     shutil.rmtree(clean)
 
 
 def test_store_key_is_unique(tmp_path: Path) -> None:
-    from mmrobust.datasets.schema import Sample
+    from mmrobust.schema import Sample
     from mmrobust.store import StoredRow
 
     s = Sample(id="x", question="q", options={"A": "a"}, answer="A")
     key = RunKey("m", "p", "f")
     with ResultStore(tmp_path / "r") as store:
         store.put(StoredRow(sample=s, key=key, status=Status.API_ERROR, error="503"))
-        assert store.finished_ids(key) == set()
+        assert [r.status for r in store.rows(key)] == [Status.API_ERROR]
         store.put(StoredRow(sample=s, key=key, status=Status.OK, raw_text="A", letter="A"))
-        assert store.finished_ids(key) == {"x"} and len(store.rows()) == 1
+        assert [r.status for r in store.rows(key)] == [Status.OK]  # the same row, overwritten
         assert store.rows()[0].sample == s
-        assert store.count_duplicates() == 0
+    assert duplicate_rows(tmp_path / "r") == 0

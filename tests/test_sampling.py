@@ -6,8 +6,8 @@ from fractions import Fraction
 
 import pytest
 
-from mmrobust.datasets.schema import Window
 from mmrobust.media.sampling import FramePolicy, frame_indices, segment_centres, window_coverage
+from mmrobust.schema import Window
 
 
 def test_segment_centres_match_reference_formula() -> None:

@@ -34,10 +34,12 @@ from mmrobust.cli import app
 from mmrobust.models.credentials import hold_args, reveal
 from mmrobust.redact import is_secret_name, scrub_args
 from mmrobust.run.config import EvalConfig
-from tests.crossings import SECRET, Spelling, secret_cells, secret_forms
+from tests.crossings import SECRET, Spelling, http_backends, secret_cells, secret_forms
 from tests.fake_openai_server import FakeOpenAIServer, Reply
 
 FORMS = secret_forms()
+SPOKEN = ("openai", "anthropic")
+"""Backends whose wire format ``tests/fake_openai_server.py`` speaks."""
 
 
 def _leaks(data: bytes | str) -> list[bytes]:
@@ -112,7 +114,9 @@ def test_a_password_in_base_url_reaches_the_server_and_no_artifact(
         result = CliRunner().invoke(app, argv)
         wandb.teardown()  # the service closes its files (and takes WANDB_DIR anew next time)
         outputs.append(result.output)
-        assert result.exit_code == 0, result.output
+        # the fake speaks these wire formats (one echoed 400, the other rows answered: exit 0);
+        # a backend registered later whose format it does not speak gets errors (exit 1)
+        assert result.exit_code == (0 if backend in SPOKEN else 1), result.output
         got = [r.headers.get("authorization") for r in server.requests]
     assert got and set(got) == {basic}  # the model got the password, from memory
     (run_dir,) = [p.parent for p in out.rglob("run.json")]
@@ -135,7 +139,11 @@ def test_a_password_in_base_url_reaches_the_server_and_no_artifact(
     assert result.exit_code == 1 and "connection error to http://***@127.0.0.1" in result.output
     written = sorted(p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*") if p.is_file())
     assert {"suite", "down", "wb", "export.csv", "export.jsonl", "export.parquet"} <= set(written)
-    assert list((out / "report").rglob("*.json")) and list((out / "report").rglob("*.csv"))
+    report = out / "report"  # every artifact searched below was written
+    assert (report / "index.html").is_file() and (report / "report.md").is_file()
+    assert list((report / "cards").glob("*.json")) and list(report.rglob("*.csv"))
+    for name in ("run.json", "metrics.json", "samples.jsonl", "results.sqlite"):
+        assert (run_dir / name).is_file() and list(down.rglob(name)), name
     assert list(wandb_dir.rglob("*.wandb"))
     assert _files_with_secret(tmp_path) == []
     assert [_leaks(o) for o in outputs] == [[]] * len(outputs)
@@ -220,3 +228,28 @@ def test_run_json_shows_max_tokens_and_masks_keys() -> None:
     """``scrub_args`` used to mask every name holding ``token`` (``max_tokens``: ``***``)."""
     got = scrub_args({"max_tokens": "64", "api_key": "k-123456", "api_key_env": "K"})
     assert got == {"max_tokens": "64", "api_key": "***", "api_key_env": "K"}
+
+
+@pytest.mark.parametrize("backend", http_backends())
+def test_a_token_as_the_url_user_name_is_sent_and_masked_where_the_server_echoes_it(
+    backend: str,
+) -> None:
+    """``base_url=http://TOKEN@host/v1`` (no password): held like a password, sent as
+    ``Basic base64(TOKEN:)``, and masked in the row's error when the server echoes it."""
+    from mmrobust.models.base import Request
+    from mmrobust.models.spec import load_model, parse_spec
+
+    basic = "Basic " + base64.b64encode(f"{SECRET}:".encode()).decode()
+    with FakeOpenAIServer([Reply.error(400, message=f"who is {SECRET} ({basic})?")]) as server:
+        url = server.base_url.replace("http://", f"http://{SECRET}@")
+        spec = parse_spec(f"{backend}:m", {"base_url": url, "max_retries": "0", "api_key_env": ""})
+        assert spec.args["base_url"] == server.base_url.replace("http://", "http://***@")
+        model = load_model(spec)
+        try:
+            ask = Request(sample_id="s1", prompt="Q?", question="Q?", options={"A": "Yes"})
+            (response,) = model.generate([ask])
+        finally:
+            model.close()
+        assert server.requests[0].headers.get("authorization") == basic
+    assert response.status.value == "rejected" and "who is ***" in (response.error or "")
+    assert _leaks(response.error or "") == []

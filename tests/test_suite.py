@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -199,10 +200,29 @@ def test_each_model_is_loaded_once_and_closed_once(
     monkeypatch.setattr(baselines.ConstantModel, "close", lambda self: closes.append(self.name))
     res = run_suite(_config(family_tamper_set, tmp_path / "OUT", report=False), progress=False)
     assert [r.status for r in res.ran] == ["complete"] * 10
-    assert loads == ["constant:A", "random:0"]
-    assert closes == ["constant:A"]  # once, after its 5 runs (4 tasks + MMR)
+    # the light baselines are also built (from a parsed spec) and closed once when the suite
+    # is validated, so that their bad arguments are refused before any run
+    assert [str(n) for n in loads if not isinstance(n, str)] == ["constant:A", "random:0"]
+    assert [n for n in loads if isinstance(n, str)] == ["constant:A", "random:0"]
+    assert closes == ["constant:A"] * 2  # validated; then once, after its 5 runs (4 tasks + MMR)
     order = [r.label.split("/")[0] for r in res.ran]
     assert order == ["constant-A"] * 5 + ["random-0"] * 5
+
+    # the same command again: every run folder is complete, so no model is loaded at all
+    loads.clear()
+    again = run_suite(_config(family_tamper_set, tmp_path / "OUT", report=False), progress=False)
+    assert [n for n in loads if isinstance(n, str)] == []
+    assert [(r.status, r.n_new) for r in again.ran] == [("complete", 0)] * 10
+    assert [r.n_skipped for r in again.ran] == [4, 4, 4, 8, 48] * 2
+    assert again.ran[0].headline == res.ran[0].headline == "F1 66.7%"
+    # one folder with work left (random-0's when run removed): only its model is loaded
+    import shutil
+
+    shutil.rmtree(tmp_path / "OUT" / "random-0" / Path(family_tamper_set).name / "when")
+    loads.clear()
+    third = run_suite(_config(family_tamper_set, tmp_path / "OUT", report=False), progress=False)
+    assert [n for n in loads if isinstance(n, str)] == ["random:0"]
+    assert sum(r.n_new for r in third.ran) == 4
 
 
 def test_shared_model_args_go_to_the_backends_that_take_them(
@@ -237,9 +257,9 @@ def test_shared_model_args_go_to_the_backends_that_take_them(
         report=False,
     )
     assert typo.model_args_for("constant:A") == {"delay_s": "0", "priorr": "1"}
-    res = run_suite(typo, progress=False)
-    assert [r.status for r in res.ran] == ["failed", "failed"]
-    assert all("priorr" in (r.error or "") for r in res.ran)
+    with pytest.raises(ValueError, match="priorr"):  # refused before any run, as eval does
+        run_suite(typo, progress=False)
+    assert not (tmp_path / "OUT2").exists()
 
 
 def test_model_args_once_per_model(tmp_path: Path) -> None:
@@ -360,3 +380,39 @@ def test_each_dataset_is_loaded_once_per_suite(
     assert [r.status for r in res.runs] == ["complete"] * 8
     assert loads == [str(family_tamper_set)]
     assert [_rows(r.run_dir) for r in res.runs[:4]] == [4, 4, 4, 8]
+
+
+@pytest.mark.parametrize("cache", ["none", "persistent"])
+def test_a_suite_decodes_each_clip_once_with_or_without_the_cache(
+    family_tamper_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: str
+) -> None:
+    """2 models x 4 tasks on 4 clips ask 2 x (4 + 4 + 4 + 8) = 40 questions: each clip is
+    decoded once for the suite (before, with ``--cache-dir none``: once per question)."""
+    from mmrobust.media import provider
+
+    decoded: list[str] = []
+    real = provider.sample_clip
+
+    def counting(video: object, *args: object, **kw: object) -> object:
+        decoded.append("/".join(Path(str(video)).parts[-2:]))
+        return real(video, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(provider, "sample_clip", counting)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where a scratch cache goes
+    cache_dir = "none" if cache == "none" else str(tmp_path / "frames")
+    cfg = SuiteConfig(
+        models=list(MODELS), data=[str(family_tamper_set)], tasks=parse_tasks(["all"]),
+        out=str(tmp_path / "OUT"),
+        options={"n_resamples": 0, "model_args": {"media": "frames"}, "cache_dir": cache_dir},
+        report=False,
+    )  # fmt: skip
+    res = run_suite(cfg, progress=False)
+    assert [r.status for r in res.ran] == ["complete"] * 8
+    assert sum(r.n_new for r in res.ran) == 40
+    assert len(decoded) == 4 and len(set(decoded)) == 4, decoded
+    # the scratch cache is gone with the suite; the persistent one keeps its 4 entries
+    assert list(scratch.iterdir()) == []
+    kept = len(list((tmp_path / "frames").rglob("*.frames")))
+    assert kept == (0 if cache == "none" else 4)

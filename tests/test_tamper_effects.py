@@ -7,9 +7,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from mmrobust.schema.window import parse_position, source_window, window_length
 from mmrobust.tamper import EffectContext, EffectParamError, WindowError, make_effect
 from mmrobust.tamper.effects import EFFECTS, parse_param_specs
-from mmrobust.tamper.window import parse_position, source_window, window_length
 from tests.synth import synthetic_frames
 
 FRAMES = list(synthetic_frames(6, (32, 24)))

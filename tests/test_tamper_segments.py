@@ -14,9 +14,9 @@ import av
 import numpy as np
 import pytest
 
-from mmrobust.datasets.schema import Window
 from mmrobust.media import iter_frames, probe
 from mmrobust.media.encoder import EncoderSettings
+from mmrobust.schema import Window
 from mmrobust.tamper import BuildConfig, build, make_effect, read_manifest
 from mmrobust.tamper.segments import Encode, encode_variants
 from tests.synth import make_synthetic_video, read_frame_code

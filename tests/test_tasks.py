@@ -20,7 +20,6 @@ from typer.testing import CliRunner
 from mmrobust.cli import app
 from mmrobust.datasets import load_dataset
 from mmrobust.datasets.base import Dataset
-from mmrobust.datasets.schema import Sample, Window
 from mmrobust.extract import extract
 from mmrobust.metrics import compute_metrics
 from mmrobust.models.base import MediaInput, Model, Request, Response
@@ -28,6 +27,7 @@ from mmrobust.models.baselines import ConstantModel, RandomModel
 from mmrobust.models.blind import OverlapModel
 from mmrobust.prompts import PromptConfig, build_prompt
 from mmrobust.runner import EvalConfig, RunConflictError, run_eval, run_key
+from mmrobust.schema import Sample, Window
 from mmrobust.status import Status
 from mmrobust.store import ResultStore, RunKey, StoredRow
 from mmrobust.tasks import (

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from mmrobust.cli import app
 from mmrobust.datasets import load_dataset
+from mmrobust.schema.window import WindowError
 from mmrobust.store import ResultStore
 from mmrobust.tamper.positions import join_builds, parse_positions
-from mmrobust.tamper.window import WindowError
 from mmrobust.tasks import derive_task
 from tests.synth import make_synthetic_video
 

@@ -1,17 +1,18 @@
-"""What exists: datasets, models, tamper effects, tasks, prompt templates, reference versions.
+"""What exists: datasets, models, tamper effects, families, tasks, templates, references.
 
 ``mmrobust list [KIND] [--json]`` prints this (issue 30). Every list is built from
 the registry the code itself uses, the same source its "unknown name ... Known: ..."
 errors read, so the two cannot disagree:
 
-- ``models``: :data:`mmrobust.models.spec.MODELS`; each backend's ``--model-arg``
-  settings with type, default, bounds and help, read from its pydantic options
-  model where the backend declares one (``openai``: ``OpenAIOptions``, ``hf``:
-  ``HFOptions``; help from the class docstring's ``Attributes:``), else from the
-  table :data:`PLAIN_BACKEND_OPTIONS` below (``tests/test_catalog.py`` checks each of
-  those against its factory);
+- ``models``: :data:`mmrobust.models.spec.MODELS`, each backend's one declaration
+  (``BackendSpec``): its ``:ARG``, placement, media kinds and ``--model-arg`` settings
+  with type, default, bounds and help, read from its pydantic options model where it
+  declares one (``openai``: ``OpenAIOptions``; help from the class docstring's
+  ``Attributes:``), else from its ``settings`` (``tests/test_catalog.py`` checks each of
+  those against its factory); :func:`backends_table` is the docs' table of them;
 - ``effects``: :data:`mmrobust.tamper.effects.EFFECTS`, the parameters from each
   effect's pydantic fields (``-p EFFECT.KEY=VALUE``, help from its ``Args:``);
+- ``families``: :data:`mmrobust.families.FAMILIES` with their data formats and card section;
 - ``tasks``: :data:`mmrobust.tasks.derive.TASKS` with the question each asks
   (``data/tasks/questions.json``);
 - ``templates``: :data:`mmrobust.prompts.TEMPLATES` with their question text;
@@ -20,100 +21,32 @@ errors read, so the two cannot disagree:
   ``mmr-demo`` and the released hub sets (:data:`mmrobust.datasets.hub.RELEASES`).
 
 Each entry is a plain JSON-ready dict: ``{"name", "summary", ...}`` plus the kind's
-own keys (``options`` / ``params``: a list of :class:`Option` dicts). Importing this
+own keys (``options`` / ``params``: a list of ``mmrobust.settings_doc.Option`` dicts);
+models, effects, families and data formats carry ``origin``: ``"built-in"`` or the plugin
+they came from (:mod:`mmrobust.plugins`), shown in the text listing for plugins. Importing this
 module imports no model library (torch stays unloaded).
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import re
-import types
-import typing
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
-from pydantic import BaseModel
-from pydantic.fields import FieldInfo
+from mmrobust.plugins import BUILT_IN
+from mmrobust.settings_doc import first_line, options_of
 
-KINDS: tuple[str, ...] = ("datasets", "models", "effects", "tasks", "templates", "references")
+KINDS: tuple[str, ...] = (
+    "datasets",
+    "models",
+    "effects",
+    "families",
+    "tasks",
+    "templates",
+    "references",
+)
 """The kinds ``mmrobust list`` knows, in the order ``mmrobust list`` prints them."""
 
-
-@dataclass(frozen=True)
-class Option:
-    """One setting of a backend (``--model-arg``) or an effect (``-p``).
-
-    Attributes:
-        name: the key (``base_url``, ``degrees``).
-        type: the value's type as text (``str``, ``int``, ``float | None``, ``bool``,
-            ``JSON object``, ``path``); ``choices`` lists a closed set.
-        default: the value used when the key is not given (JSON value; ``None``: unset).
-        help: one or more sentences from the declaring code's docstring.
-        choices: the allowed values, when the type is a closed set.
-        bounds: numeric bounds as text (``>= 1``, ``> 0, <= 255``), when declared.
-    """
-
-    name: str
-    type: str
-    default: Any
-    help: str = ""
-    choices: list[Any] | None = None
-    bounds: str | None = None
-
-
-PLAIN_BACKEND_OPTIONS: dict[str, list[Option]] = {
-    "constant": [
-        Option(
-            "media",
-            "str",
-            "none",
-            "what the runner prepares: none, decoded frames "
-            "(e.g. to measure window coverage) or the file path",
-            ["none", "frames", "path"],
-        ),
-        Option(
-            "delay_s", "float", 0.0, "seconds to sleep per request (resume and concurrency tests)"
-        ),
-    ],
-    "forensic": [
-        Option(
-            "prior",
-            "str",
-            "none",
-            "location prior: none (pixels only) or middle "
-            "(favour a window in the middle of the clip; docs/forensic.md)",
-            ["none", "middle"],
-        ),
-    ],
-    "blind-overlap": [],
-    "blind-embed": [
-        Option("device", "str", "cpu", "torch device of the sentence embedder"),
-        Option("batch_size", "int", 64, "texts embedded per batch"),
-    ],
-}
-"""``--model-arg`` settings of the backends that parse their few settings by hand
-(``models/baselines.py``, ``models/forensic``, ``models/blind.py``); ``random`` takes the
-same as ``constant``."""
-PLAIN_BACKEND_OPTIONS["random"] = PLAIN_BACKEND_OPTIONS["constant"]
-
-OPTION_MODELS: dict[str, str] = {
-    "openai": "mmrobust.models.openai_compat:OpenAIOptions",
-    "anthropic": "mmrobust.models.anthropic:AnthropicOptions",
-    "hf": "mmrobust.models.hf:HFOptions",
-}
-"""Backends whose settings are a pydantic options model (``module:class``)."""
-
-MODEL_ARGS: dict[str, str] = {
-    "constant": "the answer: a letter (A) or an option key (none, middle, reject)",
-    "random": "optional seed (default 0)",
-    "openai": "the served model name (required)",
-    "anthropic": "the Claude model name (required)",
-    "hf": "a hub id or a local checkpoint folder (required)",
-}
-"""What the ``:ARG`` after each backend's name means (none for the others)."""
 
 TEMPLATE_SOURCES: dict[str, str] = {
     "structured": "MVTamperBench section 4.1 / appendix A.2.2 (the benchmark prompt)",
@@ -128,137 +61,47 @@ TEMPLATE_SOURCES: dict[str, str] = {
 # ---------------------------------------------------------------------------- helpers
 
 
-def _load(path: str) -> Any:
-    """The object a ``"module:attr"`` path names (imported on first use)."""
-    module, _, attr = path.partition(":")
-    return getattr(importlib.import_module(module), attr)
-
-
-def docstring_fields(
-    obj: object, sections: tuple[str, ...] = ("Attributes", "Args")
-) -> dict[str, str]:
-    """``{name: help}`` from the Google-style ``Attributes:`` / ``Args:`` block of ``obj``.
-
-    ``a, b: text`` gives both names the text; continuation lines are joined.
-    """
-    doc = inspect.cleandoc(obj.__doc__ or "")
-    out: dict[str, str] = {}
-    in_section, indent = False, -1
-    current: list[str] = []
-    for line in doc.splitlines():
-        stripped = line.strip()
-        if stripped.endswith(":") and stripped[:-1] in sections:
-            in_section, current, indent = True, [], -1
-            continue
-        if not in_section or not stripped:
-            continue
-        lead = len(line) - len(line.lstrip())
-        if indent < 0:
-            indent = lead
-        if lead < indent:  # the block ended (a new section or plain text)
-            in_section = False
-            continue
-        m = re.match(r"([\w, ]+):\s*(.*)", stripped)
-        if lead == indent and m:
-            current = [n.strip() for n in m.group(1).split(",")]
-            for name in current:
-                out[name] = m.group(2)
-        elif current:
-            for name in current:
-                out[name] = f"{out[name]} {stripped}".strip()
-    return {k: re.sub(r"``([^`]*)``", r"\1", v) for k, v in out.items()}
-
-
-def _type_text(annotation: Any) -> tuple[str, list[Any] | None]:
-    """``(type text, choices)`` of a pydantic field annotation."""
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is typing.Literal:
-        return type(args[0]).__name__, list(args)
-    if origin in (typing.Union, types.UnionType):
-        parts = [_type_text(a) for a in args if a is not type(None)]
-        choices = next((c for _, c in parts if c), None)
-        text = " | ".join(t for t, _ in parts)
-        return (f"{text} | None" if type(None) in args else text), choices
-    name = getattr(annotation, "__name__", str(annotation))
-    if "Json" in str(annotation):
-        return "JSON object", None
-    if name in ("Path", "PosixPath", "WindowsPath"):
-        return "path", None
-    if origin is tuple:
-        return f"{len(args)} numbers x0,y0,x1,y1" if len(args) == 4 else "tuple", None
-    return name, None
-
-
-def _bounds(info: FieldInfo) -> str | None:
-    marks = []
-    for meta in info.metadata:
-        for attr, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
-            value = getattr(meta, attr, None)
-            if value is not None:
-                marks.append(f"{sign} {value}")
-    return ", ".join(marks) or None
-
-
-def options_of(model: type[BaseModel], skip: tuple[str, ...] = ()) -> list[Option]:
-    """The fields of a pydantic settings model as :class:`Option` values, in declared order."""
-    helps = {k: v for base in reversed(model.__mro__) for k, v in docstring_fields(base).items()}
-    out = []
-    for name, info in model.model_fields.items():
-        if name in skip:
-            continue
-        type_text, choices = _type_text(info.annotation)
-        default = None if info.is_required() else info.get_default(call_default_factory=True)
-        if isinstance(default, tuple):
-            default = list(default)
-        elif default is not None and not isinstance(default, (str, int, float, bool, list)):
-            default = str(default)
-        out.append(Option(name, type_text, default, helps.get(name, ""), choices, _bounds(info)))
-    return out
-
-
-def _first_line(obj: object) -> str:
-    """The first paragraph of ``obj``'s docstring on one line, without reST markup."""
-    first = inspect.cleandoc(obj.__doc__ or "").split("\n\n")[0].replace("\n", " ").strip()
-    return re.sub(r"``([^`]*)``", r"\1", first)
-
-
 # ---------------------------------------------------------------------------- the kinds
 
 
 def models() -> list[dict[str, Any]]:
-    """Every backend of ``MODELS`` with its ``:ARG`` and ``--model-arg`` settings."""
+    """Every backend of ``MODELS`` with its ``:ARG`` and ``--model-arg`` settings, read from
+    its ``BackendSpec`` (the one declaration of a backend)."""
     from mmrobust.models.spec import MODELS
 
     out = []
     for name in MODELS.names():
-        if name in OPTION_MODELS:
-            options = options_of(_load(OPTION_MODELS[name]))
-        else:
-            options = PLAIN_BACKEND_OPTIONS.get(name, [])
-        summary = _MODEL_SUMMARIES.get(name, "")
+        spec = MODELS.get(name)
         out.append(
             {
                 "name": name,
-                "summary": summary,
-                "spec": f"{name}:ARG" if name in MODEL_ARGS else name,
-                "arg": MODEL_ARGS.get(name),
-                "options": [asdict(o) for o in options],
+                "summary": spec.doc,
+                "spec": spec.spec_text,
+                "arg": spec.arg,
+                "placement": spec.placement,
+                "media": list(spec.media),
+                "options": [asdict(o) for o in spec.option_list()],
+                "origin": MODELS.origin(name),
             }
         )
     return out
 
 
-_MODEL_SUMMARIES = {
-    "constant": "always the same answer (constant:A is 'Yes' to every tamper question)",
-    "random": "a uniform random letter, deterministic per sample and seed",
-    "forensic": "the pixel-only classical tamper detector (docs/forensic.md)",
-    "blind-overlap": "text-only word-overlap baseline (MMR no-image floor)",
-    "blind-embed": "text-only sentence-embedding baseline (needs sentence-transformers)",
-    "openai": "any OpenAI-compatible server (vLLM, SGLang, OpenAI); docs/models.md",
-    "anthropic": "Anthropic's Messages API (ANTHROPIC_API_KEY); docs/models.md",
-    "hf": "a transformers checkpoint run in this process (pip install -e '.[hf]')",
-}
+def backends_table(*, built_in_only: bool = False) -> str:
+    """The Markdown table of every backend (``built_in_only``: mmrobust's own, as docs/models.md
+    shows them; ``tests/test_catalog.py`` checks the two agree): spec, what it is, how it sends
+    media, where it runs."""
+    from mmrobust.models.spec import MODELS
+
+    lines = ["| spec | what | media | runs on |", "|---|---|---|---|"]
+    for name in MODELS.names():
+        if built_in_only and MODELS.origin(name) != BUILT_IN:
+            continue
+        spec = MODELS.get(name)
+        label = f"`{name}:<{spec.arg_name}>`" if spec.arg is not None else f"`{name}`"
+        media = spec.media_doc or ", ".join(spec.media)
+        lines.append(f"| {label} | {spec.doc} | {media} | {spec.placement} |")
+    return "\n".join(lines)
 
 
 def effects() -> list[dict[str, Any]]:
@@ -271,14 +114,33 @@ def effects() -> list[dict[str, Any]]:
         out.append(
             {
                 "name": name,
-                "summary": _first_line(cls),
+                "summary": first_line(cls),
                 "paper": name in PAPER_EFFECTS,
                 "official_token": cls.official_token,
                 "needs_donor": cls.needs_donor,
                 "params": [asdict(o) for o in options_of(cls)],
+                "origin": EFFECTS.origin(name),
             }
         )
     return out
+
+
+def families() -> list[dict[str, Any]]:
+    """Every benchmark family (``Sample.benchmark``), in report order, with its data formats."""
+    from mmrobust.families import FAMILIES
+    from mmrobust.families import families as all_families
+
+    return [
+        {
+            "name": f.id,
+            "summary": f.title,
+            "paired": f.paired,
+            "formats": sorted(f.loaders),
+            "card": f.card.section if f.card is not None else None,
+            "origin": FAMILIES.origin(f.id),
+        }
+        for f in all_families()
+    ]
 
 
 def tasks() -> list[dict[str, Any]]:
@@ -390,9 +252,10 @@ def datasets() -> list[dict[str, Any]]:
         out.append(
             {
                 "name": name,
-                "summary": _first_line(FORMATS.get(name)),
+                "summary": first_line(FORMATS.get(name)),
                 "kind": "format",
                 "data": f"--format {name}",
+                "origin": FORMATS.origin(name),
             }
         )
     return out
@@ -402,6 +265,7 @@ _BUILDERS: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "datasets": datasets,
     "models": models,
     "effects": effects,
+    "families": families,
     "tasks": tasks,
     "templates": templates,
     "references": references,
@@ -448,6 +312,8 @@ def as_text(entries: dict[str, list[dict[str, Any]]]) -> str:
                 extra = f"  [--data {r['data']}]" if r["kind"] != "format" else f"  [{r['data']}]"
             if r.get("default"):
                 extra += "  (default)"
+            if r.get("origin") not in (None, BUILT_IN):
+                extra += f"  [from {r['origin']}]"
             lines.append(f"  {label:<{width}}  {r['summary']}{extra}".rstrip())
             if r.get("arg"):
                 lines.append(f"    :ARG  {r['arg']}")
@@ -466,16 +332,13 @@ def as_text(entries: dict[str, list[dict[str, Any]]]) -> str:
 
 __all__ = [
     "KINDS",
-    "OPTION_MODELS",
-    "PLAIN_BACKEND_OPTIONS",
-    "Option",
     "as_text",
+    "backends_table",
     "catalog",
     "datasets",
-    "docstring_fields",
     "effects",
+    "families",
     "models",
-    "options_of",
     "references",
     "tasks",
     "templates",

@@ -18,7 +18,7 @@ On built-in real data, with no network:
 5. write the report (``report/index.html`` plus Markdown/CSV tables and PNG plots).
 
 Every step is a library call (``tamper.build``, ``tamper.positions.join_builds``,
-``runner.run_eval``, ``report.site.build_site``), so a notebook can do the same.
+``run.eval.run_eval``, ``report.site.build_site``), so a notebook can do the same.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 from mmrobust.datasets.mmr import DEMO_NAME
 from mmrobust.families import get_family
 from mmrobust.media import sample_clips
-from mmrobust.runner import EvalConfig, RunResult, run_eval
+from mmrobust.run.config import EvalConfig
+from mmrobust.run.eval import RunResult, run_eval
 from mmrobust.tamper import BuildConfig, BuildReport, build
 
 if TYPE_CHECKING:
@@ -239,8 +240,8 @@ def build_positions_set(cfg: DemoConfig, out: Path, sources: Sequence[Path]) -> 
     """
     from dataclasses import replace
 
+    from mmrobust.schema.window import parse_position
     from mmrobust.tamper.positions import join_builds
-    from mmrobust.tamper.window import parse_position
 
     folder = out / "tamper-positions"
     parts: list[tuple[str, str | Path]] = [("middle", out / "tamper-set")]

@@ -145,11 +145,15 @@ def url_auth(url: str) -> tuple[str, tuple[str, str] | None]:
 
 
 def url_secrets(url: str) -> list[str]:
-    """The password, ``user:password`` and its base64 (the ``Basic`` header) of ``url``: what
-    a server's text must be cleaned of (``HttpModel``)."""
+    """The password, ``user:password`` and its base64 (the ``Basic`` header) of ``url`` (a user
+    name alone, when there is no password: a token): what a server's text must be cleaned of
+    (``HttpModel``)."""
     parts = urlsplit(url)
-    if not parts.password:
+    if parts.username is None and parts.password is None:
         return []
+    if not parts.password:  # a token as the user name (``http://TOKEN@host``)
+        user = unquote(parts.username or "")
+        return [user, parts.username or "", base64.b64encode(f"{user}:".encode()).decode()]
     user, password = unquote(parts.username or ""), unquote(parts.password)
     pair = f"{user}:{password}"
     return [password, parts.password, pair, base64.b64encode(pair.encode()).decode()]

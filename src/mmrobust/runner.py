@@ -1,7 +1,8 @@
-"""Compatibility re-exports: the runner now lives in :mod:`mmrobust.run` (one module per job).
+"""The public Python API of a run: one import for a notebook or a script (docs/evaluation.md).
 
-``from mmrobust.runner import EvalConfig, run_eval, rescore`` keeps working for
-notebooks and scripts; new code imports from ``mmrobust.run.<module>``:
+``from mmrobust.runner import EvalConfig, run_eval, rescore``: the names below are the
+supported surface of an evaluation run from Python, kept stable across the modules they live
+in. mmrobust's own code imports from ``mmrobust.run.<module>``, never from here:
 
 * ``run.config``: ``EvalConfig``, ``frame_cache``, ``default_cache_dir``
 * ``run.executors``: ``WorkItem``, ``Executor``, ``SerialExecutor``, ``ThreadExecutor``,

@@ -11,8 +11,8 @@ run: of each block) as soon as they are known, in one transaction
 committed before the next rows are written. With WAL and
 ``synchronous=NORMAL`` a process killed with SIGKILL loses nothing that
 was committed (only a power loss can drop the last transactions), and a
-half-written row never becomes visible. Re-running skips the keys in
-:meth:`ResultStore.finished_ids`; rows with a transient error
+half-written row never becomes visible. Re-running skips the samples already
+answered under the key; rows with a transient error
 (``api_error``, ``timeout``, ``rate_limited``, ``model_error``) are not
 finished and are retried, overwriting the failed row.
 
@@ -368,16 +368,6 @@ class ResultStore:
                 raise RunFolderWriteError(f"cannot write {self.path}: {exc}") from None
             raise
 
-    def finished_ids(self, key: RunKey) -> set[str]:
-        """Sample ids already answered under ``key`` (rows with a transient error excluded)."""
-        transient = tuple(s.value for s in TRANSIENT)
-        cur = self._db.execute(
-            "SELECT sample_id FROM results WHERE model_fp=? AND prompt_fp=? AND policy_fp=? "
-            f"AND status NOT IN ({', '.join('?' for _ in transient)})",
-            (key.model_fp, key.prompt_fp, key.policy_fp, *transient),
-        )
-        return {r[0] for r in cur}
-
     def rows(
         self,
         key: RunKey | None = None,
@@ -461,14 +451,6 @@ class ResultStore:
                         row.key.policy_fp,
                     ),
                 )
-
-    def count_duplicates(self) -> int:
-        """Number of (sample, model) pairs stored more than once under one configuration key."""
-        cur = self._db.execute(
-            "SELECT COUNT(*) FROM (SELECT sample_id FROM results GROUP BY sample_id, model_fp, "
-            "prompt_fp, policy_fp HAVING COUNT(*) > 1)"
-        )
-        return int(cur.fetchone()[0])
 
     def close(self) -> None:
         """Close the connection."""

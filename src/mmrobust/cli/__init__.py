@@ -14,8 +14,11 @@ the commands. ``mmrobust.cli:main`` is the console script; ``python -m mmrobust.
 
 from __future__ import annotations
 
-# The import order is the order of the commands in ``mmrobust --help``.
 # isort: off
+# first: a Ctrl-C while the imports below run is one line, exit 130 (it installs on import)
+from mmrobust.cli import _startup
+
+# The import order is the order of the commands in ``mmrobust --help``.
 from mmrobust.cli._app import app
 from mmrobust.cli import tamper as _tamper  # noqa: F401  (tamper)
 from mmrobust.cli import eval as _eval  # noqa: F401  (eval, rescore)
@@ -28,6 +31,7 @@ from mmrobust.cli import demo as _demo  # noqa: F401  (finetune, run, demo)
 
 def main() -> None:
     """Console-script entry point."""
+    _startup.started()
     app()
 
 

@@ -55,8 +55,9 @@ def eval_cmd(
     task: str = typer.Option(
         "detect",
         "--task",
+        "--tasks",
         help="Question about each tamper clip: detect (the paper's yes/no) | type | when | "
-        "leading (docs/tasks.md).",
+        "leading (docs/tasks.md). One task; `mmrobust run --task` takes a list.",
     ),
     prompt: str | None = typer.Option(
         None, "--prompt", help="structured | generic | cot | mmr | plain (default by benchmark)."
@@ -155,6 +156,11 @@ def eval_cmd(
         from mmrobust.datasets.hub import with_revision
 
         data = with_revision(data, revision)  # hf:<owner>/<name> -> hf:<owner>/<name>@REV
+        if "," in task:
+            raise ValueError(
+                f"eval runs one --task, got {task!r}: give one, or run several with "
+                f"`mmrobust run --task {task}`"
+            )
         config = EvalConfig(
             data=data, model=model, out=out, model_args=parse_model_args(model_arg, model_args),
             format=format,

@@ -39,6 +39,13 @@ def export_cmd(
     spreadsheet would run as a formula start with ' there."""
     from mmrobust.export import FORMATS, sample_records, write_records
     from mmrobust.export_targets import ExportTargetError, check_run_folder, plan_targets
+    from mmrobust.report.inputs import skip_report_files
+
+    run_dirs, note = skip_report_files(run_dirs)  # `suite/*/*/*` also matches suite/report/...
+    if note:
+        typer.echo(note, err=True)
+    if not run_dirs:
+        raise fail("no run folder given (only report files)")
 
     if format.lower() == "model-index":
         _model_index(run_dirs, out, force)

@@ -60,9 +60,15 @@ def report_cmd(
     ),
 ) -> None:
     """index.html plus tables (Markdown/CSV, MVTamperBench Table 7 / MMR Table 2 layouts) and plots."""
+    from mmrobust.report.inputs import skip_report_files
     from mmrobust.report.site import build_site
     from mmrobust.report.wandb_log import check_log_to, log_to_wandb
 
+    run_dirs, note = skip_report_files(run_dirs)  # `suite/*/*/*` also matches suite/report/...
+    if note:
+        typer.echo(note, err=True)
+    if not run_dirs:
+        raise fail_on(ValueError("no run folder given (only report files)"))
     hub = _hub_target(push_to_hub, private, model_card, run_dirs)  # refused before any work
     try:
         check_log_to(log_to)

@@ -98,9 +98,9 @@ def tamper(
     ray_resource: list[str] = RAY_RESOURCE,
 ) -> None:
     """Build a tampered benchmark (MVTamperBench sections 3.2-3.3) from real videos."""
+    from mmrobust.schema.window import WindowError
     from mmrobust.tamper.console import config_from_options, run_tamper
     from mmrobust.tamper.effects import EffectParamError
-    from mmrobust.tamper.window import WindowError
 
     try:
         config = config_from_options(
@@ -135,5 +135,11 @@ def tamper(
     except (ValueError, FileNotFoundError) as exc:
         # no source exists; several positions on Ray, Ray unreachable, a path not seen
         raise fail(str(exc)) from None
+    if report.stopped:  # a full disk: the clips built so far are kept, resumable
+        raise fail(
+            f"stopped at a full disk: {report.stopped}; the {len(report.entries)} clips built "
+            "so far are kept: free space and re-run the same command to resume",
+            3,
+        )
     if not report.ok:
         raise typer.Exit(1)

@@ -26,7 +26,9 @@ def _floats(text: str, option: str) -> tuple[float, ...]:
 
 
 def tamper_data_command(
-    sources: list[Path] = typer.Argument(..., help="Video files and/or folders (your videos)."),
+    sources: list[Path] = typer.Argument(
+        ..., metavar="SOURCES", help="Video files and/or folders (your videos)."
+    ),
     out: Path = typer.Option(..., "--out", help="Output folder (train/, eval/, tamper_data.json)."),
     effects: str | None = typer.Option(
         None, "--effects", help="Comma-separated effects (default: the paper's five)."
@@ -47,6 +49,9 @@ def tamper_data_command(
     no_audit: bool = typer.Option(False, "--no-audit", help="Skip the leak audit of the builds."),
     allow_leak: bool = typer.Option(
         False, "--allow-leak", help="Exit 0 even when the audit finds a training-set leak."
+    ),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress lines (notes, problems and results stay)."
     ),
     no_codec_control: bool = typer.Option(
         False,
@@ -81,7 +86,10 @@ def tamper_data_command(
             jobs=jobs,
             codec_control=not no_codec_control,
         )
-        report = build_tamper_data(sources, out, config, log=lambda m: typer.echo(m, err=True))
+        say = lambda m: typer.echo(m, err=True)  # noqa: E731
+        report = build_tamper_data(
+            sources, out, config, log=(lambda m: None) if quiet else say, note=say
+        )
     except (WindowError, TamperDataError, ValueError, typer.BadParameter) as exc:
         raise fail(str(exc).splitlines()[0]) from None
     audits = {}

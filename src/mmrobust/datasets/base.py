@@ -69,7 +69,9 @@ class Dataset:
 
 
 Loader = Callable[..., Dataset]
-FORMATS: Registry[Loader] = Registry("dataset format")
+FORMATS: Registry[Loader] = Registry(
+    "dataset format", plugins=True, fill="mmrobust.families:register_all_loaders"
+)
 FORMATS.register("manifest", "mmrobust.datasets.manifest:load_manifest")
 FORMATS.register("mvtamperbench", "mmrobust.datasets.mvtamperbench:load_mvtamperbench")
 FORMATS.register("vlmevalkit-tsv", "mmrobust.datasets.mvtamperbench:load_vlmevalkit_tsv")
@@ -283,6 +285,8 @@ def detect_format(path: str | Path) -> str:
         if isinstance(first, dict) and {"video_sha256", "tamper_type"} <= set(first):
             return "manifest"
         return "jsonl"
+    if suffix[1:] and suffix[1:] in FORMATS:  # a file named for its format (a family's: .pope)
+        return suffix[1:]
     if _is_video_name(p):
         raise DatasetError(
             f"{p} is a video, not a dataset; make a dataset from videos with "

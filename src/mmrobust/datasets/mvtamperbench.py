@@ -48,10 +48,8 @@ from mmrobust.datasets.resolve import (
     folder_of_prefix,
     task_slug,
 )
-from mmrobust.schema import TAMPER_ORIGINAL, TYPE_ALIASES, Sample, normalise_type
+from mmrobust.schema import TAMPER_ORIGINAL, Sample, normalise_type
 
-TYPE_NAMES: Mapping[str, str] = TYPE_ALIASES
-"""Released effect names -> ours (the shared vocabulary, ``mmrobust.schema.TYPE_ALIASES``)."""
 _TAMPERED_NAME = re.compile(
     r"^(?P<stem>.+)_(?P<position>start|middle|end)_tampered_(?P<effect>[a-z]+)_(?P<dur>\d+)sec$"
 )

@@ -31,7 +31,7 @@ from mmrobust.distributed.session import RaySession, check_paths, ray_session, w
 from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models.base import MEDIA_KINDS, MediaInput, Model, Request, Response
 from mmrobust.models.credentials import ray_refusal
-from mmrobust.models.spec import PLACEMENTS, ModelSpec, frame_encoding_of, parse_spec
+from mmrobust.models.spec import ModelSpec, frame_encoding_of, parse_spec
 from mmrobust.prompts import build_prompt
 from mmrobust.run.config import EvalConfig
 from mmrobust.run.eval import RunResult, run_eval
@@ -41,11 +41,6 @@ from mmrobust.run.keys import key_difference, key_parts
 from mmrobust.run.process import RunAborted, SampleProcessor
 from mmrobust.status import Status
 from mmrobust.store import StoredRow
-
-API_BACKENDS = frozenset(n for n, p in PLACEMENTS.items() if p == "api")
-"""Built-in backends of placement ``"api"`` (kept for old imports; the code asks
-``ModelSpec.placement``): their replicas only send requests, so one replica by
-default (raise its ``concurrency`` instead: the server is what scales)."""
 
 
 class RemoteModel(Model):
@@ -386,7 +381,6 @@ def run_eval_ray(
 
 
 __all__ = [
-    "API_BACKENDS",
     "RayEvalExecutor",
     "RemoteModel",
     "Replicas",

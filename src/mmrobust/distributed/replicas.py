@@ -25,6 +25,7 @@ import ray
 
 from mmrobust.distributed.nodelocal import node_local_failures
 from mmrobust.distributed.session import probe_paths
+from mmrobust.plugins import load_plugins
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class Replica:
     """
 
     def __init__(self, spec: ReplicaSpec) -> None:
+        load_plugins()  # the job's setup hook did, unless the driver was connected before us
         if os.path.isdir(spec.cwd):
             os.chdir(spec.cwd)  # an actor is its own process: relative paths as on the driver
         self.error: str | None = None

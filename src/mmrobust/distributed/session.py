@@ -15,7 +15,10 @@ Deadline (issue 27 item 9): before ``ray.init`` (which retries for minutes
 against a port that accepts connections but is not a Ray GCS),
 ``check_reachable`` opens the port and exchanges the HTTP/2 connection
 preface with it, as any gRPC client does first; no reply within
-``CONNECT_TIMEOUT_S`` is one line and exit 2.
+``CONNECT_TIMEOUT_S`` is one line and exit 2. ``check_connection`` does it for
+the address given and for the one ``ray.init`` will really try (Ray replaces
+``127.0.0.1`` by the machine's outward address, where a loopback-only cluster
+does not listen: ``ray.init`` then retried without a word for minutes).
 """
 
 from __future__ import annotations
@@ -49,9 +52,28 @@ FORWARDED_ENV = (
     "HF_HOME",
     "HF_HUB_CACHE",
     "MMROBUST_CACHE",
+    "MMROBUST_PLUGINS",
 )
 """Environment variables the driver passes to its workers when set (none is a secret: API keys
-named by ``api_key_env`` must be set on the worker nodes themselves)."""
+named by ``api_key_env`` must be set on the worker nodes themselves). ``PYTHONPATH`` goes
+too, its entries made absolute (:func:`forwarded_env`), so a plugin the driver imports from
+it is found on the workers (the shared filesystem)."""
+
+SETUP_HOOK = "mmrobust.plugins.load_plugins"
+"""The job's ``worker_process_setup_hook``: every worker process loads the plugins before it
+takes a task or an actor (Ray's ``runtime_env``; the actors and tasks call it again, for a
+driver connected before mmrobust, whose job runtime_env is not ours)."""
+
+
+def forwarded_env() -> dict[str, str]:
+    """The variables of :data:`FORWARDED_ENV` that are set, and ``PYTHONPATH`` with its
+    entries made absolute against the driver's working directory."""
+    env = {k: os.environ[k] for k in FORWARDED_ENV if os.environ.get(k)}
+    if os.environ.get("PYTHONPATH"):
+        parts = [p for p in os.environ["PYTHONPATH"].split(os.pathsep) if p]
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in parts)
+    return env
+
 
 SHARED_FS_HINT = (
     "workers read and write the driver's paths: put data, outputs and local checkpoints "
@@ -108,12 +130,13 @@ class RaySession:
         ]
 
 
-def _init_kwargs(started: bool) -> dict[str, Any]:
+def _init_kwargs(started: bool, env: Mapping[str, str]) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "include_dashboard": False,
         "log_to_driver": False,
         "logging_level": logging.ERROR,
         "namespace": "mmrobust",
+        "runtime_env": {"worker_process_setup_hook": SETUP_HOOK, "env_vars": dict(env)},
     }
     if started:
         kwargs["object_store_memory"] = LOCAL_OBJECT_STORE_BYTES
@@ -130,16 +153,16 @@ def ray_session(options: RayOptions) -> Iterator[RaySession]:
     Raises:
         ValueError: the cluster cannot be reached (one line).
     """
-    env = {k: os.environ[k] for k in FORWARDED_ENV if os.environ.get(k)}
+    env = forwarded_env()
     address = options.address or os.environ.get("RAY_ADDRESS") or "local"
     if ray.is_initialized():
         yield RaySession("connected", started=False, cwd=os.getcwd(), env=env)
         return
     started = address == "local"
     if not started:
-        check_reachable(address)
+        check_connection(address)
     try:
-        ray.init(address=address, **_init_kwargs(started))
+        ray.init(address=address, **_init_kwargs(started, env))
     except (ConnectionError, RuntimeError, ValueError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"cannot connect to Ray at {address}: {reason}") from None
@@ -196,6 +219,66 @@ def check_reachable(address: str, timeout: float | None = None) -> None:
             f"cannot connect to Ray at {address}: the port accepts connections but no Ray "
             f"answers there within {limit:g} s; give the address `ray start --head` printed"
         )
+
+
+LOOPBACK_FIX = (
+    "for a cluster on loopback only set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 for `ray start` "
+    "and mmrobust alike, else start Ray with --node-ip-address set to an address both reach "
+    "(docs/scaling.md)"
+)
+
+
+def ray_target(address: str) -> str | None:
+    """The ``host:port`` ``ray.init`` connects to for ``address`` when that is not ``address``
+    itself: Ray replaces a loopback host (``127.0.0.1``, ``localhost``, ``::1``) by this
+    machine's outward address unless ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``. ``None`` for
+    ``ray://`` and ``auto`` addresses, and when Ray keeps the address."""
+    if address == "auto" or "://" in address:
+        return None
+    try:
+        from ray._private.services import canonicalize_bootstrap_address
+
+        tried = canonicalize_bootstrap_address(address)
+    except Exception:  # a private Ray function: absent or changed, no rewrite is assumed
+        return None
+    if not tried:
+        return None
+    given_host, _, given_port = address.rpartition(":")
+    host, _, port = str(tried).rpartition(":")
+    if host.strip("[]") == given_host.strip("[]") and port == given_port:
+        return None
+    return str(tried)
+
+
+def check_connection(address: str) -> None:
+    """:func:`check_reachable` on ``address``, then on the address ``ray.init`` will really try
+    (:func:`ray_target`), each within ``CONNECT_TIMEOUT_S``: where Ray rewrites a loopback
+    address to one where no Ray answers, ``ray.init`` retries for minutes without a word.
+
+    Raises:
+        ValueError: one line naming the address Ray tries and the fix
+            (:data:`LOOPBACK_FIX`) when the rewrite is what fails.
+    """
+    tried = ray_target(address)
+    try:
+        check_reachable(address)
+    except ValueError as exc:
+        if tried is None:
+            raise
+        raise ValueError(
+            f"{exc} (Ray itself connects to {tried}, this machine's address, not {address}: "
+            f"{LOOPBACK_FIX})"
+        ) from None
+    if tried is None:
+        return
+    try:
+        check_reachable(tried)
+    except ValueError:
+        raise ValueError(
+            f"cannot connect to Ray at {address}: Ray replaces a loopback address by this "
+            f"machine's and tries {tried}, where no Ray answers within "
+            f"{CONNECT_TIMEOUT_S:g} s; {LOOPBACK_FIX}"
+        ) from None
 
 
 def worker_request(options: RayOptions, *, gpus: float = 0.0) -> dict[str, float]:

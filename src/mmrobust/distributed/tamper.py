@@ -37,6 +37,7 @@ from mmrobust.distributed.session import (
     ray_session,
     worker_request,
 )
+from mmrobust.plugins import load_plugins
 from mmrobust.tamper.builder import (
     BuildConfig,
     BuildReport,
@@ -66,6 +67,7 @@ def _build_remote(
     A source this node cannot see or read (its mount lost after the check) is not built: its
     error names the node, so it does not read as a bad file (a re-run builds it again, as
     any source with no clip in the manifest)."""
+    load_plugins()  # as the job's setup hook (distributed.session.SETUP_HOOK) did
     ip = ray.util.get_node_ip_address()
     with in_dir(cwd):
         why = unreadable_here(plan.path)

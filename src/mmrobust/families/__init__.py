@@ -21,18 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from mmrobust.families.base import BenchmarkFamily, Metrics, ScoreOptions, lazy, no_options
-from mmrobust.registry import Registry, UnknownNameError
-
-FAMILIES: Registry[BenchmarkFamily] = Registry("benchmark family")
-"""``benchmark`` string -> its family (built-ins registered lazily)."""
-
-FAMILIES.register("tamper", "mmrobust.families.tamper:TAMPER")
-FAMILIES.register("mmr", "mmrobust.families.mmr:MMR")
-FAMILIES.register("tamper-type", "mmrobust.families.tasks:TYPE")
-FAMILIES.register("tamper-when", "mmrobust.families.tasks:WHEN")
-FAMILIES.register("tamper-leading", "mmrobust.families.tasks:LEADING")
-FAMILIES.register("generic", "mmrobust.families.generic:GENERIC")
+from mmrobust.families.base import (
+    BenchmarkFamily,
+    CardSection,
+    Metrics,
+    ScoreOptions,
+    lazy,
+    no_options,
+)
+from mmrobust.registry import UnknownNameError, origin_of
+from mmrobust.schema.benchmarks import FAMILIES
 
 DEFAULT_FAMILY = "generic"
 """The family of a run whose ``run.json`` / ``metrics.json`` name none."""
@@ -71,12 +69,16 @@ def find_family(benchmark: str | None) -> BenchmarkFamily | None:
     return FAMILIES.get(benchmark) if benchmark and benchmark in FAMILIES else None
 
 
-def register_family(family: BenchmarkFamily, *, replace: bool = False) -> BenchmarkFamily:
+def register_family(
+    family: BenchmarkFamily, *, replace: bool = False, origin: str | None = None
+) -> BenchmarkFamily:
     """Register ``family`` under ``family.id``, and each of its ``loaders`` as a data format.
 
     Args:
         family: the family.
         replace: allow replacing a family already registered under that id.
+        origin: where it comes from, for ``mmrobust list`` (default: the module of its
+            ``score``, or the plugin being loaded).
 
     Returns:
         ``family`` (so a module can write ``TOY = register_family(BenchmarkFamily(...))``).
@@ -87,14 +89,42 @@ def register_family(family: BenchmarkFamily, *, replace: bool = False) -> Benchm
     """
     from mmrobust.datasets.base import FORMATS
 
+    where = origin or origin_of(family.score)
     if replace:
         FAMILIES.unregister(family.id)
         for name in family.loaders:
             FORMATS.unregister(name)
-    FAMILIES.register(family.id, family)
+    FAMILIES.register(family.id, family, origin=where)
     for name, loader in family.loaders.items():
-        FORMATS.register(name, loader)
+        if FORMATS.peek(name) is not loader:
+            FORMATS.register(name, loader, origin=where)
     return family
+
+
+def register_all_loaders() -> None:
+    """Register the data formats (``loaders``) of every registered family, a lazily
+    registered one included (its module is imported now): ``FORMATS`` calls this before
+    its first lookup, so ``--format NAME`` finds a format its family declares."""
+    from mmrobust.datasets.base import FORMATS
+
+    for name in FAMILIES.names():
+        family = FAMILIES.get(name)
+        for fmt, loader in family.loaders.items():
+            if FORMATS.peek(fmt) is None:
+                FORMATS.register(fmt, loader, origin=FAMILIES.origin(name))
+
+
+def adopt(obj: object, name: str, origin: str) -> None:
+    """Register a ``BenchmarkFamily`` that a plugin entry point names
+    (:mod:`mmrobust.plugins`); already registered as it is: nothing happens.
+
+    Raises:
+        TypeError: ``obj`` is not a ``BenchmarkFamily``.
+    """
+    if not isinstance(obj, BenchmarkFamily):
+        raise TypeError(f"{type(obj).__name__} is not a BenchmarkFamily")
+    if FAMILIES.peek(obj.id) is not obj:
+        register_family(obj, origin=origin)
 
 
 def families() -> list[BenchmarkFamily]:
@@ -121,9 +151,11 @@ __all__ = [
     "DEFAULT_FAMILY",
     "FAMILIES",
     "BenchmarkFamily",
+    "CardSection",
     "Metrics",
     "ScoreOptions",
     "UnknownFamilyError",
+    "adopt",
     "families",
     "family_ids",
     "find_family",
@@ -131,6 +163,7 @@ __all__ = [
     "get_family_name",
     "lazy",
     "no_options",
+    "register_all_loaders",
     "register_family",
     "sorted_by_family",
 ]

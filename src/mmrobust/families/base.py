@@ -108,6 +108,33 @@ def _no_notes(records: Sequence[ScoredRecord]) -> list[str]:
 
 
 @dataclass(frozen=True)
+class CardSection:
+    """What a family contributes to the robustness card (``mmrobust.report.card``).
+
+    The built-in sections (``detection``, ``type``, ``when``, ``leading``, ``mmr``) are
+    drawn by the card itself from the section name; any other family gives ``entries``
+    and ``columns``, and the card draws its table with its chance levels beside it.
+
+    Attributes:
+        section: the key of its rows in the card JSON and the page's anchor (``"pope"``).
+        title: the section's heading on the card page.
+        entries: ``run -> [row]``: the rows one run contributes (a ``report.view.RunView``
+            in; dicts out, each holding the ``columns``' keys, scores in percent).
+        columns: ``((key, heading), ...)``: the columns of its table, in order.
+        chance: ``run -> {label: percent}``: what a guess scores on the same questions,
+            shown grey beside each row (``metrics.chance`` has the shared levels).
+        note: a sentence under the table (how to read it).
+    """
+
+    section: str
+    title: str = ""
+    entries: Callable[[Any], list[dict[str, Any]]] | None = None
+    columns: tuple[tuple[str, str], ...] = ()
+    chance: Callable[[Any], Mapping[str, float | None]] | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class BenchmarkFamily:
     """One benchmark family: its id and every behaviour that differs per family.
 
@@ -152,7 +179,10 @@ class BenchmarkFamily:
             on the published benchmark, so its leaderboards show the paper's rows
             by default; ``None``: the family has no published rows.
         loaders: data formats the family brings (name -> loader), registered in
-            :data:`mmrobust.datasets.base.FORMATS` by ``register_family``.
+            :data:`mmrobust.datasets.base.FORMATS` by ``register_family`` (and for a family
+            registered lazily, before the first lookup of a format).
+        card: its section of the robustness card (:class:`CardSection`); ``None``: its
+            runs are not on the card (the card says so).
     """
 
     id: str
@@ -179,6 +209,7 @@ class BenchmarkFamily:
     reference: Callable[[str | None], dict[str, Any] | None] | None = None
     published: Callable[[Mapping[str, Any]], bool] | None = None
     loaders: Mapping[str, Any] = field(default_factory=dict)
+    card: CardSection | None = None
 
     def size(self, metrics: Metrics) -> str:
         """``"12 pairs"`` or ``"24 samples"``: how many were scored."""
@@ -189,6 +220,7 @@ class BenchmarkFamily:
 
 __all__ = [
     "BenchmarkFamily",
+    "CardSection",
     "Metrics",
     "ScoreOptions",
     "lazy",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mmrobust.families.base import BenchmarkFamily, ScoreOptions, lazy, resolve
+from mmrobust.families.base import BenchmarkFamily, CardSection, ScoreOptions, lazy, resolve
 
 
 def _options(o: ScoreOptions) -> dict[str, Any]:
@@ -63,6 +63,7 @@ MMR = BenchmarkFamily(
     official_extract=official_extract,
     reference=_reference,
     published=_released,
+    card=CardSection("mmr"),
 )
 """MMR: ``Sample.benchmark == "mmr"``."""
 

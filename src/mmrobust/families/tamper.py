@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mmrobust.families.base import BenchmarkFamily, ScoreOptions, lazy
+from mmrobust.families.base import BenchmarkFamily, CardSection, ScoreOptions, lazy
 
 
 def _options(o: ScoreOptions) -> dict[str, Any]:
@@ -59,6 +59,7 @@ TAMPER = BenchmarkFamily(
     official_prompt=True,
     reference=_reference,
     published=_released,
+    card=CardSection("detection"),
 )
 """MVTamperBench detection: ``Sample.benchmark == "tamper"``."""
 

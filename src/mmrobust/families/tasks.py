@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from mmrobust.families.base import BenchmarkFamily, ScoreOptions, lazy
+from mmrobust.families.base import BenchmarkFamily, CardSection, ScoreOptions, lazy
 
 
 def _options(o: ScoreOptions) -> dict[str, Any]:
@@ -50,6 +50,7 @@ def _multiclass(task: str, order: int) -> BenchmarkFamily:
         leaderboards=partial(_leaderboards, task),
         order=order,
         label_suffix=f" (--task {task})",
+        card=CardSection(task),
     )
 
 
@@ -89,6 +90,7 @@ LEADING = BenchmarkFamily(
     paired=True,
     order=30,
     label_suffix=" (--task leading)",
+    card=CardSection("leading"),
 )
 """``--task leading``: ``Sample.benchmark == "tamper-leading"``."""
 

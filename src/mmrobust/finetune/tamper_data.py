@@ -64,8 +64,8 @@ from mmrobust.media.errors import MediaError
 from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.media.sampling import FramePolicy
 from mmrobust.schema import TAMPER_ORIGINAL
+from mmrobust.schema.window import Position
 from mmrobust.tamper.effects import PAPER_EFFECTS
-from mmrobust.tamper.window import Position
 
 MANIFEST = "tamper_data.json"
 CLIP_SETTINGS = (
@@ -328,8 +328,13 @@ def build_tamper_data(
     config: TamperDataConfig | None = None,
     *,
     log: Callable[[str], None] = lambda message: None,
+    note: Callable[[str], None] | None = None,
 ) -> TamperDataReport:
     """Build the training and held-out sets into ``out`` (see the module docstring).
+
+    ``log`` gets the progress lines (the split's sizes, each build); ``note`` (default
+    ``log``) what the user should know whatever the verbosity: files holding the same video,
+    settings changed since the last build into ``out``.
 
     Raises:
         TamperDataError: no source exists (one line naming them), no readable source,
@@ -360,13 +365,13 @@ def build_tamper_data(
         previous = previous if isinstance(previous, dict) else {}
         changes = changed_settings(previous, config, digests)
         if changes:
-            log(
+            (note or log)(
                 f"{root} was built with other settings ({'; '.join(changes)}): rebuilding the "
                 "clips and frames they change; clips they no longer make are removed"
             )
     groups = group_sources(files, digests, known=known_fingerprints(previous))
     for paths in groups.merged:
-        log(merged_note(paths))
+        (note or log)(merged_note(paths))
     keys = [groups.key[str(f)] for f in files]
     train, held = split_sources(files, keys, config.eval_fraction, config.seed)
     if problem := donor_problem(train, held, groups.key, config):

@@ -12,7 +12,6 @@ All frames are ``(H, W, 3) uint8 RGB``; lengths are in frames.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -207,9 +206,6 @@ def random_programme(seed: int, n_frames: int = 240, fps: int = 25) -> list[Shot
         shots.append(shot)
         left -= n - shot.dissolve
     return shots
-
-
-ArrayEffect = Callable[[np.ndarray, int, int, np.ndarray], np.ndarray]
 
 
 def apply_effect(

@@ -77,8 +77,6 @@ _SIGNAL_NAMES = (
     "rep_d",
     "rep_lag",
     "noise",
-    "sharp",
-    "tilt",
     "dx",
     "dy",
     "resp",
@@ -233,13 +231,9 @@ class SignalExtractor:
 
     def _push_analysis(self, g: np.ndarray) -> None:
         cols = self._cols
-        h = g.shape[0]
         cols["mean"].append(float(g.mean()))
         dark = float(np.count_nonzero(g <= DARK_LEVEL)) / g.size
         cols["dark"].append(dark)
-        cols["tilt"].append(float(g[: h // 2].mean()) - float(g[h - h // 2 :].mean()))
-        lap = cv2.Laplacian(g, cv2.CV_32F, ksize=1)
-        cols["sharp"].append(float(np.abs(lap).mean()))
         nz = cv2.filter2D(g, cv2.CV_32F, _NOISE_KERNEL)[1:-1, 1:-1]
         cols["noise"].append(float(np.abs(nz).mean()) * float(np.sqrt(np.pi / 2.0)) / 6.0)
         hist = cv2.calcHist([g], [0], None, [HIST_BINS], [0, 256]).ravel() / g.size

@@ -67,8 +67,6 @@ class SignalTrace:
         rep_d: distance to the most similar frame 2..max_lag frames back (repetition).
         rep_lag: that lag in frames (0 where no frame that far back exists).
         noise: Immerkaer's noise sigma estimate (luma units).
-        sharp: mean absolute Laplacian (sharpness; blur lowers it).
-        tilt: mean luma of the top half minus the bottom half (uprightness).
         dx, dy: global displacement of the frame from the previous one, in
             ``FINE_SIZE`` pixels (phase correlation; camera motion); 0 at frame 0.
         resp: phase-correlation peak of that displacement (about 1 when the
@@ -107,8 +105,6 @@ class SignalTrace:
     rep_d: np.ndarray
     rep_lag: np.ndarray
     noise: np.ndarray
-    sharp: np.ndarray
-    tilt: np.ndarray
     dx: np.ndarray
     dy: np.ndarray
     resp: np.ndarray

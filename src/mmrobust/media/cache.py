@@ -363,11 +363,45 @@ class FrameCache:
         }
 
 
+class ScratchFrameCache(FrameCache):
+    """A :class:`FrameCache` in a new temporary folder, removed by :meth:`cleanup` (or at the
+    end of a ``with`` block): what a run or a suite uses when the persistent cache is off
+    (``--cache-dir none``, ``--cache-size 0``), so each clip is still decoded once per
+    (policy, encoding) within it, and nothing stays on disk after it.
+
+    Args:
+        max_bytes: size cap in bytes (default :data:`DEFAULT_MAX_BYTES`).
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        super().__init__(
+            tempfile.mkdtemp(prefix="mmrobust-frames-"), max_bytes or DEFAULT_MAX_BYTES
+        )
+
+    def stats(self) -> dict[str, Any]:
+        """As :meth:`FrameCache.stats`, with ``dir`` ``None`` and ``scratch`` true (the folder
+        is removed after the run)."""
+        return {**super().stats(), "dir": None, "scratch": True}
+
+    def cleanup(self) -> None:
+        """Remove the folder and every entry in it."""
+        import shutil
+
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> ScratchFrameCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "FORMAT",
     "EntryMismatch",
     "FrameCache",
+    "ScratchFrameCache",
     "content_sha256",
     "dumps_entry",
     "loads_entry",

@@ -8,6 +8,7 @@ a miss, and a cache that cannot be read or written never fails the sample.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,8 @@ class FrameProvider:
         self.policy = policy
         self.encoding = encoding
         self.cache = cache
+        self._lock = threading.Lock()
+        self._flights: dict[str, threading.Lock] = {}  # one decode per key at once
 
     def clip(
         self, video: str | Path, *, arrays: bool = False
@@ -50,15 +53,20 @@ class FrameProvider:
                 key = self.cache.key(video, self.policy, self.encoding)
             except OSError:
                 key = None  # unreadable file: sample_clip below says why
+        if key is None or self.cache is None:
+            clip = sample_clip(video, self.policy, self.encoding)
+            return clip, clip.arrays() if arrays else ()
+        with self._lock:
+            flight = self._flights.setdefault(key, threading.Lock())
+        with flight:  # two questions on one clip in flight at once: one decode, one hit
             # an entry of another key or clip, or with changed bytes, is a miss (rewritten)
-            hit = self.cache.get(key, video_sha256=sha) if key is not None else None
+            hit = self.cache.get(key, video_sha256=sha)
             if hit is not None:
                 try:
                     return hit, hit.arrays() if arrays else ()
                 except ValueError:
                     pass  # a corrupt entry: decode again and overwrite it
-        clip = sample_clip(video, self.policy, self.encoding)
-        if key is not None and self.cache is not None:
+            clip = sample_clip(video, self.policy, self.encoding)
             self.cache.put(key, clip, video_sha256=sha)
         return clip, clip.arrays() if arrays else ()
 

@@ -218,24 +218,6 @@ class VideoWriter(_AtomicWriter):
             raise MediaError(self.path, f"encode failed: {describe_av_error(exc)}") from exc
         self.frames_written += 1
 
-    def write_frame(self, frame: VideoFrame) -> None:
-        """Encode a decoded PyAV frame as is, skipping the RGB round trip of ``write``.
-
-        The frame must already have the encoded size ``(enc_width, enc_height)``;
-        a different pixel format is converted by FFmpeg. Its timestamps and
-        picture type are replaced (a source keyframe does not force one here).
-
-        Raises:
-            ValueError: the frame size differs from the encoded size.
-            MediaError: the encoder fails.
-        """
-        if (frame.width, frame.height) != (self.enc_width, self.enc_height):
-            raise ValueError(
-                f"{self.path}: expected a {self.enc_width}x{self.enc_height} frame, "
-                f"got {frame.width}x{frame.height}"
-            )
-        self._encode(self.enc.convert(frame))
-
     def close(self) -> None:
         """Flush the encoder, close the file and move it into place.
 

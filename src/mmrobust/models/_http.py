@@ -72,6 +72,7 @@ from mmrobust.models._attempt import (
     parse_retry_after,
     token_count,
 )
+from mmrobust.models._encode import count_payload_media, missing_media
 from mmrobust.models._reasoning import ReasoningMode, drop_reasoning
 from mmrobust.models.base import FrameFormat, MediaInput, Model, Placement, Request, Response
 from mmrobust.models.limits import recognise_limit
@@ -154,35 +155,6 @@ def check_base_url(url: str, backend: str) -> None:
         )
     if not parts.hostname:
         raise ValueError(f"{backend}: base_url={scrub_url(url)!r} names no host")
-
-
-def place_prefill(
-    request: Request,
-    mode: str,
-    content: list[dict[str, Any]],
-    messages: list[dict[str, Any]],
-    *,
-    strip: bool = False,
-) -> dict[str, Any]:
-    """Put ``request.assistant_prefill`` where ``mode`` (``--model-arg prefill=``) says; shared
-    by the chat backends (``openai:``, ``anthropic:``).
-
-    ``drop`` sends none and returns ``{"prefill_dropped": True}`` (recorded with the row);
-    ``user`` appends it as a text part of the user turn's ``content``; any other mode
-    (``message``, ``continue``) appends a final assistant turn to ``messages`` (``strip``:
-    without trailing whitespace, which the Messages API refuses). No prefill: ``{}``, nothing
-    changed. ``continue``'s server flags are the backend's own.
-    """
-    text = request.assistant_prefill
-    if not text:
-        return {}
-    if mode == "drop":
-        return {"prefill_dropped": True}
-    if mode == "user":
-        content.append({"type": "text", "text": text})
-    else:
-        messages.append({"role": "assistant", "content": text.rstrip() if strip else text})
-    return {}
 
 
 def read_api_key(env: str | None) -> str | None:
@@ -276,8 +248,9 @@ class HttpModel(Model):
         """
 
     def count_media(self, payload: Mapping[str, Any]) -> tuple[int, int]:
-        """``(image parts, video parts)`` in a request body (for ``recognise_limit``)."""
-        return 0, 0
+        """``(image parts, video parts)`` in a request body (``recognise_limit``; a body with
+        none for a sample with media is ``media_error``): default ``count_payload_media``."""
+        return count_payload_media(payload)
 
     def error_text(self, body: str) -> str:
         """The part of an error body worth quoting (default: all of it, cut later)."""
@@ -335,6 +308,9 @@ class HttpModel(Model):
                 error=self._clean(f"could not encode media: {exc}"),
                 latency_s=time.monotonic() - started,
             )
+        if blind := missing_media(request, self.media_input, self.count_media(payload)):
+            err = self._clean(f"{self.backend}: {blind}")
+            return Response("", Status.MEDIA_ERROR, err, time.monotonic() - started, extra=extra)
         history: list[str] = []
         try:
             for attempt in self._retrying():
@@ -493,7 +469,6 @@ __all__ = [
     "check_base_url",
     "empty_reply",
     "parse_retry_after",
-    "place_prefill",
     "read_api_key",
     "token_count",
 ]

@@ -40,11 +40,11 @@ from mmrobust.models._http import (
     check_base_url,
     empty_reply,
     options_encoding,
-    place_prefill,
     read_api_key,
     token_count,
 )
 from mmrobust.models._options import parse_options
+from mmrobust.models._prefill import place_prefill
 from mmrobust.models._reasoning import REASONING_MAX_TOKENS, thinking_budget
 from mmrobust.models.base import MediaInput, Model, Request, place_media
 from mmrobust.status import Status

@@ -33,11 +33,11 @@ from mmrobust.models._http import (
     empty_reply,
     options_encoding,
     parse_retry_after,
-    place_prefill,
     read_api_key,
     token_count,
 )
 from mmrobust.models._options import parse_options
+from mmrobust.models._prefill import place_prefill
 from mmrobust.models._reasoning import REASONING_NAME, default_max_tokens, separate_field
 from mmrobust.models.base import MediaInput, Model, Request, place_media
 from mmrobust.redact import server_text

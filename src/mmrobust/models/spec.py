@@ -24,12 +24,12 @@ answer is asked of :func:`driver_model` before any work is handed out, on every 
 
 from __future__ import annotations
 
-import importlib
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from mmrobust.models.backend_spec import BackendSpec, ModelFactory
 from mmrobust.models.base import (
     MEDIA_KINDS,
     MediaInput,
@@ -40,32 +40,17 @@ from mmrobust.models.base import (
     Response,
     media_refusal,
 )
+from mmrobust.models.builtin import BUILT_IN_BACKENDS
 from mmrobust.models.credentials import check_spec, hold_args, is_secret_name, reveal
 from mmrobust.redact import MASK, redact
-from mmrobust.registry import Registry
+from mmrobust.registry import Registry, origin_of
 
 if TYPE_CHECKING:
     from mmrobust.media.jpeg import FrameEncoding
 
-ModelFactory = Callable[[str | None, Mapping[str, str]], Model]
-"""``factory(arg, model_args) -> Model``; raises ``ValueError`` on bad arguments."""
-
-MODELS: Registry[ModelFactory] = Registry("model")
-
-PLACEMENTS: dict[str, Placement] = {}
-"""Backend name -> where its model runs (the ``placement`` of the models it makes)."""
-
-MEDIA: dict[str, tuple[MediaKind, ...]] = {}
-"""Backends whose models answer fewer media kinds than all (``Model.media_kinds``):
-``name -> kinds`` (``forensic``: video only)."""
-
-LIGHT: set[str] = set()
-"""Backends whose factory builds no client and loads no weights (the baselines, the forensic
-detector): :func:`driver_model` builds one where the run starts, whatever the executor."""
-
-FRAME_ENCODINGS: dict[str, str] = {}
-"""Backends whose frame encoding is not the default (JPEG q95, decoded size):
-``name -> "module:function"``, ``function(arg, args) -> FrameEncoding`` (no client built)."""
+MODELS: Registry[BackendSpec] = Registry("model", plugins=True)
+"""Backend name -> its :class:`BackendSpec` (built-ins: :mod:`mmrobust.models.builtin`;
+plugins' load before the first lookup)."""
 
 
 def register_backend(
@@ -76,30 +61,78 @@ def register_backend(
     frame_encoding: str | None = None,
     media: tuple[MediaKind, ...] | None = None,
     light: bool = False,
-) -> None:
-    """Register a backend: its factory (or lazy ``"module:function"``), its placement,
-    when its frames are not JPEG q95 at the decoded size, the lazy ``"module:function"``
-    ``function(arg, args) -> FrameEncoding`` that says what it sends without building a
-    client (:func:`frame_encoding_of`), and when its models answer fewer media kinds than
-    all, those (``media``: its models' ``Model.media_kinds``; :func:`media_kinds_of`).
-    ``light``: the factory builds no client and loads no weights, so the driver of a run
-    builds one to ask ``cannot_take`` / ``cannot_answer`` before any work is handed out
-    (:func:`driver_model`); declare it for a backend whose models refuse some data by
-    their arguments (``constant:Z`` on Yes/No questions), or Ray replicas are asked anyway.
+    options: type[Any] | str | None = None,
+    arg: str | None = None,
+    doc: str = "",
+    origin: str | None = None,
+) -> BackendSpec:
+    """Register a backend: builds its :class:`BackendSpec` (see there for each field) and
+    registers it under ``name``; the same declaration twice is one registration.
+
+    ``factory``: ``make(arg, args) -> Model`` or its lazy ``"module:function"``;
+    ``frame_encoding``: lazy ``"module:function"`` ``function(arg, args) -> FrameEncoding``
+    when its frames are not JPEG q95 at the decoded size; ``media``: the kinds its models
+    answer when fewer than all; ``light``: the factory builds no client and loads no
+    weights, so the driver of a run builds one to ask ``cannot_take`` / ``cannot_answer``
+    before any work is handed out (declare it for a backend whose models refuse some data
+    by their arguments, or Ray replicas are asked anyway); ``options``: its pydantic
+    options model (``mmrobust list models`` shows its fields); ``arg``: what ``:ARG``
+    means; ``doc``: one line for people.
+
+    Returns:
+        the registered spec.
 
     Raises:
-        ValueError: ``name`` is already registered with another factory.
+        ValueError: ``name`` is already registered with another declaration.
     """
-    MODELS.register(name, factory)
-    PLACEMENTS[name] = placement
-    if frame_encoding is not None:
-        FRAME_ENCODINGS[name] = frame_encoding
-    if media is not None:
-        MEDIA[name] = tuple(media)
-    if light:
-        LIGHT.add(name)
-    else:
-        LIGHT.discard(name)
+    spec = BackendSpec(
+        name,
+        factory,
+        placement=placement,
+        media=tuple(media) if media is not None else MEDIA_KINDS,
+        light=light,
+        frame_encoding=frame_encoding,
+        options=options,
+        arg=arg,
+        doc=doc,
+    )
+    return add_backend(spec, origin=origin or origin_of(factory))
+
+
+def add_backend(spec: BackendSpec, *, origin: str | None = None) -> BackendSpec:
+    """Register a :class:`BackendSpec` under ``spec.name`` (the same one twice: nothing
+    happens).
+
+    Raises:
+        ValueError: another declaration is registered under that name.
+    """
+    old = MODELS.peek(spec.name)
+    if old == spec:
+        return spec
+    if old is not None:
+        raise ValueError(f"model {spec.name!r} is already registered")
+    MODELS.register(spec.name, spec, origin=origin or origin_of(spec.factory))
+    return spec
+
+
+def adopt(obj: object, name: str, origin: str) -> None:
+    """Register a :class:`BackendSpec` that a plugin entry point names (:mod:`mmrobust.plugins`).
+
+    Raises:
+        TypeError: ``obj`` is not a ``BackendSpec``.
+    """
+    if not isinstance(obj, BackendSpec):
+        raise TypeError(f"{type(obj).__name__} is not a BackendSpec")
+    add_backend(obj, origin=origin)
+
+
+def backend(name: str) -> BackendSpec:
+    """The spec of backend ``name``.
+
+    Raises:
+        UnknownNameError: unknown name (the message suggests close names).
+    """
+    return MODELS.get(name)
 
 
 @dataclass(frozen=True)
@@ -126,13 +159,15 @@ class ModelSpec:
 
 def media_kinds_of(name: str) -> tuple[MediaKind, ...]:
     """The media kinds the models of backend ``name`` answer (every kind unless registered
-    with fewer), known before any model is loaded (``mmrobust run`` plans with it)."""
-    return MEDIA.get(name, MEDIA_KINDS)
+    with fewer; every kind for an unknown name), known before any model is loaded
+    (``mmrobust run`` plans with it)."""
+    return MODELS.get(name).media if name in MODELS else MEDIA_KINDS
 
 
 def placement_of(name: str) -> Placement:
-    """The placement a backend was registered with (``"cpu"`` when registered without one)."""
-    return PLACEMENTS.get(name, "cpu")
+    """The placement a backend was registered with (``"cpu"`` when registered without one,
+    or unknown)."""
+    return MODELS.get(name).placement if name in MODELS else "cpu"
 
 
 def parse_spec(spec: str, model_args: Mapping[str, str] | None = None) -> ModelSpec:
@@ -236,7 +271,8 @@ def parse_model_args(
 
     ``pairs``: one setting each; the value is everything after the first ``=``.
     ``comma_lists``: lm-eval's comma form, parsed by :func:`split_model_args`.
-    A key may come from either; given in both with different values it is an error.
+    A key may come from either; given twice with different values (in both, or in two
+    ``--model-arg``) it is an error naming where.
 
     The result is fit to store and print: a URL's user and password is held in memory
     (``http://***@host/v1`` in its place), any other literal credential refused
@@ -252,6 +288,7 @@ def parse_model_args(
     out: dict[str, str] = {}
     for text in comma_lists or []:
         out.update(split_model_args(text))
+    from_pairs: set[str] = set()
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
@@ -264,11 +301,18 @@ def parse_model_args(
                 f"each its own --model-arg, or pass them all as --model-args {shown}"
             )
         if key in out and out[key] != value:
+            if key in from_pairs:
+                raise ValueError(
+                    f"{key!r} is given twice by --model-arg ({_shown(key, out[key])!r} and "
+                    f"{_shown(key, value)!r}); "
+                    "give it once"
+                )
             raise ValueError(
                 f"{key!r} is given by --model-args ({_shown(key, out[key])!r}) and "
                 f"--model-arg ({_shown(key, value)!r})"
             )
         out[key] = value
+        from_pairs.add(key)
     return hold_args(out)
 
 
@@ -280,8 +324,8 @@ def load_model(spec: str | ModelSpec, model_args: Mapping[str, str] | None = Non
         ValueError: the backend rejected its arguments.
     """
     parsed = spec if isinstance(spec, ModelSpec) else parse_spec(spec, model_args)
-    factory = MODELS.get(parsed.name)
-    return factory(parsed.arg, reveal(parsed.args))  # the one place a held password goes
+    # the one place a held password goes
+    return MODELS.get(parsed.name).make(parsed.arg, reveal(parsed.args))
 
 
 class UnloadedModel(Model):
@@ -318,10 +362,8 @@ def driver_model(spec: str | ModelSpec, model_args: Mapping[str, str] | None = N
         UnknownNameError, ValueError: as :func:`load_model` (a light backend's bad arguments).
     """
     parsed = spec if isinstance(spec, ModelSpec) else parse_spec(spec, model_args)
-    if parsed.name in LIGHT:
+    if MODELS.get(parsed.name).light:  # raises as a local load would (close names)
         return load_model(parsed)
-    if parsed.name not in MODELS:
-        MODELS.get(parsed.name)  # raises as a local load would (close names); imports nothing
     return UnloadedModel(parsed)
 
 
@@ -335,48 +377,26 @@ def frame_encoding_of(
     Raises:
         ValueError: the backend rejected its arguments.
     """
-    from mmrobust.media.jpeg import FrameEncoding
-
     parsed = spec if isinstance(spec, ModelSpec) else parse_spec(spec, model_args)
-    target = FRAME_ENCODINGS.get(parsed.name)
-    if target is None:
+    if parsed.name not in MODELS:
+        from mmrobust.media.jpeg import FrameEncoding
+
         return FrameEncoding()
-    module, _, func = target.partition(":")
-    encoding: FrameEncoding = getattr(importlib.import_module(module), func)(
-        parsed.arg, parsed.args
-    )
-    return encoding
+    return MODELS.get(parsed.name).encoding(parsed.arg, parsed.args)
 
 
-# Built-in backends, imported on first use. Each module defines ``make(arg, args)``.
-register_backend("constant", "mmrobust.models.baselines:make_constant", light=True)
-register_backend("random", "mmrobust.models.baselines:make_random", light=True)
-register_backend("forensic", "mmrobust.models.forensic:make", media=("video",), light=True)
-register_backend("blind-overlap", "mmrobust.models.blind:make_overlap", light=True)
-register_backend("blind-embed", "mmrobust.models.blind:make_embed")
-register_backend(
-    "openai",
-    "mmrobust.models.openai_compat:make",
-    placement="api",
-    frame_encoding="mmrobust.models.openai_compat:frame_encoding",
-)
-register_backend(
-    "anthropic",
-    "mmrobust.models.anthropic:make",
-    placement="api",
-    frame_encoding="mmrobust.models.anthropic:frame_encoding",
-)
-register_backend("hf", "mmrobust.models.hf:make", placement="gpu")
+for _builtin in BUILT_IN_BACKENDS:
+    MODELS.register(_builtin.name, _builtin)
 
 __all__ = [
-    "FRAME_ENCODINGS",
-    "LIGHT",
-    "MEDIA",
     "MODELS",
-    "PLACEMENTS",
+    "BackendSpec",
     "ModelFactory",
     "ModelSpec",
     "UnloadedModel",
+    "add_backend",
+    "adopt",
+    "backend",
     "driver_model",
     "frame_encoding_of",
     "load_model",

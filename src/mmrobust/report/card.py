@@ -254,23 +254,39 @@ def _published(run: RunView) -> dict[str, Any]:
 
 
 def card_section(run: RunView) -> str | None:
-    """The card section of a run, read from its family (``BenchmarkFamily``), never from a
-    benchmark string: ``detection`` (tamper clips asked the paper's question,
-    ``official_prompt``), ``type`` / ``when`` / ``leading`` (the ``--task`` of tamper clips,
-    ``metrics["task"]``), ``mmr`` (any other paired family); ``None``: not on the card."""
-    family = run.family
-    task = str(run.metrics.get("task") or "")
-    if family.tamper_clips and family.official_prompt:
-        return "detection"
-    if task in ("type", "when", "leading"):
-        return task
-    if family.paired:
-        return "mmr"
-    return None
+    """The card section of a run: its family's hook (``BenchmarkFamily.card``, a
+    ``CardSection``), never a benchmark string or a family flag: ``detection`` (``tamper``),
+    ``type`` / ``when`` / ``leading`` (the ``--task`` families), ``mmr``, or a section a
+    family of its own declares; ``None``: the family declares none, so not on the card."""
+    card = run.family.card
+    return card.section if card is not None else None
 
 
 SECTIONS = ("detection", "type", "when", "leading", "mmr")
-"""The card's sections, in page order (a section with no run is left out)."""
+"""The card's built-in sections, in page order (a section with no run is left out); a
+family's own section follows them, drawn from its ``CardSection`` (:func:`_own_rows`)."""
+
+
+def _own_rows(run: RunView) -> list[dict[str, Any]]:
+    """The rows a family's own card section gives for ``run`` (``CardSection.entries``),
+    each with the section's chance levels (``CardSection.chance``, percent)."""
+    card = run.family.card
+    if card is None or card.entries is None:
+        return []
+    chance = dict(card.chance(run)) if card.chance is not None else {}
+    return [{**row, "chance": chance} for row in card.entries(run)]
+
+
+def _own_section(run: RunView) -> dict[str, Any]:
+    """How the page draws a family's own section: title, columns, chance labels, note."""
+    card = run.family.card
+    assert card is not None
+    return {
+        "section": card.section,
+        "title": card.title or run.family.title,
+        "columns": [list(c) for c in card.columns],
+        "note": card.note,
+    }
 
 
 def card_data(
@@ -283,13 +299,15 @@ def card_data(
 
     Returns:
         ``{"model", "units": "percent", "detection": [...], "type": [...], "when": [...],
-        "leading": [...], "mmr": [...], "notes": [...]}``: one entry per run (per window
-        position for ``detection``), each with ``dataset``, ``data_sha256``, ``run_dir``
-        (relative to the card), its scores, CIs and chance levels; ``detection`` and ``mmr``
-        entries also carry ``published`` (``shown``, ``rows`` or ``why``).
+        "leading": [...], "mmr": [...], "notes": [...], "sections": [...]}``: one entry per
+        run (per window position for ``detection``), each with ``dataset``, ``data_sha256``,
+        ``run_dir`` (relative to the card), its scores, CIs and chance levels; ``detection``
+        and ``mmr`` entries also carry ``published`` (``shown``, ``rows`` or ``why``). A
+        family's own section (``CardSection`` with ``entries``) adds its rows under its
+        ``section`` key and its ``title``, ``columns`` and ``note`` to ``sections``.
     """
     card_dir = report_dir / CARD_DIR
-    data: dict[str, Any] = {"model": key, "units": "percent", "notes": []}
+    data: dict[str, Any] = {"model": key, "units": "percent", "notes": [], "sections": []}
     for s in SECTIONS:
         data[s] = []
     for run in runs:
@@ -306,6 +324,11 @@ def card_data(
             data["leading"].append({**where, **_pairs(run)})
         elif section == "mmr":
             data["mmr"].append({**where, **_pairs(run), "published": _published(run)})
+        elif section is not None and run.family.card is not None and run.family.card.entries:
+            if section not in data:
+                data[section] = []
+                data["sections"].append(_own_section(run))
+            data[section].extend({**where, **row} for row in _own_rows(run))
         else:
             data["notes"].append(f"{run.dataset_name}: {run.family.title} runs are not on the card")
     return data

@@ -14,7 +14,8 @@ module         owns
 ``rescore``    :func:`rescore`
 ============== ==========================================================================
 
-``mmrobust.runner`` re-exports the public names for older imports.
+``mmrobust.runner`` is the public one-import API of these names for notebooks and scripts
+(docs/evaluation.md); mmrobust's own code imports from the modules.
 """
 
 from mmrobust.run.checks import RunConflictError

@@ -185,6 +185,15 @@ def frame_cache(config: EvalConfig) -> Any:
     return FrameCache(Path(config.cache_dir) if config.cache_dir else default_cache_dir(), size)
 
 
+def scratch_size(config: EvalConfig) -> int:
+    """The size cap of the temporary frame cache a run or suite uses when the persistent one
+    is off: ``--cache-size`` when it is a positive size, else the default cap."""
+    from mmrobust.media.cache import DEFAULT_MAX_BYTES, parse_size
+
+    size = parse_size(config.cache_size) if config.cache_size else 0
+    return size or DEFAULT_MAX_BYTES
+
+
 __all__ = [
     "FAILURE_POLICIES",
     "OPTION_STYLES",
@@ -192,4 +201,5 @@ __all__ = [
     "check_rescore_options",
     "default_cache_dir",
     "frame_cache",
+    "scratch_size",
 ]

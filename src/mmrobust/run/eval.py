@@ -59,6 +59,7 @@ from mmrobust.tasks import derive_task
 
 if TYPE_CHECKING:
     from mmrobust.distributed import RayOptions
+    from mmrobust.media.cache import FrameCache
 
 
 @dataclass
@@ -165,6 +166,7 @@ def run_eval(
     model: Model | None = None,
     executor: Executor | None = None,
     dataset: Dataset | None = None,
+    cache: FrameCache | None = None,
 ) -> RunResult:
     """Evaluate ``config.model`` on ``config.data``; write the run folder; return the metrics.
 
@@ -177,6 +179,8 @@ def run_eval(
             runs); else loaded here.
         executor: runs the work items (default: :func:`choose_executor`); ``run.json``
             records its ``describe()`` under ``executor``.
+        cache: the frame cache to use (``mmrobust run`` hands its runs its own when the
+            persistent one is off); else the one ``--cache-dir`` / ``--cache-size`` describe.
 
     Returns:
         A :class:`RunResult`; ``metrics.json``, ``run.json`` and ``results.sqlite``
@@ -196,7 +200,9 @@ def run_eval(
     """
     config.validate()  # every option fails before any work
     with INTERRUPTS.watch():  # Ctrl-C from here on ends with metrics.json and run.json
-        return _run_eval(config, progress=progress, model=model, executor=executor, dataset=dataset)
+        return _run_eval(
+            config, progress=progress, model=model, executor=executor, dataset=dataset, cache=cache
+        )
 
 
 def _run_eval(
@@ -206,6 +212,7 @@ def _run_eval(
     model: Model | None,
     executor: Executor | None,
     dataset: Dataset | None = None,
+    cache: FrameCache | None = None,
 ) -> RunResult:
     """The body of :func:`run_eval`, with SIGINT owned by ``INTERRUPTS``."""
     from mmrobust.models.spec import load_model
@@ -218,6 +225,7 @@ def _run_eval(
     dataset, samples = selected(config, dataset)
     run_dir = Path(config.out)
     created = not run_dir.exists()
+    made = [p for p in (run_dir, *run_dir.parents) if not p.exists()]  # deepest first
     lock = RunLock(run_dir).acquire()  # one process per run folder, from here to the end
     try:
         model = model or load_model(config.model, config.model_args)
@@ -229,12 +237,25 @@ def _run_eval(
         key = run_key(model, pconf, policy, text_only=config.text_only, task=config.task)
         check_same_run(run_dir, key, dataset)  # under the lock: no other run can slip in
         return _evaluate(
-            config, dataset, samples, model, judge, key, progress=progress, executor=executor
+            config,
+            dataset,
+            samples,
+            model,
+            judge,
+            key,
+            progress=progress,
+            executor=executor,
+            cache=cache,
         )
     finally:
         lock.release()
         if created and {p.name for p in run_dir.iterdir()} <= {LOCK_FILE}:
             shutil.rmtree(run_dir, ignore_errors=True)  # nothing was run: leave no folder
+            for parent in made[1:]:  # nor the folders made to hold it (OUT/model/dataset)
+                try:
+                    parent.rmdir()
+                except OSError:  # not empty: something else is in it
+                    break
 
 
 def _now() -> str:
@@ -251,11 +272,12 @@ def _evaluate(
     *,
     progress: bool,
     executor: Executor | None = None,
+    cache: FrameCache | None = None,
 ) -> RunResult:
     """The body of :func:`run_eval`, run while the run folder's lock is held."""
     policy = config.policy()
     run_dir = Path(config.out)
-    cache = frame_cache(config)
+    cache = cache if cache is not None else frame_cache(config)
     executor = executor or choose_executor(model, config.workers)
     info = RunInfo(
         mmrobust_version=__version__,

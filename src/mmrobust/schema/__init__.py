@@ -1,6 +1,8 @@
 """The core types every layer shares (DESIGN.md, "Target layout": ``schema``).
 
-Imports nothing of mmrobust but itself (pydantic only), so ``media``,
+Imports nothing of mmrobust but itself and :mod:`mmrobust.registry` (for
+:mod:`~mmrobust.schema.benchmarks`, the family ids ``Sample.benchmark`` is checked
+against; pydantic otherwise), so ``media``,
 ``datasets``, ``tamper``, ``tasks``, ``metrics`` and everything above may
 import it without a cycle or an upward import.
 

@@ -10,12 +10,12 @@ called ``window`` on every value that carries it (``Sample``, ``StoredRow``,
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from mmrobust.schema.benchmarks import check_benchmark
 from mmrobust.schema.vocab import TAMPER_ORIGINAL
 
 Benchmark = str
@@ -103,9 +103,8 @@ class Sample(BaseModel):
     @field_validator("benchmark")
     @classmethod
     def _known_benchmark(cls, value: str) -> str:
-        # a registered family, looked up by name as a registry entry (no import edge upward)
-        importlib.import_module("mmrobust.families").get_family_name(value)
-        return value
+        # a registered family (schema.benchmarks: lazy entries, no import of mmrobust.families)
+        return check_benchmark(value)
 
     @model_validator(mode="after")
     def _answer_is_an_option(self) -> Sample:

@@ -7,6 +7,8 @@ module         owns
 ``config``     :class:`SuiteConfig` (what ``mmrobust run`` takes)
 ``plan``       the plan: run folders, runs skipped (task or media kind not applicable)
 ``runner``     :func:`run_suite` (one ``run_eval`` per run folder, one report at the end)
+``state``      ``suite.json`` and the report's folders from the run folders on disk, under a
+               suite-level lock (earlier and concurrent commands kept)
 ============== ==========================================================================
 
 Layer: above ``run`` and ``report`` (it calls both), below ``cli``.

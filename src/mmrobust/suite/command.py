@@ -13,6 +13,8 @@ inside the command.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import typer
@@ -88,6 +90,19 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+@contextmanager
+def _one_line_on_ctrl_c() -> Iterator[None]:
+    """A Ctrl-C outside a run (loading modules, planning, the report): one line, exit 130.
+    (During a run the suite owns SIGINT: the run stops as ``eval`` does.)"""
+    try:
+        yield
+    except KeyboardInterrupt:
+        typer.echo(
+            "interrupted: finished runs are kept; re-run the same command to resume", err=True
+        )
+        raise typer.Exit(130) from None
+
+
 def _source(ctx: typer.Context, name: str) -> str | None:
     """Where the value of parameter ``name`` came from (``COMMANDLINE``, ``DEFAULT`` ...), by
     name: typer may carry its own copy of click's ``ParameterSource``."""
@@ -99,6 +114,12 @@ def run_command(**values: Any) -> None:
     """Run every --model on every --data for every --task (one eval per run folder), then
     one report. A --config file holds the same options as keys. Re-running resumes each run;
     exits 1 if any run failed or any dataset cannot be loaded, naming them."""
+    with _one_line_on_ctrl_c():
+        _command(**values)
+
+
+def _command(**values: Any) -> None:
+    """The body of :func:`run_command`."""
     from mmrobust.paths import out_folder_problem
     from mmrobust.registry import UnknownNameError
     from mmrobust.suite.file import dump_suite_file

@@ -7,8 +7,10 @@ Each run's :class:`EvalConfig` differs from the suite's shared options only in `
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
+from mmrobust.redact import redact
 from mmrobust.run.config import EvalConfig
 
 
@@ -56,6 +58,8 @@ class SuiteConfig:
                 ``data``, an option :class:`EvalConfig` does not have, or a bad option
                 (:meth:`EvalConfig.validate`).
             UnknownNameError: an unknown model backend, task or reference.
+            ValueError: a spec or setting the backend refuses, where that is known without
+                loading a model (``random:abc``; :func:`mmrobust.models.spec.driver_model`).
         """
         from mmrobust.demo import check_models
 
@@ -73,8 +77,44 @@ class SuiteConfig:
         if unknown:
             raise ValueError(f"not an eval option: {', '.join(unknown)}")
         check_models(self.models)
+        from mmrobust.models.spec import driver_model
+
+        for spec in dict.fromkeys(self.models):  # a light backend's bad arguments: now, once
+            driver_model(spec, self.args_of(spec)).close()
         for task in self.tasks:
             self.eval_config(self.models[0], self.data[0], None, task, "x").validate()
+
+    def drop_repeats(self) -> list[str]:
+        """Run each dataset and each model spec once: drop a ``--data`` that names a dataset
+        given before (the same resolved path, whatever the spelling: ``base``, ``base/``, an
+        absolute path, a symlink; the same hub id and revision, or name), with the same
+        ``--media``, and a ``--model`` given before (the same spec). Returns one note per
+        dropped item; ``data``/``media``/``models`` are changed in place."""
+        notes: list[str] = []
+        media = self.media or [None] * len(self.data)
+        kept: dict[tuple[str, str | None], str] = {}
+        data: list[str] = []
+        kept_media: list[str | None] = []
+        for d, m in zip(self.data, media, strict=True):
+            key = (dataset_key(d), None if m is None else dataset_key(m))
+            if key in kept:
+                same = f"{d!r} is {kept[key]!r}" if d != kept[key] else f"{d!r} is given twice"
+                notes.append(f"--data {same} (the same dataset): run once")
+                continue
+            kept[key] = d
+            data.append(d)
+            kept_media.append(m)
+        self.data = data
+        if self.media:
+            self.media = kept_media
+        models = list(dict.fromkeys(self.models))
+        for spec in sorted(set(self.models), key=self.models.index):
+            if self.models.count(spec) > 1:
+                notes.append(
+                    f"--model {redact(spec)} is given {self.models.count(spec)} times: run once"
+                )
+        self.models = models
+        return notes
 
     def eval_config(
         self, model: str, data: str, media: str | None, task: str, out: str
@@ -115,4 +155,14 @@ class SuiteConfig:
         return {k: v for k, v in args.items() if k in mine or k not in anywhere}
 
 
-__all__ = ["SuiteConfig"]
+def dataset_key(data: str) -> str:
+    """What makes two ``--data`` the same dataset: an existing path resolved (links followed,
+    ``base/`` and ``./base`` alike), else the name or hub id as given (``hf:org/name@rev``),
+    without a trailing ``/``."""
+    path = Path(data).expanduser()
+    if path.exists():
+        return str(path.resolve())
+    return data.rstrip("/") or data
+
+
+__all__ = ["SuiteConfig", "dataset_key"]

@@ -113,7 +113,19 @@ def suite_from_flags(values: Mapping[str, Any], given: Collection[str]) -> Suite
             entry["media"] = None if folder in ("-", "") else folder
     per_model = list(values.get("model_args") or [])
     shared_args = list(values.get("model_arg") or [])
+    if len(models) > 1 and 1 < len(per_model) != len(models):
+        raise ValueError(
+            f"--model-args is given {len(per_model)} times for {len(models)} --model: give "
+            "it once (every model) or once per --model, in the same order"
+        )
     if len(models) > 1 and len(per_model) == len(models):
+        for spec in {m["spec"] for m in models}:
+            given = {a for m, a in zip(models, per_model, strict=True) if m["spec"] == spec}
+            if len(given) > 1:
+                raise ValueError(
+                    f"--model {spec} is given twice with different --model-args; give each "
+                    "model once"
+                )
         for entry, text in zip(models, per_model, strict=True):
             entry["args"] = {**(entry.get("args") or {}), **parse_model_args([], [text])}
         per_model = []

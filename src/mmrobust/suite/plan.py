@@ -43,6 +43,8 @@ class SuiteRun:
         headline: the run's headline score (``BenchmarkFamily.headline``), else ``None``.
         dataset: the dataset as the plan loaded it, handed to ``run_eval`` (each dataset
             is loaded once per suite), else ``None``.
+        locked: it failed only because another process held its run folder (then
+            ``suite.json`` says how that folder stands: :mod:`mmrobust.suite.state`).
     """
 
     model: str
@@ -57,6 +59,7 @@ class SuiteRun:
     n_skipped: int = 0
     headline: str | None = None
     dataset: Any = field(default=None, repr=False, compare=False)
+    locked: bool = False
 
     @property
     def label(self) -> str:

@@ -4,8 +4,10 @@
 
     OUT/<model>/<dataset>/<task>/      each exactly what one ``mmrobust eval`` writes
     OUT/report/                        one report over every run folder (``build_site``)
-    OUT/suite.json                     the plan, how each run ended, the suite file
-    OUT/report/suite.yaml              the suite file (``mmrobust run --config``), also a panel
+    OUT/suite.json                     the plan and how each run ended, and the runs of
+                                       earlier commands (:mod:`mmrobust.suite.state`); the
+                                       suite file (``config``) when there is one
+    OUT/report/suite.yaml              the suite file (``mmrobust run --config``), a panel too
 
 Each run is :func:`mmrobust.run.eval.run_eval` on an :class:`EvalConfig` that
 differs from the suite's shared options only in ``model``, ``data``, ``task``
@@ -30,15 +32,19 @@ video only, on MMR's images) is skipped on it.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mmrobust.run.interrupts import INTERRUPTS
 from mmrobust.suite.config import SuiteConfig
+from mmrobust.suite.finished import finished_run
 from mmrobust.suite.names import REPORT_DIR, SUITE_FILE
 from mmrobust.suite.plan import DataFailure, SuiteRun, data_failures, plan_suite
+from mmrobust.suite.state import merge_records, report_folders, suite_lock
 
 
 @dataclass
@@ -53,6 +59,7 @@ class SuiteResult:
         report_dir: ``OUT/report`` when written, else ``None``.
         site: the report's :class:`mmrobust.report.site.SitePaths`, else ``None``.
         interrupted: Ctrl-C stopped the suite.
+        earlier: the complete runs of earlier commands the report covers too (labels).
     """
 
     out: Path
@@ -61,6 +68,7 @@ class SuiteResult:
     report_dir: Path | None = None
     site: Any = None
     interrupted: bool = False
+    earlier: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[SuiteRun]:
@@ -101,12 +109,20 @@ def run_suite(
         A :class:`SuiteResult`; ``OUT/suite.json`` holds the same plan and outcomes.
 
     Raises:
-        ValueError, UnknownNameError: a bad option, model spec or task (before any run).
+        ValueError, UnknownNameError: a bad option, model spec or task, or nothing applies
+            (every run is skipped: a task or a model's media kinds), before any run.
         OSError: the report cannot be written.
     """
     config.validate()
     say = log or (lambda _line: None)
+    repeats = config.drop_repeats()
     runs, notes = plan_suite(config)
+    if runs and all(r.status == "skipped" for r in runs):
+        raise ValueError(
+            f"nothing to run: every (model, dataset, task) is skipped as not applicable "
+            f"({'; '.join(notes)})"
+        )
+    notes = repeats + notes
     for note in notes:
         say(f"note: {note}")
     out = Path(config.out)
@@ -117,16 +133,27 @@ def run_suite(
     _write_suite(result, config.file)
     with INTERRUPTS.watch():  # one Ctrl-C for the whole suite: the run in progress stops
         _run_all(config, result, progress, say)
-    _write_suite(result, config.file)
-    done = [r.run_dir for r in result.ran if (r.run_dir / "run.json").is_file()]
-    if config.report and done:
-        from mmrobust.report.site import build_site
-        from mmrobust.suite.reproduce import reproduce_section
+    with suite_lock(out):  # suite.json and the report from the run folders, one writer at once
+        records = _write_suite(result, config.file, locked=False)
+        done, earlier = report_folders(out, records)
+        if earlier:
+            shown = ", ".join(earlier[:5]) + (
+                f" and {len(earlier) - 5} more" if len(earlier) > 5 else ""
+            )
+            say(
+                f"note: {len(earlier)} complete run(s) in {out} from an earlier (or concurrent) "
+                f"command {'are' if config.report else 'would be'} in the report too: {shown} "
+                '("this_command": false in suite.json; remove a run folder to leave it out)'
+            )
+        result.earlier = earlier
+        if config.report and done:
+            from mmrobust.report.site import build_site
+            from mmrobust.suite.reproduce import reproduce_section
 
-        report_dir = out / REPORT_DIR
-        extra = [reproduce_section(config.file, report_dir)] if config.file else []
-        result.site = build_site(done, report_dir, title=config.title, sections=extra)
-        result.report_dir = report_dir
+            report_dir = out / REPORT_DIR
+            extra = [reproduce_section(config.file, report_dir)] if config.file else []
+            result.site = build_site(done, report_dir, title=config.title, sections=extra)
+            result.report_dir = report_dir
     return result
 
 
@@ -146,7 +173,7 @@ def _run_all(config: SuiteConfig, result: SuiteResult, progress: bool, say: Even
         transient=False,
     ) as bar:
         task = bar.add_task("", total=len(todo))
-        shared = _SharedModels(config)
+        shared = _SharedModels(config, _suite_cache(config, todo))
         try:
             for run in result.runs:
                 if run.status != "planned":  # skipped, or blocked (said once per dataset)
@@ -186,10 +213,11 @@ class _SharedModels:
     loaded at its first run and closed when the next model's first run begins (a local
     checkpoint is loaded once per suite, not once per run folder)."""
 
-    def __init__(self, config: SuiteConfig) -> None:
+    def __init__(self, config: SuiteConfig, cache: Any = None) -> None:
         self.config = config
         self.spec: str | None = None
         self.model: Any = None
+        self.cache = cache  # the suite's scratch frame cache (persistent cache off), or None
 
     def get(self, spec: str) -> Any:
         """The model of ``spec``, loaded now if it is not the one held.
@@ -200,40 +228,77 @@ class _SharedModels:
         if spec != self.spec:
             from mmrobust.models.spec import load_model
 
-            self.close()
+            self._close_model()
             self.model = load_model(spec, self.config.args_of(spec))
             self.spec = spec  # only once loaded: a failed load is tried again by the next run
         return _KeepOpen(self.model)
 
-    def close(self) -> None:
-        """Close the model held, if any."""
+    def _close_model(self) -> None:
         if self.model is not None:
             self.model.close()
         self.model, self.spec = None, None
 
+    def close(self) -> None:
+        """Close the model held, if any; remove the suite's scratch frame cache."""
+        self._close_model()
+        if self.cache is not None:
+            self.cache.cleanup()
+            self.cache = None
+
+
+def _suite_cache(config: SuiteConfig, todo: list[SuiteRun]) -> Any:
+    """A :class:`~mmrobust.media.cache.ScratchFrameCache` for the whole suite when the options
+    turn the persistent frame cache off (else ``None``: each run uses the persistent one), so
+    each (clip, frame selection, encoding) is decoded once per suite, not once per question."""
+    from mmrobust.run.config import frame_cache, scratch_size
+
+    if not todo:
+        return None
+    first = todo[0]
+    cfg = config.eval_config(first.model, first.data, first.media, first.task, str(first.run_dir))
+    if cfg.text_only or frame_cache(cfg) is not None:
+        return None
+    from mmrobust.media.cache import ScratchFrameCache
+
+    return ScratchFrameCache(scratch_size(cfg))
+
 
 def _one(config: SuiteConfig, run: SuiteRun, shared: _SharedModels) -> None:
     """Run one (model, dataset, task) with :func:`run_eval`; record how it ended."""
-    from mmrobust.families import get_family
     from mmrobust.run.eval import run_eval
 
     cfg = config.eval_config(run.model, run.data, run.media, run.task, str(run.run_dir))
+    done = finished_run(cfg, run.dataset) if run.dataset is not None else None
+    if done is not None:  # nothing left to ask: no model loaded, the folder as it stands
+        run.n_new, run.n_skipped, run.status = 0, done.n_rows, "complete"
+        run.headline = _headline(done.metrics)
+        if config.log_samples:
+            from mmrobust.export import SAMPLES_FILE, export_run
+
+            export_run(run.run_dir, "jsonl", run.run_dir / SAMPLES_FILE)
+        return
     try:
-        res = run_eval(cfg, progress=False, model=shared.get(run.model), dataset=run.dataset)
+        res = run_eval(
+            cfg,
+            progress=False,
+            model=shared.get(run.model),
+            dataset=run.dataset,
+            cache=shared.cache,
+        )
     except (OSError, ValueError, ImportError, RuntimeError) as exc:
-        # RunConflictError, DatasetError, UnknownNameError are ValueErrors; RunLockedError,
+        # RunConflictError, DatasetError, UnknownNameError, RunLockedError are ValueErrors;
         # RunFolderWriteError OSErrors or RuntimeErrors: each is this run's failure only
+        from mmrobust.runlock import RunLockedError
+
         run.status, run.error = "failed", (str(exc).splitlines() or [type(exc).__name__])[0]
+        run.locked = isinstance(exc, RunLockedError)
         return
     run.n_new, run.n_skipped = res.n_new, res.n_skipped
     if config.log_samples:  # also after an interrupted run: the rows stored so far
         from mmrobust.export import SAMPLES_FILE, export_run
 
         export_run(run.run_dir, "jsonl", run.run_dir / SAMPLES_FILE)
-    try:
-        run.headline = get_family(res.metrics.get("benchmark")).headline(res.metrics)
-    except (ValueError, KeyError, TypeError):
-        run.headline = None
+    run.headline = _headline(res.metrics)
     if res.interrupted and res.aborted is None:
         run.status = "interrupted"
     elif res.aborted:
@@ -244,6 +309,16 @@ def _one(config: SuiteConfig, run: SuiteRun, shared: _SharedModels) -> None:
         run.status = "complete" if res.metrics.get("complete") else "partial"
 
 
+def _headline(metrics: dict[str, Any]) -> str | None:
+    """The family's headline of a run's metrics, or ``None``."""
+    from mmrobust.families import get_family
+
+    try:
+        return str(get_family(metrics.get("benchmark")).headline(metrics))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def _line(run: SuiteRun) -> str:
     """One console line for a finished run."""
     what = f"{run.status:<8} {run.label}"
@@ -252,21 +327,36 @@ def _line(run: SuiteRun) -> str:
     return f"{what}: {run.headline or ''} ({run.n_new} new rows, {run.n_skipped} resumed)"
 
 
-def _write_suite(result: SuiteResult, file: dict[str, Any] | None = None) -> None:
-    """Write ``OUT/suite.json`` whole (:func:`mmrobust.atomicfile.atomic_write`); ``config``:
-    the suite file (scrubbed), when the suite came from one or from the command line."""
-    from mmrobust.atomicfile import atomic_write
-
+def _write_suite(
+    result: SuiteResult, file: dict[str, Any] | None = None, *, locked: bool = True
+) -> list[dict[str, Any]]:
+    """Rewrite ``OUT/suite.json`` from the run folders (:func:`merge_records`), atomically (a
+    temporary file renamed over it), under the suite lock (``locked``: take it here; else
+    the caller holds it); ``file``: the suite file (scrubbed), stored as ``config``. Returns
+    the records written."""
+    if locked:
+        with suite_lock(result.out):
+            return _write_suite(result, file, locked=False)
+    records = merge_records(result.out, result.runs)
     record: dict[str, Any] = {
-        "runs": [r.record() for r in result.runs],
+        "runs": records,
         "datasets_failed": [f.record() for f in result.data_failures],
         "notes": result.notes,
         "interrupted": result.interrupted,
     }
     if file is not None:
         record["config"] = file
-    with atomic_write(result.out / SUITE_FILE) as f:
-        f.write(json.dumps(record, indent=2) + "\n")
+    text = json.dumps(record, indent=2)
+    fd, tmp = tempfile.mkstemp(dir=result.out, prefix=f".{SUITE_FILE}.", suffix=".tmp")
+    try:  # a new file (O_EXCL: never a link's target), renamed over suite.json
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        os.replace(tmp, result.out / SUITE_FILE)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return records
 
 
 __all__ = [

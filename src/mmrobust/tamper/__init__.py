@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mmrobust.schema.window import WindowError, parse_position, source_window, window_length
 from mmrobust.tamper.builder import BuildConfig, BuildReport, build
 from mmrobust.tamper.effects import (
     EFFECTS,
@@ -12,7 +13,6 @@ from mmrobust.tamper.effects import (
     make_effect,
 )
 from mmrobust.tamper.manifest import BuildError, Donor, ManifestEntry, read_manifest
-from mmrobust.tamper.window import WindowError, parse_position, source_window, window_length
 
 __all__ = [
     "EFFECTS",

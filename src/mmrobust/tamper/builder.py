@@ -37,6 +37,7 @@ Modules, one job each:
 from __future__ import annotations
 
 import contextlib
+import errno
 import multiprocessing
 import os
 import shutil
@@ -78,6 +79,8 @@ class BuildReport:
         errors: this run's failures (also in ``errors.jsonl``), sorted by source, variant, reason.
         built, skipped: outputs written now / found complete and kept.
         json_rows: ``{task: rows}`` written for ``layout="mvtamperbench"``.
+        stopped: the first full-disk failure (``source: reason``) when the build stopped at
+            it (no source started after it; what was built is kept), else ``None``.
     """
 
     out_dir: Path
@@ -86,11 +89,22 @@ class BuildReport:
     built: int
     skipped: int
     json_rows: dict[str, int] = field(default_factory=dict)
+    stopped: str | None = None
 
     @property
     def ok(self) -> bool:
         """True when the build folder holds at least one clip."""
         return bool(self.entries)
+
+
+FULL_DISK = tuple(os.strerror(n) for n in (errno.ENOSPC, errno.EDQUOT))
+"""Reasons of a full disk or quota (``No space left on device``, ``Disk quota exceeded``): a
+build error that says one stops the build (every later source would fail the same way)."""
+
+
+def full_disk(reason: str) -> bool:
+    """Whether a build error's reason is a full disk or quota (:data:`FULL_DISK`)."""
+    return any(text in reason for text in FULL_DISK)
 
 
 def _remove_stale_temps(out_dir: Path) -> None:
@@ -181,6 +195,12 @@ def build(
     results: list[SourceResult] = []
     bad_donors: set[str] = set()
     progress: dict[str, ManifestEntry] = {e.id: e for e in previous}
+    stopped: list[str] = []  # the first full-disk failure: no source is started after it
+
+    def _stop_on(exc: OSError, where: Path) -> None:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise exc
+        stopped.append(f"{where}: {exc.strerror or exc}")
 
     def _collect(r: SourceResult) -> None:
         for err in r.donor_errors:  # a bad donor is reported once, by the first source to draw it
@@ -192,7 +212,12 @@ def build(
         ]
         if new:  # progress survives a crash; temp file + rename never writes through a link
             progress.update((e.id, e) for e in new)
-            write_jsonl_atomic(out / MANIFEST_NAME, progress.values(), durable=False)
+            try:
+                write_jsonl_atomic(out / MANIFEST_NAME, progress.values(), durable=False)
+            except OSError as exc:
+                _stop_on(exc, out / MANIFEST_NAME)
+        if not stopped:
+            stopped.extend(f"{e.source}: {e.reason}" for e in r.errors if full_disk(e.reason))
         results.append(r)
         if on_source:
             on_source(r)
@@ -200,8 +225,12 @@ def build(
     if map_sources is not None:
         for result in map_sources(plans, config, out, pool, done):
             _collect(result)
+            if stopped:
+                break
     elif jobs <= 1 or len(plans) <= 1:
         for plan in plans:
+            if stopped:
+                break
             _collect(build_source(plan, config, out, pool, done))
     else:
         ctx = multiprocessing.get_context("spawn")
@@ -215,6 +244,11 @@ def build(
                 ex.submit(build_source, p, config, out, pool, done): p for p in plans
             }
             for fut in as_completed(futures):
+                if stopped:  # the sources not started are not started; those running finish
+                    for pending in futures:
+                        pending.cancel()
+                if fut.cancelled():
+                    continue
                 try:
                     _collect(fut.result())
                 except Exception as exc:  # a worker crashed: one source lost, not the run
@@ -246,9 +280,14 @@ def build(
     entries = sorted(merged.values(), key=lambda e: e.id)
     # no fsync (``write_jsonl_atomic``): the clips are not flushed either and resume checks
     # each one's sha256; an fsync cost 15-165 ms per write on this loaded machine
-    write_jsonl_atomic(out / MANIFEST_NAME, entries, durable=False)
-    write_jsonl_atomic(out / ERRORS_NAME, errors, durable=False)
-    json_rows = write_mvtamperbench_json(out, entries) if config.layout == "mvtamperbench" else {}
+    json_rows: dict[str, int] = {}
+    try:
+        write_jsonl_atomic(out / MANIFEST_NAME, entries, durable=False)
+        write_jsonl_atomic(out / ERRORS_NAME, errors, durable=False)
+        if config.layout == "mvtamperbench":
+            json_rows = write_mvtamperbench_json(out, entries)
+    except OSError as exc:  # the manifest of the last source stays whole
+        _stop_on(exc, out)
     return BuildReport(
         out_dir=out,
         entries=entries,
@@ -256,10 +295,12 @@ def build(
         built=sum(r.built for r in results),
         skipped=sum(r.skipped for r in results),
         json_rows=json_rows,
+        stopped=stopped[0] if stopped else None,
     )
 
 
 __all__ = [
+    "FULL_DISK",
     "KEY_VERSION",
     "MIN_SIDE",
     "TAMPER_CODEC",
@@ -276,5 +317,6 @@ __all__ = [
     "build",
     "build_source",
     "choose_donor",
+    "full_disk",
     "plan_sources",
 ]

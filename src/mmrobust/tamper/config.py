@@ -8,9 +8,9 @@ from typing import Literal
 
 from mmrobust.media.writer import DEFAULT_CRF, ENCODER_THREADS
 from mmrobust.schema import TAMPER_ORIGINAL
+from mmrobust.schema.window import Position
 from mmrobust.tamper.effects import PAPER_EFFECTS, Effect, make_effect
 from mmrobust.tamper.layout import Layout
-from mmrobust.tamper.window import Position
 
 Style = Literal["mmrobust", "released"]
 MIN_SIDE = 16

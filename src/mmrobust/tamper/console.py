@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from mmrobust.schema.window import Position, parse_position
 from mmrobust.tamper.builder import (
     TAMPER_CODEC,
     TAMPER_PRESET,
@@ -29,7 +30,6 @@ from mmrobust.tamper.effects import make_effect, parse_param_specs
 from mmrobust.tamper.effects.base import EffectParamError
 from mmrobust.tamper.layout import Layout
 from mmrobust.tamper.sources import none_found
-from mmrobust.tamper.window import Position, parse_position
 
 if TYPE_CHECKING:
     from mmrobust.distributed import RayOptions

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from mmrobust import __version__
 from mmrobust.schema import TAMPER_ORIGINAL, Window
+from mmrobust.schema.window import make_window
 from mmrobust.tamper.config import BuildConfig
 from mmrobust.tamper.effects import Effect
 from mmrobust.tamper.manifest import ManifestEntry, sha256_file
 from mmrobust.tamper.plan import PoolVideo, SourcePlan
 from mmrobust.tamper.variants import Variant
-from mmrobust.tamper.window import make_window
 
 KEY_VERSION = 7
 """Resume-key schema (older outputs are rebuilt); 3: fixed-GOP keyframes and one SEI per

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 
 from mmrobust.media import MediaError, VideoInfo, probe
+from mmrobust.schema.window import WindowError
 from mmrobust.tamper.config import BuildConfig
 from mmrobust.tamper.layout import safe_stem
 from mmrobust.tamper.manifest import BuildError, sha256_file
 from mmrobust.tamper.sources import discover_sources
-from mmrobust.tamper.window import WindowError
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from mmrobust.schema import TAMPER_ORIGINAL
+from mmrobust.schema.window import Position, parse_position
 from mmrobust.tamper.builder import BuildReport, ProgressCallback, SourceMap, build
 from mmrobust.tamper.config import BuildConfig
 from mmrobust.tamper.layout import position_token
@@ -37,7 +38,6 @@ from mmrobust.tamper.manifest import (
     read_manifest,
     write_jsonl_atomic,
 )
-from mmrobust.tamper.window import Position, parse_position
 
 
 def parse_positions(value: str) -> list[Position]:
@@ -163,6 +163,8 @@ def build_positions(
         built += report.built
         skipped += report.skipped
         first_errors = first_errors or report.errors
+        if report.stopped:  # a full disk: no later position is started
+            return replace(report, built=built, skipped=skipped)
     if not any((out / t).is_dir() for t in tokens):  # no usable source: write nothing
         return BuildReport(out_dir=out, entries=[], errors=first_errors, built=0, skipped=0)
     entries, errors = join_builds(out, [(t, out / t) for t in tokens if (out / t).is_dir()])

@@ -22,6 +22,7 @@ import numpy as np
 from mmrobust.media import MediaError
 from mmrobust.media.encoder import encodable_fps
 from mmrobust.schema import TAMPER_ORIGINAL
+from mmrobust.schema.window import WindowError, source_window
 from mmrobust.tamper.config import BuildConfig
 from mmrobust.tamper.donor_frames import donor_frames
 from mmrobust.tamper.entries import is_done, make_entry, variant_key
@@ -29,7 +30,6 @@ from mmrobust.tamper.layout import output_relpath
 from mmrobust.tamper.manifest import BuildError, Donor, ManifestEntry
 from mmrobust.tamper.plan import PoolVideo, SourcePlan, choose_donor, with_count
 from mmrobust.tamper.variants import Variant, segment_variants, stream_variants
-from mmrobust.tamper.window import WindowError, source_window
 
 
 @dataclass

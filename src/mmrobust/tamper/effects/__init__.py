@@ -10,6 +10,7 @@ from mmrobust.tamper.effects.base import (
     EffectParamError,
     make_effect,
     parse_param_specs,
+    register_effect,
 )
 from mmrobust.tamper.effects.extra import Blur, Flip, Noise, PartialMask, Shuffle, Speed
 from mmrobust.tamper.effects.paper import Dropping, Masking, Repetition, Rotation, Substitution
@@ -33,4 +34,5 @@ __all__ = [
     "Substitution",
     "make_effect",
     "parse_param_specs",
+    "register_effect",
 ]

@@ -62,11 +62,34 @@ class Effect(BaseModel, ABC):
         return self.model_dump(mode="json")
 
 
-EFFECTS: Registry[type[Effect]] = Registry("tamper effect")
+EFFECTS: Registry[type[Effect]] = Registry("tamper effect", plugins=True)
 """All effects by name. The paper's five: dropping, masking, rotation, substitution, repetition."""
 
 PAPER_EFFECTS = ("dropping", "masking", "rotation", "substitution", "repetition")
 """MVTamperBench section 3.2, in the order the CLI defaults to."""
+
+
+def register_effect(cls: type[Effect], *, origin: str | None = None) -> type[Effect]:
+    """Register an ``Effect`` subclass under its ``name`` (the same as
+    ``@EFFECTS.register(cls.name)``; returns ``cls``, so it also works as a decorator).
+
+    Raises:
+        ValueError: another effect is registered under that name.
+    """
+    if EFFECTS.peek(cls.name) is not cls:
+        EFFECTS.register(cls.name, cls, origin=origin)
+    return cls
+
+
+def adopt(obj: object, name: str, origin: str) -> None:
+    """Register an ``Effect`` subclass that a plugin entry point names (:mod:`mmrobust.plugins`).
+
+    Raises:
+        TypeError: ``obj`` is not an ``Effect`` subclass.
+    """
+    if not (isinstance(obj, type) and issubclass(obj, Effect)):
+        raise TypeError(f"{getattr(obj, '__name__', type(obj).__name__)} is not an Effect subclass")
+    register_effect(obj, origin=origin)
 
 
 class EffectParamError(ValueError):
@@ -139,6 +162,8 @@ __all__ = [
     "Effect",
     "EffectContext",
     "EffectParamError",
+    "adopt",
     "make_effect",
     "parse_param_specs",
+    "register_effect",
 ]

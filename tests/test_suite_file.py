@@ -18,7 +18,8 @@ import yaml
 from typer.testing import CliRunner
 
 from mmrobust.cli import app
-from mmrobust.suite.file import SuiteFile, load_suite_file, parse_suite_text
+from mmrobust.suite.file import SuiteFile
+from mmrobust.suite.load import load_suite_file, parse_suite_text
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "suite.yaml"
@@ -224,3 +225,10 @@ def test_model_index_of_two_models_by_three_families(
 def results_of(block: list[dict[str, object]], config: str) -> dict[str, object]:
     """The result of ``block`` whose dataset config is ``config``."""
     return next(r for r in block[0]["results"] if r["dataset"]["config"] == config)  # type: ignore[index, union-attr, attr-defined]
+
+
+def test_docs_name_every_key() -> None:
+    """docs/suite.md's table names every key of the suite file."""
+    text = (ROOT / "docs" / "suite.md").read_text()
+    missing = [k for k in SuiteFile.model_fields if f"`{k}`" not in text]
+    assert missing == []

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from mmrobust.suite.file import SuiteFile, SuiteFileError, flag_fields, load_suite_file
+from mmrobust.suite.file import SuiteFile, SuiteFileError, flag_fields
+from mmrobust.suite.load import error_line, load_suite_file
 
 ENTRY_FLAGS: dict[str, dict[str, Any]] = {
     "media": {
@@ -138,8 +139,6 @@ def suite_from_flags(values: Mapping[str, Any], given: Collection[str]) -> Suite
             entry["card"] = cards[entry["spec"]]
     raw["models"], raw["data"] = models, data
     from pydantic import ValidationError
-
-    from mmrobust.suite.file import error_line
 
     try:
         return SuiteFile.model_validate(raw)

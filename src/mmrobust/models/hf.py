@@ -93,8 +93,7 @@ class HFOptions(BaseModel):
             at most this before the processor sees them (0: as decoded). 1024 by
             default (``frame_size.DEFAULT_IMAGE_MAX_SIDE``), as on ``openai:`` /
             ``anthropic:`` and in ``finetune --image-max-side`` (one default, so the
-            same model sees the same pixels on every backend and in training; issue
-            31 item 6).
+            same model sees the same pixels on every backend and in training).
         revision: hub revision (branch, tag or commit).
         trust_remote_code: allow checkpoint code (off by default).
         chat_template: path of a Jinja chat template overriding the processor's.

@@ -32,7 +32,11 @@ def _option(entry: dict, name: str, key: str = "options") -> dict:
 
 def test_each_list_is_its_registry() -> None:
     assert set(_by_name("models")) == set(MODELS.names())
-    assert set(_by_name("effects")) == set(EFFECTS.names())
+    from mmrobust.perturb.image import IMAGE_EFFECTS
+
+    perturb_only = {*IMAGE_EFFECTS, "reverse", "frame_rate"}
+    assert set(_by_name("effects")) == set(EFFECTS.names()) | perturb_only
+    assert len(catalog("effects")["effects"]) == len(EFFECTS.names()) + len(perturb_only)
     assert [e["name"] for e in catalog("tasks")["tasks"]] == list(TASKS)
     assert [e["name"] for e in catalog("templates")["templates"]] == list(TEMPLATES)
     refs = _by_name("references")
@@ -114,8 +118,9 @@ def test_the_docs_backends_table_is_derived_from_the_backend_specs() -> None:
 
     table = backends_table(built_in_only=True)
     built_in = [n for n in MODELS.names() if MODELS.origin(n) == "built-in"]
-    assert len(table.splitlines()) == 2 + len(built_in) == 10
+    assert len(table.splitlines()) == 2 + len(built_in) == 11
     assert "| `openai:<served-name>` |" in table and "| api |" in table
+    assert "| `gemini:<model>` | Google's native Gemini API" in table  # register_backend's row
     docs = (Path(__file__).resolve().parents[1] / "docs" / "models.md").read_text()
     assert table in docs, "docs/models.md's backends table differs from catalog.backends_table()"
 

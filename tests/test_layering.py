@@ -72,17 +72,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "safenames",
             "atomicfile",
             "frame_size",
+            "wandb_login",
             "plugins",
             "settings_doc",
             "distributed.__init__",
         ),
     ),
     ("media", ("media",)),  # decode, sample, cache: schema's Window only
-    (
-        "datasets",
-        ("datasets", "store", "store_schema", "forensic"),
-    ),  # loaders; the SQLite store; the detector
-    ("tamper", ("tamper",)),  # the builder writes manifests the datasets read
+    ("datasets", ("datasets", "store", "store_schema", "forensic")),  # loaders; the SQLite store
+    ("tamper", ("tamper", "perturb")),  # the builders write manifests the datasets read
     ("families", ("families",)),  # the family seam (higher code named by "module:attr")
     (
         "protocol",

@@ -103,94 +103,6 @@ def _one_line_on_ctrl_c() -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
-<<<<<<< HEAD
-def run_command(
-    model: list[str] = typer.Option(
-        ...,
-        "--model",
-        metavar="SPEC",
-        help="Model SPEC (repeatable): constant:A, openai:<m>, hf:<id> ...",
-    ),
-    data: list[str] = typer.Option(
-        ..., "--data", help="Dataset (repeatable): anything eval --data takes, e.g. mmr-demo."
-    ),
-    task: list[str] = typer.Option(
-        ["all"],
-        "--task",
-        "--tasks",
-        metavar="T,T",
-        help="Tasks, comma list (repeatable): detect,type,when,leading or all (default). "
-        "type/when/leading are skipped on non-tamper data.",
-    ),
-    out: str = typer.Option(
-        ..., "--out", help="Suite folder: OUT/<model>/<dataset>/<task>/ run folders, OUT/report/."
-    ),
-    revision: str | None = typer.Option(
-        None, "--revision", help="Hub revision (branch, tag or commit) of the hf: --data."
-    ),
-    media: list[str] = typer.Option(
-        [],
-        "--media",
-        "--images",
-        help="Media folder per --data, same order ('-' for none); default none.",
-    ),
-    model_arg: list[str] = typer.Option(
-        [],
-        "--model-arg",
-        metavar="KEY=VALUE",
-        help="Backend setting, given to each model whose backend takes KEY (repeatable).",
-    ),
-    model_args: list[str] = typer.Option(
-        [],
-        "--model-args",
-        "--model_args",
-        metavar="K=V,K=V",
-        help="Backend settings in lm-eval's comma form: once for every model, or once per "
-        "--model in the same order (models on different servers).",
-    ),
-    limit: int | None = typer.Option(None, "--limit", help="Only the first N samples of each run."),
-    frames: int = typer.Option(8, "--frames", help="Segment-centre frames per video."),
-    extract: str = typer.Option(
-        "lenient", "--extract", help="Answer extraction: lenient | strict | official."
-    ),
-    official: bool = typer.Option(False, "--official", help="Reference protocol (as eval)."),
-    text_only: bool = typer.Option(False, "--text-only", help="Send no media (blind ablation)."),
-    workers: int | None = typer.Option(
-        None, "--workers", help="Concurrent batches (default: the model's max_concurrency)."
-    ),
-    seed: int = typer.Option(0, "--seed", help="Seed (bootstrap; task option order)."),
-    bootstrap: int = typer.Option(
-        1000, "--bootstrap", min=0, help="Bootstrap resamples for 95% CIs (0 = off)."
-    ),
-    cache_dir: str | None = typer.Option(
-        None, "--cache-dir", help="Frame cache folder ('none' switches it off)."
-    ),
-    retry_failed: bool = typer.Option(
-        False, "--retry-failed", help="On resume, also ask again rows that are final errors."
-    ),
-    repeats: int = typer.Option(
-        1,
-        "--repeats",
-        min=1,
-        help="Ask every question K times (with --temperature); the card shows its stability.",
-    ),
-    temperature: float | None = typer.Option(
-        None, "--temperature", help="Sampling temperature (= --model-arg temperature=T)."
-    ),
-    title: str = typer.Option("mmrobust report", "--title", help="Title of the report."),
-    no_report: bool = typer.Option(False, "--no-report", help="Write no report at the end."),
-    log_samples: bool = typer.Option(
-        False, "--log-samples", "--log_samples", help="Also write each run's samples.jsonl."
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
-    log_to: str | None = typer.Option(
-        None, "--log-to", help="Also log runs to: wandb (pip install 'mmrobust[wandb]')."
-    ),
-    wandb_project: str = typer.Option(
-        "mmrobust", "--wandb-project", help="W&B project for --log-to."
-    ),
-) -> None:
-=======
 def _source(ctx: typer.Context, name: str) -> str | None:
     """Where the value of parameter ``name`` came from (``COMMANDLINE``, ``DEFAULT`` ...), by
     name: typer may carry its own copy of click's ``ParameterSource``."""
@@ -199,7 +111,6 @@ def _source(ctx: typer.Context, name: str) -> str | None:
 
 
 def run_command(**values: Any) -> None:
->>>>>>> main
     """Run every --model on every --data for every --task (one eval per run folder), then
     one report. A --config file holds the same options as keys. Re-running resumes each run;
     exits 1 if any run failed or any dataset cannot be loaded, naming them."""
@@ -207,63 +118,6 @@ def run_command(**values: Any) -> None:
         _command(**values)
 
 
-<<<<<<< HEAD
-            check_log_to(log_to)
-            if len(model) > 1 and 1 < len(model_args) != len(model):
-                raise ValueError(
-                    f"--model-args is given {len(model_args)} times for {len(model)} --model: give "
-                    "it once (every model) or once per --model, in the same order"
-                )
-            per_model = model_args if len(model) > 1 and len(model_args) == len(model) else []
-            if per_model:  # one spec given twice with two different settings
-                for spec in dict.fromkeys(model):
-                    given = {a for m, a in zip(model, per_model, strict=True) if m == spec}
-                    if len(given) > 1:
-                        raise ValueError(
-                            f"--model {spec} is given twice with different --model-args; give each "
-                            "model once"
-                        )
-            hub = [d for d in data if d.startswith("hf:")]
-            if revision and not hub:
-                raise ValueError(f"--revision {revision} is for hf: data; no --data is hf:")
-            config = SuiteConfig(
-                models=model,
-                data=[with_revision(d, revision) if d.startswith("hf:") else d for d in data],
-                tasks=parse_tasks(task),
-                out=out,
-                media=[None if m in ("-", "") else m for m in media],
-                options={
-                    "model_args": parse_model_args(model_arg, [] if per_model else model_args),
-                    "limit": limit,
-                    "frames": frames,
-                    "extract": extract,
-                    "official": official,
-                    "text_only": text_only,
-                    "workers": workers,
-                    "seed": seed,
-                    "n_resamples": bootstrap,
-                    "cache_dir": cache_dir,
-                    "retry_failed": retry_failed,
-                    "repeats": repeats,
-                    "temperature": temperature,
-                },
-                report=not no_report,
-                log_samples=log_samples,
-                model_args={
-                    m: parse_model_args([], [a]) for m, a in zip(model, per_model, strict=False)
-                },
-                title=title,
-            )
-            result = run_suite(config, progress=not quiet, log=typer.echo)
-        except (FileNotFoundError, UnknownNameError, ValueError, ImportError) as exc:
-            raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
-        except OSError as exc:  # the report folder cannot be written
-            raise _fail(str(exc).splitlines()[0], 3) from None
-        ran = result.ran
-        n_ok = sum(r.status in ("complete", "partial") for r in ran)
-        skipped = len(result.runs) - len(ran)
-        blocked = len(result.blocked)
-=======
 def _command(**values: Any) -> None:
     """The body of :func:`run_command`."""
     from mmrobust.paths import out_folder_problem
@@ -330,7 +184,6 @@ def _run(config: Any, suite: Any, quiet: bool, hub: Any) -> None:
         folders = [r.run_dir for r in ran if (r.run_dir / "run.json").is_file()]
         log_to_wandb(folders, result.report_dir, project=suite.wandb_project, log=typer.echo)
     if result.interrupted:
->>>>>>> main
         typer.echo(
             "interrupted: finished rows are kept; re-run the same command to resume", err=True
         )

@@ -232,3 +232,33 @@ def test_docs_name_every_key() -> None:
     text = (ROOT / "docs" / "suite.md").read_text()
     missing = [k for k in SuiteFile.model_fields if f"`{k}`" not in text]
     assert missing == []
+
+
+def test_print_config_and_suite_json_hold_no_credential(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A URL's password in a backend setting is held in memory (``***@`` wherever shown), a
+    secret-named setting of a file is masked, in ``--print-config`` and in ``suite.json``."""
+    monkeypatch.chdir(tmp_path)
+    args = ["run", "--model", "constant:A", "--data", "mmr-demo", "--out", "S", "--task", "detect"]
+    url = "--model-args=base_url=http://user:hunter22@127.0.0.1:9/v1"
+    printed = _invoke([*args, url, "--print-config"])
+    assert printed.exit_code == 0, printed.output  # type: ignore[attr-defined]
+    assert "hunter22" not in printed.stdout and "http://***@127.0.0.1:9/v1" in printed.stdout  # type: ignore[attr-defined]
+    Path("s.yaml").write_text(
+        "models: [{spec: constant:A, args: {delay_s: 0, api_token: sk-abcdef123456}}]\n"
+    )
+    shown = _invoke(["run", "--config", "s.yaml", "--print-config"])
+    assert "sk-abcdef123456" not in shown.stdout  # type: ignore[attr-defined]
+    assert "delay_s: '0'" in shown.stdout  # type: ignore[attr-defined]
+    from mmrobust.suite.flags import suite_from_flags
+
+    suite = suite_from_flags(
+        {"models": ["constant:A"], "data": ["mmr-demo"], "out": "S",
+         "model_args": [url.split("=", 1)[1]]}, {"models", "data", "out"},
+    )  # fmt: skip
+    saved = json.dumps(suite.to_suite_config().file)  # what suite.json stores as "config"
+    assert "hunter22" not in saved and "http://***@127.0.0.1:9/v1" in saved
+    refused = _invoke(["run", "--config", "s.yaml", "--data", "mmr-demo", "--out", "T"])
+    assert refused.exit_code == 2 and "api_key_env" in refused.stderr  # type: ignore[attr-defined]
+    assert not Path("T").exists()

@@ -262,3 +262,34 @@ def test_print_config_and_suite_json_hold_no_credential(
     refused = _invoke(["run", "--config", "s.yaml", "--data", "mmr-demo", "--out", "T"])
     assert refused.exit_code == 2 and "api_key_env" in refused.stderr  # type: ignore[attr-defined]
     assert not Path("T").exists()
+
+
+def test_model_index_of_a_family_with_its_own_card_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``consistency`` (``mmrobust perturb``; 2 MMR photos, blur and typographic at severity 3:
+    6 questions): each card row's score columns, named by effect. ``constant:A`` answers "A"
+    to every question, so no answer flips: flip rate and accuracy drop 0 for each effect."""
+    from huggingface_hub.repocard_data import (
+        eval_results_to_model_index,
+        model_index_to_eval_results,
+    )
+
+    from mmrobust.perturb import perturb
+    from mmrobust.report.model_index import check_model_index, model_index
+
+    monkeypatch.chdir(tmp_path)
+    perturb("mmr-demo", "gaussian_blur,typographic", tmp_path / "p", severities="3", limit=2)
+    ran = _invoke(["run", "--model", "constant:A", "--data", "p", "--out", "C", "--bootstrap",
+                   "0", "--no-report", "-q"])  # fmt: skip
+    assert ran.exit_code == 0, ran.output  # type: ignore[attr-defined]
+    [block] = model_index(tmp_path / "C").values()
+    assert check_model_index(block) == []
+    assert eval_results_to_model_index(*model_index_to_eval_results(block)) == block
+    [result] = block[0]["results"]
+    assert result["dataset"]["config"] == "consistency"
+    values = {m["name"]: m["value"] for m in result["metrics"]}
+    for effect in ("gaussian_blur", "typographic", "all"):
+        assert values[f"flip rate, {effect} (%)"] == 0.0
+        assert values[f"accuracy drop, {effect} (%)"] == 0.0
+    assert all(m["type"] != "pairs" for m in result["metrics"])  # a count is not a score

@@ -232,3 +232,64 @@ def test_docs_name_every_key() -> None:
     text = (ROOT / "docs" / "suite.md").read_text()
     missing = [k for k in SuiteFile.model_fields if f"`{k}`" not in text]
     assert missing == []
+
+
+def test_print_config_and_suite_json_hold_no_credential(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A URL's password in a backend setting is held in memory (``***@`` wherever shown), a
+    secret-named setting of a file is masked, in ``--print-config`` and in ``suite.json``."""
+    monkeypatch.chdir(tmp_path)
+    args = ["run", "--model", "constant:A", "--data", "mmr-demo", "--out", "S", "--task", "detect"]
+    url = "--model-args=base_url=http://user:hunter22@127.0.0.1:9/v1"
+    printed = _invoke([*args, url, "--print-config"])
+    assert printed.exit_code == 0, printed.output  # type: ignore[attr-defined]
+    assert "hunter22" not in printed.stdout and "http://***@127.0.0.1:9/v1" in printed.stdout  # type: ignore[attr-defined]
+    Path("s.yaml").write_text(
+        "models: [{spec: constant:A, args: {delay_s: 0, api_token: sk-abcdef123456}}]\n"
+    )
+    shown = _invoke(["run", "--config", "s.yaml", "--print-config"])
+    assert "sk-abcdef123456" not in shown.stdout  # type: ignore[attr-defined]
+    assert "delay_s: '0'" in shown.stdout  # type: ignore[attr-defined]
+    from mmrobust.suite.flags import suite_from_flags
+
+    suite = suite_from_flags(
+        {"models": ["constant:A"], "data": ["mmr-demo"], "out": "S",
+         "model_args": [url.split("=", 1)[1]]}, {"models", "data", "out"},
+    )  # fmt: skip
+    saved = json.dumps(suite.to_suite_config().file)  # what suite.json stores as "config"
+    assert "hunter22" not in saved and "http://***@127.0.0.1:9/v1" in saved
+    refused = _invoke(["run", "--config", "s.yaml", "--data", "mmr-demo", "--out", "T"])
+    assert refused.exit_code == 2 and "api_key_env" in refused.stderr  # type: ignore[attr-defined]
+    assert not Path("T").exists()
+
+
+def test_model_index_of_a_family_with_its_own_card_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``consistency`` (``mmrobust perturb``; 2 MMR photos, blur and typographic at severity 3:
+    6 questions): each card row's score columns, named by effect. ``constant:A`` answers "A"
+    to every question, so no answer flips: flip rate and accuracy drop 0 for each effect."""
+    from huggingface_hub.repocard_data import (
+        eval_results_to_model_index,
+        model_index_to_eval_results,
+    )
+
+    from mmrobust.perturb import perturb
+    from mmrobust.report.model_index import check_model_index, model_index
+
+    monkeypatch.chdir(tmp_path)
+    perturb("mmr-demo", "gaussian_blur,typographic", tmp_path / "p", severities="3", limit=2)
+    ran = _invoke(["run", "--model", "constant:A", "--data", "p", "--out", "C", "--bootstrap",
+                   "0", "--no-report", "-q"])  # fmt: skip
+    assert ran.exit_code == 0, ran.output  # type: ignore[attr-defined]
+    [block] = model_index(tmp_path / "C").values()
+    assert check_model_index(block) == []
+    assert eval_results_to_model_index(*model_index_to_eval_results(block)) == block
+    [result] = block[0]["results"]
+    assert result["dataset"]["config"] == "consistency"
+    values = {m["name"]: m["value"] for m in result["metrics"]}
+    for effect in ("gaussian_blur", "typographic", "all"):
+        assert values[f"flip rate, {effect} (%)"] == 0.0
+        assert values[f"accuracy drop, {effect} (%)"] == 0.0
+    assert all(m["type"] != "pairs" for m in result["metrics"])  # a count is not a score

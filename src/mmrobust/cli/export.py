@@ -18,7 +18,9 @@ FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
 
 @app.command("export", short_help="Per-sample log of runs (jsonl, csv, parquet), or a model-index.")
 def export_cmd(
-    run_dirs: list[str] = typer.Argument(..., metavar="RUN_DIRS", help="One or more run folders."),
+    run_dirs: list[str] = typer.Argument(
+        ..., metavar="RUN_DIRS", help="One or more run folders (model-index: a suite folder too)."
+    ),
     format: str = typer.Option(
         "jsonl",
         "--format",
@@ -52,7 +54,9 @@ def export_cmd(
         return
     fmt = format.lower()
     if fmt not in FORMATS:
-        raise fail(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
+        raise fail(
+            f"--format must be one of {', '.join((*FORMATS, 'model-index'))}, not {format!r}"
+        )
     try:
         runs = [check_run_folder(d) for d in run_dirs]
         targets, made = plan_targets(runs, fmt, out, force=force)

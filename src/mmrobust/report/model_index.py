@@ -16,7 +16,9 @@ model card's YAML header (hub-docs ``modelcard.md``; ``huggingface_hub``'s ``Eva
   ``official`` or ``default``) and ``args`` (``mmrobust_version`` that produced the run).
 
 Detection runs give the F1 macro over the tamper types (Overall) and the F1 of each type;
-``type`` / ``when`` accuracy and macro-F1; ``leading`` and MMR runs RA and MR. A score that
+``type`` / ``when`` accuracy and macro-F1; ``leading`` and MMR runs RA and MR; a family with
+its own card section (``CardSection``: ``consistency``) each row's score columns (accuracy
+drop, flip, resist and attack success rates per effect and ``all``). A score that
 is undefined (an F1 of 0/0) is left out, never written as 0. :func:`check_model_index`
 checks a block against the documented fields (required keys, types, no unknown key).
 """
@@ -106,13 +108,19 @@ def _metric(kind: str, value: Any, name: str, mode: str, version: str) -> dict[s
             "args": {"mmrobust_version": version}}  # fmt: skip
 
 
-def _metrics(run: Any, section: str, entry: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The metrics of one card entry (and, for detection, the F1 of each tamper type)."""
-    from mmrobust.report.card import _pc
-
+def _mode(run: Any) -> tuple[str, str]:
+    """``(mode, mmrobust version)`` of a run: ``official`` or ``default``."""
     config = run.info.get("config") or {}
     mode = "official" if config.get("official") else "default"
-    version = str(run.info.get("mmrobust_version") or "unknown")
+    return mode, str(run.info.get("mmrobust_version") or "unknown")
+
+
+def _metrics(run: Any, section: str, entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The metrics of one card entry of a built-in section (and, for detection, the F1 of
+    each tamper type)."""
+    from mmrobust.report.card import _pc
+
+    mode, version = _mode(run)
     pairs: list[tuple[str, Any, str]] = []
     if section == "detection":
         pairs.append(("f1", entry.get("f1"), "F1, macro over tamper types (%)"))
@@ -128,6 +136,36 @@ def _metrics(run: Any, section: str, entry: Mapping[str, Any]) -> list[dict[str,
                   ("misleading_rate", entry.get("MR"), "MR, misleading rate (%)")]  # fmt: skip
     out = [_metric(kind, v, name, mode, version) for kind, v, name in pairs]
     return [m for m in out if m is not None]
+
+
+def _own_metrics(run: Any, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The metrics of a family's own card section (``CardSection``: ``consistency``): each
+    row's score columns (percent, a float; counts such as ``pairs`` are not scores), named
+    by the column's heading and the row's first column (``flip rate, all (%)``)."""
+    card = run.family.card
+    columns = list(card.columns) if card is not None else []
+    if not columns:
+        return []
+    (label_key, _), scores = columns[0], columns[1:]
+    mode, version = _mode(run)
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        for key, heading in scores:
+            value = row.get(key)
+            if isinstance(value, float):
+                name = f"{heading}, {row.get(label_key)} (%)"
+                metric = _metric(key, value, name, mode, version)
+                if metric is not None:
+                    out.append(metric)
+    return out
+
+
+def _task_type(run: Any, section: str) -> str:
+    """The hub task id of a run's section (a family's own: by its media word)."""
+    if section in TASK_TYPES:
+        return TASK_TYPES[section]
+    word = str(getattr(run.family, "media_word", "") or "")
+    return "video-text-to-text" if word in ("clips", "videos") else "visual-question-answering"
 
 
 def model_index(
@@ -157,15 +195,17 @@ def model_index(
             if section is None:
                 continue
             key = card_key(run)
-            card = card_data(key, [run], Path(scratch))
-            entry = next(iter(card.get(section) or []), None)
-            if entry is None:
+            rows = card_data(key, [run], Path(scratch)).get(section) or []
+            if not rows:
                 continue
-            metrics = _metrics(run, section, entry)
+            if section in TASK_TYPES:  # built-in: the run's first row (detection: "all")
+                metrics = _metrics(run, section, rows[0])
+            else:
+                metrics = _own_metrics(run, rows)
             if not metrics:
                 continue
             result: dict[str, Any] = {
-                "task": {"type": TASK_TYPES[section], "name": _task_name(run, section)},
+                "task": {"type": _task_type(run, section), "name": _task_name(run, section)},
                 "dataset": _dataset(run, section),
                 "metrics": metrics,
             }

@@ -58,7 +58,7 @@ from tests.crossings import (
 )
 from tests.fake_openai_server import FakeOpenAIServer
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 SAMPLES = {"detect": 6, "type": 6, "when": 6, "leading": 12, "mmr": 4}
 """Rows each task stores: one per clip, two per clip for ``leading`` (its pair), 4 MMR records."""
@@ -156,18 +156,10 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    """Two Ray nodes on 127.0.0.1, started on first use by a Ray cell; every process stopped."""
-    pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
-    from tests.ray_cluster import LoopbackCluster
-
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HF_HUB_OFFLINE", "1")  # inherited by the nodes' workers
-    try:
-        with LoopbackCluster(nodes=2) as c:
-            yield c
-    finally:
-        mp.undo()
+def cluster(ray_cluster: Any) -> Any:
+    """The session's two Ray nodes on 127.0.0.1 (``conftest.ray_cluster``), started on first
+    use by a Ray cell (its attributes start it: a cluster that cannot start skips the cell)."""
+    return ray_cluster
 
 
 @pytest.fixture(scope="module")
@@ -315,7 +307,8 @@ def hiding_node(matrix: Matrix) -> Iterator[Any]:
     if unshare_prefix() is None:
         pytest.skip("needs a mount namespace (unshare -m as root, or unshare -rm)")
     hide = [matrix.tiny_set.parent / "set-sources", matrix.tiny_set / "videos" / "clip1"]
-    with HidingNode(matrix.fixture("cluster"), hide=hide, resources={ITEM_8: 1}) as node:
+    cluster = matrix.fixture("cluster").get()
+    with HidingNode(cluster, hide=hide, resources={ITEM_8: 1}) as node:
         yield node
 
 

@@ -64,7 +64,7 @@ from mmrobust.models._reasoning import (
     is_reasoning_template,
 )
 from mmrobust.models._torchvision import torchvision_fix, torchvision_problem
-from mmrobust.models.base import MediaInput, Model, Placement, Request, Response
+from mmrobust.models.base import MediaInput, Model, Placement, Request, Response, repeat_seed
 from mmrobust.status import Status
 
 log = logging.getLogger(__name__)
@@ -86,15 +86,15 @@ class HFOptions(BaseModel):
         batch_size: requests per ``generate`` call (left-padded).
         max_new_tokens: cap on generated tokens.
         temperature: 0 (greedy, default); > 0 samples with ``seed``.
-        seed: torch seed set before each generate call.
+        seed: torch seed set before each generate call (mixed with the repeat index under
+            ``--repeats``: ``models.base.repeat_seed``).
         video_input: ``images`` (frames as a list of images) or ``video``
             (the processor's native video input).
         image_max_side: pixels; frames are downscaled so the longer side is
             at most this before the processor sees them (0: as decoded). 1024 by
             default (``frame_size.DEFAULT_IMAGE_MAX_SIDE``), as on ``openai:`` /
             ``anthropic:`` and in ``finetune --image-max-side`` (one default, so the
-            same model sees the same pixels on every backend and in training; issue
-            31 item 6).
+            same model sees the same pixels on every backend and in training).
         revision: hub revision (branch, tag or commit).
         trust_remote_code: allow checkpoint code (off by default).
         chat_template: path of a Jinja chat template overriding the processor's.
@@ -433,7 +433,7 @@ class HFModel(Model):
             gen.update(do_sample=True, temperature=self.options.temperature)
         else:
             gen.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        torch.manual_seed(self.options.seed)
+        torch.manual_seed(repeat_seed(self.options.seed, chunk[0].repeat))  # one repeat a batch
         with torch.inference_mode():
             output = self.model.generate(**inputs, **gen)
         prompt_len = int(inputs["input_ids"].shape[1])

@@ -216,7 +216,8 @@ def split_model_args(text: str) -> dict[str, str]:
     comma inside single or double quotes (not backslash-escaped) or inside
     ``{...}`` / ``[...]`` does not separate, so a JSON value keeps its commas
     (``extra_body={"top_k":1,"min_p":0.1}``), and each pair is stripped of
-    surrounding spaces. Ours: a value wholly inside one pair of matching quotes
+    surrounding spaces, and so are the key and the value (``base_url = http://h/v1``).
+    Ours: a value wholly inside one pair of matching quotes
     loses them (``base_url='http://h/v1'`` -> ``http://h/v1``); values stay
     strings (each backend's options model converts them).
 
@@ -227,7 +228,7 @@ def split_model_args(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in _comma_items(text):
         key, sep, value = item.partition("=")
-        key = key.strip()
+        key, value = key.strip(), value.strip()  # "base_url = http://h/v1": spaces around "="
         if not sep or not key:
             raise ValueError(
                 f"bad --model-args item {item!r}: expected KEY=VALUE pairs separated by commas"
@@ -299,7 +300,7 @@ def parse_model_args(
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"bad --model-arg {pair!r}: expected KEY=VALUE")
-        key = key.strip()
+        key, value = key.strip(), value.strip()  # spaces around "=" are not part of either
         if not value.lstrip().startswith(("{", "[")) and _SWALLOWED.search(value):
             shown = f"{key}={_shown(key, value)}"
             raise ValueError(

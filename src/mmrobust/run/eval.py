@@ -38,7 +38,7 @@ from mmrobust.run.checks import (
     refusal,
     resolved,
     select_samples,
-    unfinished,
+    unfinished_repeats,
 )
 from mmrobust.run.config import EvalConfig, frame_cache
 from mmrobust.run.executors import (
@@ -69,8 +69,8 @@ class RunResult:
     Attributes:
         run_dir: the run folder.
         metrics: the contents of ``metrics.json``.
-        n_total: samples selected.
-        n_skipped: samples already finished (resumed).
+        n_total: questions to ask: samples selected (times ``--repeats``).
+        n_skipped: of those, already finished (resumed).
         n_new: rows written by this call.
         interrupted: the run stopped early (Ctrl-C, or aborted).
         aborted: why the runner stopped by itself (consecutive transient failures), else ``None``.
@@ -312,7 +312,10 @@ def _evaluate(
     interrupted = False
     aborted: str | None = None
     try:
-        todo = unfinished(store, key, samples, retry_failed=config.retry_failed)
+        todo_by_repeat = unfinished_repeats(
+            store, key, samples, config.repeats, retry_failed=config.retry_failed
+        )
+        n_todo = sum(len(t) for t in todo_by_repeat)
         processor = SampleProcessor(
             model,
             key,
@@ -331,8 +334,11 @@ def _evaluate(
                 + (f" --task {config.task}" if config.task != "detect" else "")
                 + (" (text only)" if config.text_only else "")
             )
-            items = batches([] if INTERRUPTS.requested else todo, model.batch_size)
-            _drive(executor, processor, items, store, len(todo), progress, written, label=label)
+            items = itertools.chain.from_iterable(  # repeat by repeat: repeat 0 is done first
+                batches(todo, model.batch_size, repeat=k)
+                for k, todo in enumerate([] if INTERRUPTS.requested else todo_by_repeat)
+            )
+            _drive(executor, processor, items, store, n_todo, progress, written, label=label)
         except KeyboardInterrupt:  # a second Ctrl-C, or no handler (not the main thread)
             executor.cancel()
             if INTERRUPTS.count > 1:
@@ -348,7 +354,7 @@ def _evaluate(
         interrupted = interrupted or INTERRUPTS.requested
         selected = [s.id for s in samples]
         store.set_selection(key, selected)  # what rescore/report score
-        rows = store.rows(key, sample_ids=selected)
+        rows = [r for r in store.rows(key, sample_ids=selected) if r.repeat < config.repeats]
         metrics = score_rows(
             rows,
             benchmark=dataset.benchmark,
@@ -357,6 +363,7 @@ def _evaluate(
             seed=config.seed,
             defects=dataset.defects,
             extract_mode=config.extract_mode(),
+            repeats=config.repeats,
         )
         metrics["run"] = info.run
         info.aborted = aborted
@@ -364,7 +371,8 @@ def _evaluate(
         info.n_new = written[0]
         info.executor = describe_executor(executor)
         info.frame_cache = cache.stats() if cache is not None else None
-        _finish(run_dir, info, metrics, interrupted=interrupted, complete=len(rows) == len(samples))
+        n_asks = len(samples) * config.repeats
+        _finish(run_dir, info, metrics, interrupted=interrupted, complete=len(rows) == n_asks)
         if INTERRUPTS.requested and not interrupted:  # Ctrl-C while the files were written
             interrupted = True
             _finish(run_dir, info, metrics, interrupted=True, complete=False)
@@ -375,8 +383,8 @@ def _evaluate(
     return RunResult(
         run_dir,
         metrics,
-        len(samples),
-        len(samples) - len(todo),
+        len(samples) * config.repeats,
+        len(samples) * config.repeats - n_todo,
         written[0],
         interrupted,
         aborted,

@@ -1,4 +1,4 @@
-"""The README's "How long" figures, re-measured: ``mmrobust demo`` wall and CPU time.
+"""The demo figures of docs/performance.md, re-measured: ``mmrobust demo`` wall and CPU time.
 
     PYTHONPATH=src python benchmarks/readme_figures.py [--rounds 1] [--out DIR]
 
@@ -9,8 +9,8 @@ the peak resident memory of the largest child (``ru_maxrss``, MiB) and the 1-min
 average before and after (``os.getloadavg``). Wall time depends on the machine's load;
 CPU time much less so, and is the figure to compare between machines. Asserts nothing.
 
-The test count is not measured here (it changes with every landing): the README says how
-to get it, ``pytest --collect-only -q | tail -1``.
+The test count is not measured here (it changes with every landing): count them with
+``pytest --collect-only -q | tail -1``.
 """
 
 from __future__ import annotations

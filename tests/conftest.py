@@ -11,6 +11,7 @@ holding ``manifest.jsonl`` (24 clips: 4 originals + 20 tampered).
 
 ``family_checkpoints``: ``get(name) -> folder`` of the tiny random checkpoints of
 ``tests/hf_families.py`` (built once per session, on first use).
+The two tamper sets are built once per test run, even across xdist workers (``built_once``).
 ``family_tamper_set``: ``mmrobust tamper`` over bikes and carphone_pristine with
 ``dropping`` (4 clips: 2 originals, 2 tampered). ``frame_cache``: a session frame cache.
 
@@ -19,12 +20,23 @@ session's own, so frame sampling, the MMR demo set and unzipped hub data never r
 the user's ``~/.cache/mmrobust`` (``mmrobust.paths.cache_root``; Ray workers get the
 variable from ``distributed.session``).
 
+``ray_cluster``: the session's one loopback Ray cluster (``tests/ray_cluster.SharedCluster``:
+two nodes on 127.0.0.1, started by the first test that uses it, reset to two nodes after each
+test, stopped after the last test marked ``ray``). Tests that use it are marked ``ray`` and run
+next to each other (and on one worker under pytest-xdist); a cluster that cannot start on a busy
+machine skips them with the reason, once (``MMROBUST_TEST_RAY=required``: fails the first).
+
+Under pytest-xdist (``-n N``) each test file runs on one worker (its module fixtures are built
+once), and the files marked ``ray`` on one worker between them (``xdist_group``).
+
 ``tests/synth.py`` has ``make_synthetic_video`` / ``read_frame_code`` for
 small synthetic clips that carry their frame index.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -33,6 +45,65 @@ from typer.testing import CliRunner
 
 from mmrobust.cli import app
 from mmrobust.media import sample_clips
+from tests.ray_cluster import SharedCluster
+
+_RAY = SharedCluster(nodes=2, strict=os.environ.get("MMROBUST_TEST_RAY") == "required")
+"""The session's loopback Ray cluster (one per process: one per xdist worker that runs a test
+marked ``ray``, and every such test runs on the same worker)."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for ``-n auto`` (the default): none (in this process) when the run names fewer
+    than ``_FEW_FILES`` test files, else one per CPU plus one (the suite waits on subprocesses,
+    servers and Ray as much as it computes), at most ``_MAX_WORKERS``.
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` decide instead."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    files = 0
+    for arg in config.args or ["tests"]:
+        path = Path(config.invocation_params.dir, arg.split("::")[0])
+        files += len(list(path.rglob("test_*.py"))) if path.is_dir() else 1
+    if files < _FEW_FILES:
+        return 0
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min((cpus or 1) + 1, _MAX_WORKERS)
+
+
+_FEW_FILES = 6
+_MAX_WORKERS = 4
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``ray`` move next to the first of them (one cluster start serves them all);
+    every item gets an ``xdist_group``: ``ray`` for those, its file for the others (under
+    ``--dist loadgroup`` a file's module fixtures are built on one worker, once)."""
+    ray = [item for item in items if item.get_closest_marker("ray")]
+    if ray:
+        first = items.index(ray[0])
+        rest = [item for item in items if not item.get_closest_marker("ray")]
+        items[:] = [*rest[:first], *ray, *rest[first:]]
+    for item in items:
+        group = "ray" if item.get_closest_marker("ray") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After the last test marked ``ray`` in a row, stop the cluster (no idle raylets beside
+    the rest of the session)."""
+    if _RAY.started and (nextitem is None or not nextitem.get_closest_marker("ray")):
+        _RAY.stop()
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[SharedCluster]:
+    """The session's two-node loopback Ray cluster (see module docstring); ``.address`` etc.
+    start it on first use. Tests using it are marked ``ray``."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+    try:
+        yield _RAY
+    finally:
+        _RAY.stop()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -53,10 +124,34 @@ def real_clips() -> dict[str, Path]:
     return sample_clips()
 
 
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]
+) -> Path:
+    """The folder ``build(folder)`` fills, built once per test run and shared by every process of
+    it (the xdist workers of a run share their base temporary folder's parent; a file lock lets
+    one build while the others wait). Tests read it and never change it."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    folder, done = root / f"built-{name}", root / f"built-{name}.done"
+    with FileLock(str(root / f"built-{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def real_tamper_set(real_clips: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Build folder of ``mmrobust tamper`` over the four real clips (see module docstring)."""
-    out = tmp_path_factory.mktemp("real_tamper_set")
+    return built_once(tmp_path_factory, "real-tamper-set", lambda out: _tamper(real_clips, out))
+
+
+def _tamper(real_clips: dict[str, Path], out: Path) -> None:
     args = [
         "tamper",
         *(str(p) for p in real_clips.values()),
@@ -77,7 +172,6 @@ def real_tamper_set(real_clips: dict[str, Path], tmp_path_factory: pytest.TempPa
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert (out / "manifest.jsonl").is_file()
-    return out
 
 
 @pytest.fixture(scope="session")
@@ -99,13 +193,15 @@ def family_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Callable[[st
 @pytest.fixture(scope="session")
 def family_tamper_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``mmrobust tamper`` over bikes and carphone_pristine, ``dropping`` only: 4 clips."""
-    out = tmp_path_factory.mktemp("family-tamper-set")
-    clips = sample_clips()
-    args = ["tamper", str(clips["bikes"]), str(clips["carphone_pristine"]), "--out", str(out)]
-    args += ["--effects", "dropping", "--position", "middle", "--duration", "1", "--seed", "0"]
-    result = CliRunner().invoke(app, [*args, "--jobs", "1"])
-    assert result.exit_code == 0, result.output
-    return out
+
+    def build(out: Path) -> None:
+        clips = sample_clips()
+        args = ["tamper", str(clips["bikes"]), str(clips["carphone_pristine"]), "--out", str(out)]
+        args += ["--effects", "dropping", "--position", "middle", "--duration", "1", "--seed", "0"]
+        result = CliRunner().invoke(app, [*args, "--jobs", "1"])
+        assert result.exit_code == 0, result.output
+
+    return built_once(tmp_path_factory, "family-tamper-set", build)
 
 
 @pytest.fixture(scope="session")

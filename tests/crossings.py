@@ -75,6 +75,9 @@ class Backend:
             weights reply noise, so no sample is scored; the run is stored as usual).
         fill_cluster: its ``detect`` Ray cell starts as many replicas as fit (2 on the
             2-node cluster); otherwise, and in every other Ray cell, one replica.
+        tasks: the ``TASKS`` it runs (a second API wire format needs only its two media
+            paths, a clip's frames and a photo: the tasks' prompts are the same code).
+        api: an HTTP API client (``placement="api"``) asking the fake server at ``{base_url}``.
     """
 
     name: str
@@ -83,6 +86,8 @@ class Backend:
     images: bool = True
     exit_code: int = 0
     fill_cluster: bool = True
+    tasks: tuple[str, ...] = TASKS
+    api: bool = False
 
     def argv(self, *, ckpt: Path | None, base_url: str | None) -> list[str]:
         """``--model SPEC --model-arg ...`` with the placeholders filled in."""
@@ -103,6 +108,14 @@ BACKENDS = {
             "openai",
             "openai:test",
             ("base_url={base_url}", "max_retries=0", "api_key_env=MMROBUST_CROSSINGS_KEY"),
+            api=True,
+        ),
+        Backend(
+            "gemini",
+            "gemini:test",
+            ("base_url={base_url}", "max_retries=0", "api_key_env=MMROBUST_CROSSINGS_KEY"),
+            tasks=("detect", "mmr"),
+            api=True,
         ),
         # One replica on Ray: each loads torch (seconds of CPU); two replicas on two
         # (declared) GPUs equal serial in tests/test_ray.py.
@@ -142,7 +155,7 @@ def ray_cell(backend: str, task: str) -> bool:
 def cells() -> Iterator[Any]:
     """``pytest.param(backend, task, executor)`` for ``test_crossings.py``, with marks."""
     for backend, b in BACKENDS.items():
-        for task in TASKS:
+        for task in b.tasks:
             for executor in EXECUTORS:
                 marks: list[Any] = []
                 if task == "mmr" and not b.images:

@@ -1,4 +1,4 @@
-"""A small scriptable OpenAI chat-completions (and Anthropic Messages) server on 127.0.0.1.
+"""A small scriptable OpenAI chat-completions (Anthropic Messages, Gemini) server on 127.0.0.1.
 
 Start it inside a test (it needs no network beyond the loopback):
 
@@ -23,7 +23,14 @@ sent in that wire format there (``{"type": "message", "content": [{"type":
 "text", ...}], "stop_reason", "usage": {"input_tokens", "output_tokens"}}``,
 errors as ``{"type": "error", "error": {"type", "message"}}``), and the key is
 checked in ``x-api-key``; any other reply's body is sent as it is. So one
-scripted fault runs against both backends (``make_client``).
+scripted fault runs against every backend (``make_client``).
+
+It speaks Gemini's ``POST .../models/<model>:generateContent`` the same way
+(``tests/fake_gemini.py``: a ``GenerateContentResponse``, Google's error
+envelope, the key in ``x-goog-api-key``), and first checks the request body
+against the public API reference: a body the real API would refuse is answered
+400 ``INVALID_ARGUMENT`` naming what is wrong, and counted in ``wire_problems``.
+A wrong key gets the API's 400 ``API_KEY_INVALID``, a missing one 403.
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ from typing import Any
 
 import cv2
 import numpy as np
+
+from tests import fake_gemini
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,14 @@ class Reply:
     meaning: tuple[Any, ...] | None = None
     """What the reply says, for other wire formats: ``("ok", text, prompt_tokens,
     completion_tokens, finish_reason)`` or ``("error", message)``; ``None``: send ``body``."""
+
+    def gemini_body(self) -> Any:
+        """``body`` as a Gemini ``GenerateContentResponse`` or error (as is without ``meaning``)."""
+        if self.meaning is None:
+            return self.body
+        if self.meaning[0] == "error":
+            return fake_gemini.error_body(self.status, self.meaning[1])
+        return fake_gemini.reply_body(*self.meaning[1:])
 
     def anthropic_body(self) -> Any:
         """``body`` in Anthropic Messages form (as is when the reply has no ``meaning``)."""
@@ -184,7 +201,10 @@ class RecordedRequest:
 
     @property
     def user_content(self) -> list[dict[str, Any]]:
-        """Content parts of the last user message (a string content becomes one text part)."""
+        """Content parts of the last user message (a string content becomes one text part;
+        Gemini's parts as ``fake_gemini.flat_parts`` gives them)."""
+        if self.path.endswith(fake_gemini.PATH_SUFFIX):
+            return fake_gemini.flat_parts(self.body)
         messages = (self.body or {}).get("messages", [])
         for message in reversed(messages):
             if message.get("role") == "user":
@@ -206,7 +226,8 @@ class RecordedRequest:
 
     @property
     def image_urls(self) -> list[str]:
-        """URLs of the ``image_url`` parts (Anthropic ``image`` blocks as data URLs), in order."""
+        """URLs of the ``image_url`` parts (Anthropic ``image`` blocks, Gemini image
+        ``inline_data``, as data URLs), in order."""
         urls = []
         for p in self.user_content:
             if p.get("type") == "image_url":
@@ -214,12 +235,20 @@ class RecordedRequest:
             elif p.get("type") == "image" and p.get("source", {}).get("type") == "base64":
                 src = p["source"]
                 urls.append(f"data:{src['media_type']};base64,{src['data']}")
+            elif p.get("type") == "inline_data" and str(p["mime_type"]).startswith("image/"):
+                urls.append(f"data:{p['mime_type']};base64,{p['data']}")
         return urls
 
     @property
     def video_urls(self) -> list[str]:
-        """URLs of the ``video_url`` parts, in order."""
-        return [p["video_url"]["url"] for p in self.user_content if p.get("type") == "video_url"]
+        """URLs of the ``video_url`` parts (Gemini video ``inline_data`` as data URLs), in order."""
+        urls = []
+        for p in self.user_content:
+            if p.get("type") == "video_url":
+                urls.append(p["video_url"]["url"])
+            elif p.get("type") == "inline_data" and str(p["mime_type"]).startswith("video/"):
+                urls.append(f"data:{p['mime_type']};base64,{p['data']}")
+        return urls
 
     def images(self) -> list[np.ndarray]:
         """Decode the base64 ``image_url`` parts: each ``(H, W, 3) uint8 RGB``, in order.
@@ -270,7 +299,7 @@ def keyed_by_text(replies: Mapping[str, Reply], default: Reply | None = None) ->
     return respond
 
 
-_MODEL_PATHS = ("/chat/completions", "/messages")
+_MODEL_PATHS = ("/chat/completions", "/messages", fake_gemini.PATH_SUFFIX)
 
 
 class FakeOpenAIServer:
@@ -294,6 +323,8 @@ class FakeOpenAIServer:
         self.responder: Responder = responder or (lambda _req: Reply.ok("A"))
         self.expected_key = expected_key
         self.requests: list[RecordedRequest] = []
+        self.wire_problems: list[str] = []
+        """What was wrong with each Gemini body the fake refused (empty: every one was valid)."""
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -319,7 +350,8 @@ class FakeOpenAIServer:
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
-        """Recorded model requests (``POST .../chat/completions`` or ``.../messages``), in order."""
+        """Recorded model requests (``POST .../chat/completions``, ``.../messages`` or
+        ``...:generateContent``), in order."""
         with self._lock:
             return [r for r in self.requests if r.path.endswith(_MODEL_PATHS)]
 
@@ -373,10 +405,11 @@ class FakeOpenAIServer:
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 return RecordedRequest(method, self.path, headers, body, raw)
 
-            def _send(self, reply: Reply, *, anthropic: bool = False) -> None:
+            def _send(self, reply: Reply, *, wire: str = "openai") -> None:
                 if reply.delay_s > 0 and server._stopping.wait(reply.delay_s):
                     return
-                body = reply.anthropic_body() if anthropic else reply.body
+                render = {"anthropic": reply.anthropic_body, "gemini": reply.gemini_body}
+                body = render[wire]() if wire in render else reply.body
                 if isinstance(body, (dict, list)):
                     payload = json.dumps(body).encode()
                 elif isinstance(body, str):
@@ -429,29 +462,52 @@ class FakeOpenAIServer:
             def do_POST(self) -> None:
                 request = self._record("POST")
                 path = self.path.rstrip("/")
-                anthropic = path.endswith("/messages")
+                wire = "openai"
+                if path.endswith("/messages"):
+                    wire = "anthropic"
+                elif path.endswith(fake_gemini.PATH_SUFFIX):
+                    wire = "gemini"
                 if not path.endswith(_MODEL_PATHS):
                     with server._lock:
                         server.requests.append(request)
                     self._send(Reply.error(404))
                     return
-                sent_key = (
-                    request.headers.get("x-api-key")
-                    if anthropic
-                    else request.headers.get("authorization")
-                )
-                want = server.expected_key
-                if want is not None and sent_key != (want if anthropic else f"Bearer {want}"):
+                refusal = self._refusal(request, wire)
+                if refusal is not None:
                     with server._lock:
                         server.requests.append(request)
-                    self._send(Reply.error(401, message="bad key"), anthropic=anthropic)
+                    self._send(refusal, wire=wire)
                     return
-                self._send(server._next_reply(request), anthropic=anthropic)
+                self._send(server._next_reply(request), wire=wire)
+
+            def _refusal(self, request: RecordedRequest, wire: str) -> Reply | None:
+                """The reply to a request with the wrong key or (Gemini) a malformed body."""
+                want = server.expected_key
+                header = auth_header(wire)
+                sent = request.headers.get(header)
+                if wire == "gemini":
+                    if want is not None and sent is None:  # the API: unregistered caller
+                        return Reply(403, fake_gemini.error_body(403, "unregistered caller"))
+                    if want is not None and sent != want:
+                        body = fake_gemini.error_body(
+                            400, "API key not valid.", reason="API_KEY_INVALID"
+                        )
+                        return Reply(400, body)
+                    problems = fake_gemini.request_problems(request.body)
+                    if problems:
+                        with server._lock:
+                            server.wire_problems.extend(problems)
+                        message = "Invalid JSON payload received. " + "; ".join(problems)
+                        return Reply(400, fake_gemini.error_body(400, message))
+                    return None
+                if want is not None and sent != (want if wire == "anthropic" else f"Bearer {want}"):
+                    return Reply.error(401, message="bad key")
+                return None
 
         return Handler
 
 
-BACKENDS = ("openai", "anthropic")
+BACKENDS = ("openai", "anthropic", "gemini")
 """The API backends this server speaks for (``make_client``)."""
 
 
@@ -459,7 +515,7 @@ def make_client(backend: str, server: FakeOpenAIServer, **args: str) -> Any:
     """``<backend>:test`` pointed at ``server`` (no key unless ``api_key_env`` is given)."""
     from mmrobust.models import load_model
 
-    options = {"base_url": server.base_url, "api_key_env": "", **args}
+    options: dict[str, str] = {"base_url": server.base_url, "api_key_env": "", **args}
     if backend == "openai" and not options["api_key_env"]:
         del options["api_key_env"]
     return load_model(f"{backend}:test", options)
@@ -467,7 +523,19 @@ def make_client(backend: str, server: FakeOpenAIServer, **args: str) -> Any:
 
 def auth_header(backend: str) -> str:
     """The request header that carries the key for ``backend``."""
-    return "x-api-key" if backend == "anthropic" else "authorization"
+    return {"anthropic": "x-api-key", "gemini": fake_gemini.KEY_HEADER}.get(
+        backend, "authorization"
+    )
+
+
+def keyless(backend: str) -> list[str]:
+    """``--model-arg api_key_env=`` for a backend that reads a key variable by default."""
+    return [] if backend == "openai" else ["--model-arg", "api_key_env="]
+
+
+def sent_key(backend: str, key: str) -> str:
+    """The value of ``auth_header(backend)`` that carries ``key``."""
+    return f"Bearer {key}" if backend == "openai" else key
 
 
 __all__ = [
@@ -479,5 +547,7 @@ __all__ = [
     "auth_header",
     "decode_data_url_image",
     "keyed_by_text",
+    "keyless",
     "make_client",
+    "sent_key",
 ]

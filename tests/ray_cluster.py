@@ -15,15 +15,26 @@ raylet is not declared dead. Ray's usage statistics are off
 (``RAY_USAGE_STATS_ENABLED=0``: nothing to report from a test machine, and Ray Data starts
 no usage-collection actor). On exit every Ray process started is stopped, and
 the exit fails if one is still alive or the GCS port still answers.
+
+Start-up is patient: Ray waits a fixed 30 s for a new node to register with the
+GCS (``ray/_private/node.py``, ``Cluster._wait_for_node``) and for the GCS port,
+which a loaded machine misses; here every one of those waits is
+``START_TIMEOUT_S``, and a worker process has as long to register. A start that
+still does not finish raises :class:`ClusterStartError` (the machine's, not the
+code's). ``SharedCluster`` is the one cluster of a test session
+(``conftest.ray_cluster``): started on first use, reset to its two nodes after
+each test, reported once when it cannot start.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +46,60 @@ NODE: dict[str, Any] = {
     "resources": {"accel": 1},
 }
 
+START_TIMEOUT_S = 300.0
+"""Seconds a node may take to start and register with the GCS (Ray's own waits are 30 s)."""
+
 SYSTEM_CONFIG: dict[str, Any] = {
     "health_check_period_ms": 500,
     "health_check_failure_threshold": 3,
+    # a busy but live raylet answers late, not never: a dead one refuses at once
+    "health_check_timeout_ms": 30_000,
+    "worker_register_timeout_seconds": int(START_TIMEOUT_S),
 }
 """The head's ``_system_config`` (every node of the cluster reads it from the GCS)."""
+
+
+class ClusterStartError(RuntimeError):
+    """The loopback cluster did not start within ``START_TIMEOUT_S``: the machine is too busy
+    (or cannot run Ray), which says nothing about mmrobust."""
+
+
+@contextlib.contextmanager
+def patient_start(timeout_s: float = START_TIMEOUT_S) -> Iterator[None]:
+    """Within the block, Ray's node start-up waits up to ``timeout_s`` (not 30 s) for the
+    GCS port and for the new raylet to register (``ray._private.services.get_node`` is retried
+    until then; ``node.py`` gives up 30 s after its first failure)."""
+    import ray._private.services as services
+
+    get_node = services.get_node
+
+    def patient_get_node(gcs_address: str, node_id: str) -> Any:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return get_node(gcs_address, node_id)
+            except RuntimeError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    key = "RAY_gcs_server_port_wait_time_s"
+    before = os.environ.get(key)
+    os.environ[key] = str(int(timeout_s))
+    services.get_node = patient_get_node
+    try:
+        yield
+    finally:
+        services.get_node = get_node
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
+
+
+def _timed_out(error: BaseException) -> bool:
+    text = str(error).lower()
+    return isinstance(error, TimeoutError) or "timed out" in text or "timeout" in text
 
 
 def _alive(pid: int) -> bool:
@@ -55,10 +115,6 @@ def _port_open(address: str) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)
         return sock.connect_ex((host, int(port))) == 0
-
-
-START_ATTEMPTS = 3
-"""Starts of a cluster tried before a test fails (only on Ray's node-startup timeout)."""
 
 
 def _kill_processes_naming(folder: str) -> None:
@@ -94,11 +150,16 @@ class LoopbackCluster:
 
     def add_node(self, **overrides: Any) -> Any:
         """Start one more worker node (``NODE`` settings, ``overrides`` on top)."""
-        return self.cluster.add_node(**{**self.node, "temp_dir": self._temp, **overrides})
+        with patient_start():
+            return self.cluster.add_node(**{**self.node, "temp_dir": self._temp, **overrides})
 
     def __enter__(self) -> LoopbackCluster:
         import ray._private.ray_constants as ray_constants
         from ray.cluster_utils import Cluster
+
+        class PatientCluster(Cluster):  # type: ignore[misc]
+            def _wait_for_node(self, node: Any, timeout: float = START_TIMEOUT_S) -> None:
+                super()._wait_for_node(node, max(timeout, START_TIMEOUT_S))
 
         for key, value in (
             ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0"),
@@ -120,24 +181,50 @@ class LoopbackCluster:
         Path(self._temp, "ray").mkdir()
         head = {**self.node, "temp_dir": self._temp, "include_dashboard": False}
         head.update(no_monitor=True, include_log_monitor=False, _system_config=SYSTEM_CONFIG)
-        for attempt in range(1, START_ATTEMPTS + 1):
-            cluster = None
-            try:
-                cluster = self.cluster = Cluster(initialize_head=True, head_node_args=head)
+        try:
+            with patient_start():
+                self.cluster = PatientCluster(initialize_head=True, head_node_args=head)
                 for _ in range(self.n_nodes - 1):
-                    self.add_node()
-                return self
-            except Exception as error:
-                # Ray waits a fixed 30 s for a new raylet to register with the GCS
-                # (ray/_private/node.py); on a loaded 2-core machine it can miss that: start
-                # the cluster again, after ending what this attempt started.
-                if "timed out during startup" not in str(error) or attempt == START_ATTEMPTS:
-                    raise
-                if cluster is not None:
-                    cluster.shutdown()
-                _kill_processes_naming(self._temp)
-                print(f"ray_cluster: start attempt {attempt} timed out; starting again")
-        raise AssertionError("unreachable")
+                    self.cluster.add_node(**{**self.node, "temp_dir": self._temp})
+        except Exception as error:
+            self._abandon()
+            if _timed_out(error):
+                raise ClusterStartError(
+                    f"a {self.n_nodes}-node Ray cluster on 127.0.0.1 did not start within "
+                    f"{START_TIMEOUT_S:g} s ({type(error).__name__}: {error})"
+                ) from error
+            raise
+        return self
+
+    def _abandon(self) -> None:
+        """After a failed start: stop what it started, put the environment back."""
+        import ray._private.ray_constants as ray_constants
+
+        if self.cluster is not None:
+            with contextlib.suppress(Exception):
+                self.cluster.shutdown()
+        _kill_processes_naming(self._temp)
+        ray_constants.ENABLE_RAY_CLUSTER = self._constant
+        self._restore_env()
+        shutil.rmtree(self._temp, ignore_errors=True)
+        self.cluster = None
+
+    def _restore_env(self) -> None:
+        for key, value in self._env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+    def reset(self) -> None:
+        """Back to ``nodes`` live nodes after a test added or removed some: extra worker nodes
+        stopped, missing ones started, and the GCS seen to agree (a killed node marked dead)."""
+        c = self.cluster
+        while len(c.worker_nodes) + 1 > self.n_nodes:
+            c.remove_node(sorted(c.worker_nodes, key=lambda n: n.unique_id)[-1])
+        while len(c.worker_nodes) + 1 < self.n_nodes:
+            self.add_node()
+        c.wait_for_nodes(timeout=START_TIMEOUT_S)
 
     def __exit__(self, *exc: object) -> None:
         import ray._private.ray_constants as ray_constants
@@ -152,13 +239,9 @@ class LoopbackCluster:
         address = c.address
         c.shutdown()
         ray_constants.ENABLE_RAY_CLUSTER = self._constant
-        for key, value in self._env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        self._restore_env()
         shutil.rmtree(self._temp, ignore_errors=True)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a condition, not a pause: a busy machine is slower
         while any(_alive(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.2)
         left = [p for p in pids if _alive(p)]
@@ -168,4 +251,69 @@ class LoopbackCluster:
             raise AssertionError(f"Ray's GCS port {address} still open")
 
 
-__all__ = ["NODE", "SYSTEM_CONFIG", "LoopbackCluster"]
+class SharedCluster:
+    """The one loopback cluster of a test session, started on first use (``get``).
+
+    Attribute access is passed to the started ``LoopbackCluster`` (``shared.address``), so a
+    test or fixture can hold this object before the cluster exists. When the cluster cannot
+    start (``ClusterStartError``), the first test that asks fails with the reason if
+    ``strict`` (``MMROBUST_TEST_RAY=required``), else skips with it; every later one skips with
+    the same reason, so the machine's failure is reported once, not once per test.
+    """
+
+    def __init__(self, nodes: int = 2, *, strict: bool = False) -> None:
+        self.nodes = nodes
+        self.strict = strict
+        self._cluster: LoopbackCluster | None = None
+        self._failure = ""
+        self._reported = False
+
+    @property
+    def started(self) -> bool:
+        return self._cluster is not None
+
+    def get(self) -> LoopbackCluster:
+        """The started cluster (started now on first use); skips or fails as said above."""
+        import pytest
+
+        if self._cluster is None and not self._failure:
+            cluster = LoopbackCluster(nodes=self.nodes)
+            try:
+                with pytest.MonkeyPatch.context() as patch:
+                    patch.setenv("HF_HUB_OFFLINE", "1")  # inherited by the nodes' workers
+                    self._cluster = cluster.__enter__()
+            except ClusterStartError as error:
+                self._failure = f"{error}: the machine is too busy or cannot run Ray"
+        if self._cluster is not None:
+            return self._cluster
+        first, self._reported = not self._reported, True
+        if first and self.strict:
+            pytest.fail(self._failure, pytrace=False)
+        pytest.skip(self._failure if first or not self.strict else f"{self._failure} (above)")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.get(), name)
+
+    def reset(self) -> None:
+        """Back to ``nodes`` live nodes (``LoopbackCluster.reset``), if started."""
+        if self._cluster is not None:
+            self._cluster.reset()
+
+    def stop(self) -> None:
+        """Stop every process of the cluster (and check that none is left), if started."""
+        cluster, self._cluster = self._cluster, None
+        if cluster is not None:
+            cluster.__exit__(None, None, None)
+
+
+__all__ = [
+    "NODE",
+    "START_TIMEOUT_S",
+    "SYSTEM_CONFIG",
+    "ClusterStartError",
+    "LoopbackCluster",
+    "SharedCluster",
+    "patient_start",
+]

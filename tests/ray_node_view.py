@@ -137,6 +137,8 @@ def _serve(args: dict[str, Any]) -> None:
     from ray._private.parameter import RayParams
     from ray._private.services import wait_for_node
 
+    from tests.ray_cluster import START_TIMEOUT_S, patient_start
+
     ray_constants.ENABLE_RAY_CLUSTER = False  # keep every address on 127.0.0.1, as the cluster
     os.environ["RAY_TMPDIR"] = args["temp_dir"]
     params = RayParams(
@@ -149,8 +151,9 @@ def _serve(args: dict[str, Any]) -> None:
         max_worker_port=0,
     )
     params.dashboard_agent_listen_port = None
-    node = Node(params, head=False, shutdown_at_exit=True, spawn_reaper=True)
-    wait_for_node(node.gcs_address, node.plasma_store_socket_name, 30)
+    with patient_start():  # Ray's 30 s waits, raised as for the cluster's own nodes
+        node = Node(params, head=False, shutdown_at_exit=True, spawn_reaper=True)
+        wait_for_node(node.gcs_address, node.plasma_store_socket_name, START_TIMEOUT_S)
     pids = [p.process.pid for procs in node.all_processes.values() for p in procs]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # atexit stops the node's processes
     print(json.dumps({"node_id": node.unique_id, "pids": pids}), flush=True)

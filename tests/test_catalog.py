@@ -114,8 +114,9 @@ def test_the_docs_backends_table_is_derived_from_the_backend_specs() -> None:
 
     table = backends_table(built_in_only=True)
     built_in = [n for n in MODELS.names() if MODELS.origin(n) == "built-in"]
-    assert len(table.splitlines()) == 2 + len(built_in) == 10
+    assert len(table.splitlines()) == 2 + len(built_in) == 11
     assert "| `openai:<served-name>` |" in table and "| api |" in table
+    assert "| `gemini:<model>` | Google's native Gemini API" in table  # register_backend's row
     docs = (Path(__file__).resolve().parents[1] / "docs" / "models.md").read_text()
     assert table in docs, "docs/models.md's backends table differs from catalog.backends_table()"
 

@@ -2,7 +2,7 @@
 
 Each cell is ``mmrobust eval`` through the CLI (typer's ``CliRunner``, as a
 user runs it) of one backend kind (``constant:A``; ``random:0`` with frames;
-``forensic``; ``openai:`` against the loopback fake server
+``forensic``; ``openai:`` and ``gemini:`` against the loopback fake server
 ``tests/fake_openai_server.py``; a tiny random ``hf:`` Idefics3 checkpoint,
 ``tests/hf_tiny.py``) on one executor (serial ``--workers 1``, threads
 ``--workers 3``, ``--executor ray`` on a 2-node loopback cluster,
@@ -58,7 +58,7 @@ from tests.crossings import (
 )
 from tests.fake_openai_server import FakeOpenAIServer
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 SAMPLES = {"detect": 6, "type": 6, "when": 6, "leading": 12, "mmr": 4}
 """Rows each task stores: one per clip, two per clip for ``leading`` (its pair), 4 MMR records."""
@@ -74,7 +74,7 @@ def tiny_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeOpenAIServer]:
-    """The fake OpenAI server every ``openai`` cell asks (answers from what was sent)."""
+    """The fake server every API cell asks, in its wire format (answers from what was sent)."""
     with FakeOpenAIServer(responder=responder) as s:
         yield s
 
@@ -107,7 +107,7 @@ class Matrix:
         ``variant``: frame options, ``VARIANTS``)."""
         b = BACKENDS[backend]
         ckpt = self.fixture("checkpoint") if backend == "hf" else None
-        url = self.fixture("server").base_url if backend == "openai" else None
+        url = self.fixture("server").base_url if b.api else None
         args = ["eval", "--data", data, *b.argv(ckpt=ckpt, base_url=url), "--out", str(out)]
         args += [
             *VARIANTS[variant],
@@ -156,18 +156,10 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    """Two Ray nodes on 127.0.0.1, started on first use by a Ray cell; every process stopped."""
-    pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
-    from tests.ray_cluster import LoopbackCluster
-
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HF_HUB_OFFLINE", "1")  # inherited by the nodes' workers
-    try:
-        with LoopbackCluster(nodes=2) as c:
-            yield c
-    finally:
-        mp.undo()
+def cluster(ray_cluster: Any) -> Any:
+    """The session's two Ray nodes on 127.0.0.1 (``conftest.ray_cluster``), started on first
+    use by a Ray cell (its attributes start it: a cluster that cannot start skips the cell)."""
+    return ray_cluster
 
 
 @pytest.fixture(scope="module")
@@ -193,8 +185,8 @@ def test_a_cell_equals_the_serial_run(
     assert (info["n_rows"], info["n_new"]) == (n, n)  # one row per sample, each written once
     assert len(rows(run)) == n
     assert info["executor"]["name"] == executor
-    if executor == "ray":  # each backend's detect cell on both nodes (but openai: 1 by default)
-        two = not replicas(backend, task, "frames") and backend != "openai"
+    if executor == "ray":  # each backend's detect cell on both nodes (an API client: 1)
+        two = not replicas(backend, task, "frames") and not BACKENDS[backend].api
         assert (info["executor"]["replicas"], info["executor"]["n_nodes"]) == (
             (2, 2) if two else (1, 1)
         )
@@ -248,13 +240,14 @@ def test_resume_from_another_directory_with_a_relative_data_asks_nothing(
     monkeypatch.chdir(elsewhere)
     data = os.path.relpath(matrix.tiny_set, elsewhere)
     assert not Path(data).is_absolute() and Path(data).is_dir()
-    asked = len(request.getfixturevalue("server").chat_requests) if backend == "openai" else 0
+    api = BACKENDS[backend].api
+    asked = len(request.getfixturevalue("server").chat_requests) if api else 0
     result = invoke(
         matrix.argv(backend, "detect", "serial", out, data), BACKENDS[backend].exit_code
     )
     info = run_info(out)
     assert (info["n_new"], info["n_rows"]) == (0, SAMPLES["detect"]), result.output
-    if backend == "openai":
+    if api:
         assert len(request.getfixturevalue("server").chat_requests) == asked
     assert rows(out) == rows(done)
     assert metrics(out) == metrics(done)
@@ -314,7 +307,8 @@ def hiding_node(matrix: Matrix) -> Iterator[Any]:
     if unshare_prefix() is None:
         pytest.skip("needs a mount namespace (unshare -m as root, or unshare -rm)")
     hide = [matrix.tiny_set.parent / "set-sources", matrix.tiny_set / "videos" / "clip1"]
-    with HidingNode(matrix.fixture("cluster"), hide=hide, resources={ITEM_8: 1}) as node:
+    cluster = matrix.fixture("cluster").get()
+    with HidingNode(cluster, hide=hide, resources={ITEM_8: 1}) as node:
         yield node
 
 

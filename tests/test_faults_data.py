@@ -238,7 +238,7 @@ def test_killed_tamper_jobs_leaves_no_worker_running(
         assert len(workers) >= 2, "the workers never started"
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(10)
-        gone_by = time.monotonic() + 10
+        gone_by = time.monotonic() + 60  # a condition: a busy machine is slower to notice
         while time.monotonic() < gone_by and any(_alive(w) for w in workers):
             time.sleep(0.1)
         assert not [w for w in workers if _alive(w)], "workers outlived their parent"

@@ -410,7 +410,10 @@ def _sha256(path: Path) -> str:
 def test_resume_after_kill_ends_at_the_same_loss(
     idefics3: Path, generated: Path, tmp_path: Path
 ) -> None:
-    """Killed at step 5, resumed from checkpoint-3 (mid-epoch): the same losses as one run.
+    """Killed at step 5, resumed from checkpoint-3 (mid-epoch): the same losses as one run,
+    and the same training card: the evaluation loss before training, ``eval_loss.csv``'s
+    step-0 row and ``train_loss`` (the mean over all 8 steps) come back from the checkpoint
+    (before: ``eval_loss_before`` null, no step-0 row, ``train_loss`` the mean of steps 4-8).
 
     Tolerance: 1e-5 absolute per logged step (float32 on CPU; measured difference 0).
     """
@@ -418,10 +421,11 @@ def test_resume_after_kill_ends_at_the_same_loss(
 
     from mmrobust.finetune import FinetuneConfig, FinetuneError, run_finetune
 
+    held = _held_out_file(tmp_path / "held")
     config = FinetuneConfig(
         model=f"hf:{idefics3}", data=[generated / "mmr.json"], out=tmp_path / "whole",
         global_batch=4, per_device_batch=4, max_steps=8, save_steps=3, learning_rate=5e-3,
-        lora_r=16, lora_alpha=32, device="cpu",
+        lora_r=16, lora_alpha=32, device="cpu", eval_data=[held],
     )  # fmt: skip
     whole = run_finetune(config, progress=False)
 
@@ -453,6 +457,47 @@ def test_resume_after_kill_ends_at_the_same_loss(
     assert resumed.final_loss == pytest.approx(whole.final_loss, abs=1e-5)
     assert resumed.steps == whole.steps == 8
     assert run_finetune(killed, progress=False).already_done
+
+    # the card of the resumed run is the uninterrupted run's (but for time, memory and resume)
+    losses = [float(r["loss"]) for r in _csv(tmp_path / "whole" / "loss.csv")]
+    assert whole.card["result"]["train_loss"] == pytest.approx(sum(losses) / 8, abs=1e-6)
+    per_run = {"train_runtime_s", "input_tokens_per_s", "wall_s", "peak_rss_mib", "resumed_from"}
+    per_run |= {"peak_gpu_memory_mib"}
+    for key, value in whole.card["result"].items():
+        if key not in per_run:
+            assert resumed.card["result"][key] == pytest.approx(value, abs=1e-6), key
+    assert resumed.card["result"]["eval_loss_before"] is not None
+    assert {k: v for k, v in whole.card.items() if k != "result"} == {
+        k: v for k, v in resumed.card.items() if k != "result"
+    }
+    eval_rows = [_csv(tmp_path / run / "eval_loss.csv") for run in ("whole", "killed")]
+    assert [r["step"] for r in eval_rows[1]] == [r["step"] for r in eval_rows[0]] == ["0", "8"]
+    for a, b in zip(*eval_rows, strict=True):
+        assert float(a["eval_loss"]) == pytest.approx(float(b["eval_loss"]), abs=1e-5)
+
+
+def _held_out_file(folder: Path) -> Path:
+    """Two LLaVA records on two images of their own (colours mmr-data's images do not have)."""
+    import cv2
+    import numpy as np
+
+    folder.mkdir(parents=True)
+    records = []
+    for name, bgr in (("purple", (128, 0, 128)), ("yellow", (0, 220, 220))):
+        cv2.imwrite(str(folder / f"{name}.png"), np.full((32, 32, 3), bgr, np.uint8))
+        records.append(
+            {
+                "id": f"held-{name}",
+                "image": f"{name}.png",
+                "conversations": [
+                    {"from": "human", "value": "<image>\nWhat colour is the square?"},
+                    {"from": "gpt", "value": name.capitalize() + "."},
+                ],
+            }
+        )
+    path = folder / "llava.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    return path
 
 
 def test_progress_bar_shows_loss_and_tokens_per_second() -> None:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Iterator
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -207,3 +208,65 @@ def test_image_max_side_is_in_the_card_and_the_resume_key(tmp_path: Path) -> Non
     ) in card_markdown(card)
     bad = CliRunner().invoke(app, [*args, "--image-max-side", "-1"])
     assert bad.exit_code == 2 and "--image-max-side:" in bad.output
+
+
+def _video_config(checkpoint: Path, **settings: Any) -> Path:
+    """``checkpoint``'s video processor configuration with ``settings`` written in."""
+    path = checkpoint / "processor_config.json"
+    config = json.loads(path.read_text())
+    config["video_processor"].update(settings)
+    path.write_text(json.dumps(config))
+    return checkpoint
+
+
+def test_native_video_pixel_cap_is_the_configurations_and_recorded(
+    family_checkpoints: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A 1280 x 720 clip (8 frames) as native video on Qwen2-VL: ``hf:`` passes
+    ``cap_pixels_per_frame`` explicitly, the value the video processor's configuration implies
+    (stated: that; unstated: ``False``), so its token count equals the processor's with that
+    setting whatever the library's default; the value is in the run key (``fingerprint``,
+    hence ``run.json``), training passes the same, and the library's warning about the
+    unset option is not raised (before: unset, warned on every load, not recorded)."""
+    import logging
+
+    from mmrobust.finetune.collate import Encoder
+    from mmrobust.models.hf import HFModel, HFOptions
+
+    indices = tuple(12 + 25 * i for i in range(8))
+    frames = tuple(_noise(720, 1280, seed=20 + i) for i in range(8))
+    request = _request(frames, frame_indices=indices, video_fps=25.0, video_frame_count=200)
+    # frames sized by the configuration up to 256 merged tokens, the whole-clip budget
+    # (max_video_tokens) small enough that the reference cap binds on this clip
+    sizes = {"size": {"shortest_edge": 28 * 28, "longest_edge": 1024 * 28 * 28}}
+    warnings: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: warnings.append(record.getMessage())  # type: ignore[method-assign]
+    library = logging.getLogger("transformers")
+    library.addHandler(handler)
+    try:
+        built = family_checkpoints("qwen2_vl")  # the session's tiny Qwen2-VL, copied below
+        for stated, implied in ((None, False), (True, True)):
+            checkpoint = Path(shutil.copytree(built, tmp_path / f"q-{stated}"))
+            extra = {} if stated is None else {"cap_pixels_per_frame": stated}
+            _video_config(checkpoint, **sizes, max_video_tokens=64, **extra)
+            model = HFModel(str(checkpoint), HFOptions(video_input="video", device="cpu"))
+            inputs, shown = model._inputs([request])
+            assert shown[0][0].shape == (576, 1024, 3)
+            video = model.processor.video_processor
+
+            def tokens(cap: bool, clip: Any = np.stack(shown[0]), video: Any = video) -> int:
+                grid = video(videos=[clip], do_sample_frames=False, cap_pixels_per_frame=cap)
+                return int(grid["video_grid_thw"].prod()) // 4  # 2x2 merge
+
+            pad = model.processor.tokenizer.convert_tokens_to_ids("<|video_pad|>")
+            counted = int((inputs["input_ids"] == pad).sum())
+            assert counted == tokens(implied) == int(inputs["video_grid_thw"].prod()) // 4
+            assert tokens(not implied) != tokens(implied)  # the setting matters on this clip
+            assert model.fingerprint()["cap_pixels_per_frame"] is implied
+            assert Encoder(model.processor).pixel_cap is implied  # training passes the same
+        images = HFModel(str(checkpoint), HFOptions(device="cpu"))
+        assert "cap_pixels_per_frame" not in images.fingerprint()  # frames as images
+    finally:
+        library.removeHandler(handler)
+    assert not [w for w in warnings if "cap_pixels_per_frame" in w], warnings

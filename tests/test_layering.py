@@ -72,6 +72,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "safenames",
             "atomicfile",
             "frame_size",
+            "wandb_login",
             "plugins",
             "settings_doc",
             "distributed.__init__",
@@ -79,7 +80,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("media", ("media",)),  # decode, sample, cache: schema's Window only
     ("datasets", ("datasets", "store", "forensic")),  # loaders; the SQLite store; the detector
-    ("tamper", ("tamper",)),  # the builder writes manifests the datasets read
+    ("tamper", ("tamper", "perturb")),  # the builders write manifests the datasets read
     ("families", ("families",)),  # the family seam (higher code named by "module:attr")
     (
         "protocol",

@@ -11,11 +11,11 @@ from typer.testing import CliRunner
 
 from mmrobust.cli import app
 from tests.fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply
+from tests.shared_data import MMR_JSON as REAL
+from tests.shared_data import needs_shared
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mmr" / "MMR-benchmark.json"
 
-
-@pytest.mark.skipif(not REAL.is_file(), reason=f"shared MMR data not found at {REAL}")
+@needs_shared(REAL)
 def test_eval_real_file_text_only_constant_a(tmp_path: Path) -> None:
     run = tmp_path / "run"
     result = CliRunner().invoke(
@@ -42,7 +42,7 @@ def test_eval_real_file_text_only_constant_a(tmp_path: Path) -> None:
     assert metrics["pairing"] == "content" and metrics["run"]["reference"] is None
 
 
-@pytest.mark.skipif(not REAL.is_file(), reason=f"shared MMR data not found at {REAL}")
+@needs_shared(REAL)
 @pytest.mark.parametrize("switch", [["--official"], ["--extract", "official"]])
 def test_official_real_file_constant_a_matches_the_reference(
     tmp_path: Path, switch: list[str]

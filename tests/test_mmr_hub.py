@@ -23,11 +23,10 @@ from mmrobust.cli import app
 from mmrobust.datasets import load_dataset
 from mmrobust.datasets.hub import MMR_RELEASE, with_revision
 from mmrobust.datasets.hub import MMR_SHA256 as RELEASED_SHA256
+from tests.shared_data import MMR_JSON as SHARED
+from tests.shared_data import shared_file
 from tests.test_hub import populate_hub_cache
 
-SHARED = (
-    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mmr" / "MMR-benchmark.json"
-)
 COMMIT = "b" * 40
 
 
@@ -43,8 +42,7 @@ def _zip(members: dict[str, bytes]) -> bytes:
 def mmr_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     import huggingface_hub.constants as c
 
-    if not SHARED.is_file():
-        pytest.skip(f"the released MMR-benchmark.json is not at {SHARED} (../shared absent)")
+    shared_file(SHARED)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(c, "HF_HUB_OFFLINE", True)
     monkeypatch.setenv("MMROBUST_CACHE", str(tmp_path / "mm"))

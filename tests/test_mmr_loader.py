@@ -22,12 +22,10 @@ from mmrobust.datasets.mmr import (
     mmr_samples,
     parse_question,
 )
+from tests.shared_data import MMR_JSON, needs_shared
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mmr"
-REAL = SHARED / "MMR-benchmark.json"
-needs_real = pytest.mark.skipif(
-    not REAL.is_file(), reason=f"shared MMR data not found at {REAL} (clone shared/ beside repo)"
-)
+REAL = MMR_JSON
+needs_real = needs_shared(REAL)
 
 
 def test_parse_regular_question() -> None:

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from mmrobust.datasets.mmr import load_mmr
 from mmrobust.metrics import compute_metrics
 from mmrobust.metrics.mmr import mmr_metrics, pair_records
 from mmrobust.records import ScoredRecord
 from mmrobust.status import Status
+from tests.shared_data import MMR_JSON as REAL
+from tests.shared_data import needs_shared
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mmr" / "MMR-benchmark.json"
-needs_real = pytest.mark.skipif(not REAL.is_file(), reason=f"shared MMR data not found at {REAL}")
+needs_real = needs_shared(REAL)
 
 
 def rec(

@@ -108,3 +108,23 @@ def test_eval_refuses_a_swallowed_comma_list_before_any_request(tmp_path: Path) 
         assert server.chat_requests == []
     assert "looks like several settings joined by commas" in res.output
     assert "--model-args base_url=" in res.output
+
+
+@pytest.mark.parametrize("flag", ["--model-args", "--model-arg"])
+def test_spaces_around_the_equals_sign_are_not_part_of_the_url(tmp_path: Path, flag: str) -> None:
+    """``base_url = http://...`` (as written in a config file) reached httpx as ``" http://..."``
+    and every row failed with "Request URL is missing an 'http://' or 'https://' protocol"."""
+    assert parse_model_args(["base_url = http://h/v1 "]) == {"base_url": "http://h/v1"}
+    assert split_model_args("base_url = http://h/v1 , max_retries = 0") == {
+        "base_url": "http://h/v1",
+        "max_retries": "0",
+    }
+    assert split_model_args("name=' a b '") == {"name": " a b "}  # quotes keep spaces
+    with FakeOpenAIServer(responder=lambda _r: Reply.ok("B")) as server:
+        cli = ["eval", "--data", str(_data(tmp_path)), "--model", "openai:test", "-q"]
+        cli += [flag, f"base_url = {server.base_url}", "--model-arg", "max_retries = 0"]
+        res = CliRunner().invoke(app, [*cli, "--out", str(tmp_path / "run"), "--bootstrap", "0"])
+        assert res.exit_code == 0, res.output
+        assert len(server.chat_requests) == 1
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert info["config"]["model_args"]["base_url"] == server.base_url

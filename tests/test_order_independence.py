@@ -81,8 +81,11 @@ def test_kill_and_resume_with_other_workers_gives_the_same_bytes(
 ) -> None:
     """SIGKILL a 4-worker run mid-way, resume with 2 workers: same bytes as 1 worker."""
     monkeypatch.setenv("MMROBUST_CACHE", str(tmp_path / "cache"))
+    # 0.25 s a request in the run that is killed: 48 samples on 4 workers take 3 s, so the kill
+    # lands mid-run however late a busy machine lets this loop see the 10th row (the key holds
+    # no delay_s: the resume below asks the rest at 0.03 s)
     args = ["--data", "mmr-demo", "--text-only", "--model", "random:6", "--model-arg",
-            "delay_s=0.03", "--bootstrap", "300", "--workers", "4", "-q"]  # fmt: skip
+            "delay_s=0.25", "--bootstrap", "300", "--workers", "4", "-q"]  # fmt: skip
     killed = tmp_path / "killed"
     proc = subprocess.Popen(
         [sys.executable, "-m", "mmrobust.cli", "eval", *args, "--out", str(killed)],

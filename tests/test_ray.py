@@ -11,8 +11,10 @@ interrupt tests remove a node, kill a replica or the driver, or press Ctrl-C
 mid-run; they evaluate ``SLOW``: ``random:7`` decoding 2 frames of each of the
 24 real clips and sleeping ``delay_s`` per request, so every run lasts a few
 seconds after its first rows whatever the machine's speed (the fault lands
-mid-run) while costing next to no CPU. The module's fixture stops every Ray
-process it started and checks that their ports are closed.
+mid-run) while costing next to no CPU. The cluster is the session's
+(``conftest.ray_cluster``), put back to its two nodes after each test; at the
+end of the session every Ray process it started is stopped and its ports are
+checked closed.
 """
 
 from __future__ import annotations
@@ -33,13 +35,13 @@ from typer.testing import CliRunner
 from mmrobust.cli import app
 from tests.hf_tiny import build_tiny_idefics3
 from tests.plugin_package import install_site, mmrobust, write_pope_data
-from tests.ray_cluster import LoopbackCluster
+from tests.ray_cluster import LoopbackCluster, SharedCluster
 from tests.runs import stored_rows
 from tests.synth import make_synthetic_video
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 
 TAMPER_ARGS = [
@@ -56,16 +58,12 @@ samples in 8 blocks of 3 (one request at a time per replica), each request 0.2 s
 changes no answer and no fingerprint)."""
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LoopbackCluster]:
-    """Two nodes on 127.0.0.1 (``tests/ray_cluster.py``); on teardown, no Ray process or port left."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HF_HUB_OFFLINE", "1")  # inherited by the nodes' workers
-    try:
-        with LoopbackCluster(nodes=2) as c:
-            yield c
-    finally:
-        mp.undo()
+@pytest.fixture()
+def cluster(ray_cluster: SharedCluster) -> Iterator[LoopbackCluster]:
+    """The session's two nodes on 127.0.0.1 (``tests/ray_cluster.py``), started on first use;
+    put back to two live nodes after the test (the fault tests add and remove nodes)."""
+    yield ray_cluster.get()
+    ray_cluster.reset()
 
 
 def _ray_args(c: LoopbackCluster, *extra: str) -> list[str]:

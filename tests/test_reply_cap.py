@@ -15,6 +15,7 @@ from mmrobust.cli import app
 from mmrobust.models._http import MAX_REPLY_BYTES
 from mmrobust.models.base import Request
 from mmrobust.status import Status
+from tests.fake_gemini import reply_body
 from tests.fake_openai_server import BACKENDS, FakeOpenAIServer, Reply, make_client
 
 
@@ -22,7 +23,9 @@ def _body(backend: str, size: int) -> bytes:
     """A JSON completion of exactly ``size`` bytes whose text is ``A`` then spaces."""
 
     def encode(text: str) -> bytes:
-        if backend == "anthropic":
+        if backend == "gemini":
+            body = reply_body(text, 3, 1, "stop")
+        elif backend == "anthropic":
             body = {"type": "message", "role": "assistant", "stop_reason": "end_turn",
                     "content": [{"type": "text", "text": text}],
                     "usage": {"input_tokens": 3, "output_tokens": 1}}  # fmt: skip

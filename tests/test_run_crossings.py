@@ -312,6 +312,7 @@ def test_a_second_ctrl_c_ends_at_once_with_130(tmp_path: Path) -> None:
     import signal
     import subprocess
     import sys
+    import threading
     import time
 
     from tests.fake_openai_server import FakeOpenAIServer, Reply
@@ -325,13 +326,28 @@ def test_a_second_ctrl_c_ends_at_once_with_130(tmp_path: Path) -> None:
         cmd += [str(out), "--model", "openai:slow", "--model-arg", f"base_url={srv.base_url}"]
         cmd += ["--model-arg", "max_retries=0", "--workers", "2", "-q", "--bootstrap", "0"]
         proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+        lines: list[str] = []
+        first_said = threading.Event()
+
+        def read() -> None:
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                lines.append(line)
+                if "interrupt: no new requests" in line:
+                    first_said.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
         while not srv.chat_requests and proc.poll() is None:
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGINT)
-        time.sleep(0.5)
+        # the second Ctrl-C only once the first was handled (a pause could let both arrive as one)
+        assert first_said.wait(120), "".join(lines)
         assert proc.poll() is None  # the first one waits for the requests in flight
         os.kill(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=30)  # a hang guard, far below the server's 60 s
+        proc.wait(timeout=50)  # a hang guard, below the server's 60 s
+        reader.join(10)
+        err = "".join(lines)
     assert proc.returncode == 130, err
     assert "interrupt: no new requests" in err  # said at the first one
     assert "interrupted twice: stopped at once" in err

@@ -169,7 +169,10 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path: Path) -> Non
             "--workers", "2", "--bootstrap", "200", "-q"]  # fmt: skip
     exe = [sys.executable, "-m", "mmrobust.cli", "eval"]
     killed = tmp_path / "killed"
-    proc = subprocess.Popen([*exe, *args, "--out", str(killed)], stdout=subprocess.DEVNULL)
+    # 0.2 s a request in the run that is killed (60 samples on 2 workers: 6 s), so the kill lands
+    # mid-run however late a busy machine lets this loop see the 12th row; the key holds no delay_s
+    slow = [a.replace("delay_s=0.03", "delay_s=0.2") for a in args]
+    proc = subprocess.Popen([*exe, *slow, "--out", str(killed)], stdout=subprocess.DEVNULL)
     deadline = time.time() + 60
     while _count_rows(killed / "results.sqlite") < 12 and time.time() < deadline:
         time.sleep(0.05)

@@ -35,10 +35,10 @@ from mmrobust.models.credentials import hold_args, reveal
 from mmrobust.redact import is_secret_name, scrub_args
 from mmrobust.run.config import EvalConfig
 from tests.crossings import SECRET, Spelling, http_backends, secret_cells, secret_forms
-from tests.fake_openai_server import FakeOpenAIServer, Reply
+from tests.fake_openai_server import BACKENDS, FakeOpenAIServer, Reply
 
 FORMS = secret_forms()
-SPOKEN = ("openai", "anthropic")
+SPOKEN = BACKENDS
 """Backends whose wire format ``tests/fake_openai_server.py`` speaks."""
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 DEFAULT_IMAGE_MAX_SIDE = 1024
 """Longer side, in pixels, of every frame or image a model is shown unless set otherwise
-(area downscale, never upscaled; issue 31 item 6: one default, so the same model sees the
+(area downscale, never upscaled; one default, so the same model sees the
 same pixels on every backend, and in training as at evaluation)."""
 
 __all__ = ["DEFAULT_IMAGE_MAX_SIDE"]

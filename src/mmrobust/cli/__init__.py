@@ -21,6 +21,7 @@ from mmrobust.cli import _startup
 # The import order is the order of the commands in ``mmrobust --help``.
 from mmrobust.cli._app import app
 from mmrobust.cli import tamper as _tamper  # noqa: F401  (tamper)
+from mmrobust.cli import perturb as _perturb  # noqa: F401  (perturb)
 from mmrobust.cli import eval as _eval  # noqa: F401  (eval, rescore)
 from mmrobust.cli import report as _report  # noqa: F401  (report, compare)
 from mmrobust.cli import export as _export  # noqa: F401  (export)

@@ -78,6 +78,7 @@ FORMATS.register("vlmevalkit-tsv", "mmrobust.datasets.mvtamperbench:load_vlmeval
 FORMATS.register("jsonl", "mmrobust.datasets.jsonl:load_jsonl")
 FORMATS.register("mmr", "mmrobust.datasets.mmr:load_mmr")
 FORMATS.register("hub", "mmrobust.datasets.hub:load_hub")
+FORMATS.register("perturb", "mmrobust.datasets.perturbed:load_perturbed")
 
 HUB_PREFIX = "hf:"
 """``--data hf:<owner>/<name>[@revision]``: a dataset on the Hugging Face hub."""
@@ -215,7 +216,7 @@ def detect_format(path: str | Path) -> str:
 
     Rules: ``"mmr-demo"`` or a hub id ``owner/name`` that is not a local path -> mmr;
     ``hf:<owner>/<name>`` -> hub (downloaded, then its own format); a folder with
-    ``manifest.jsonl`` -> manifest; a folder with ``json/*.json``, or a ``json/`` folder
+    ``manifest.jsonl`` -> manifest; a folder ``mmrobust perturb`` wrote -> perturb; a folder with ``json/*.json``, or a ``json/`` folder
     of released task files -> mvtamperbench; a folder holding an MMR annotation file ->
     mmr; ``*.tsv`` -> vlmevalkit-tsv; a JSON array whose records have ``question_type``
     -> mmr; a released task file (records with ``video``, ``candidates``, ``answer``) ->
@@ -245,6 +246,8 @@ def detect_format(path: str | Path) -> str:
     if p.is_dir():
         if (p / "manifest.jsonl").is_file():
             return "manifest"
+        if (p / "perturb.json").is_file() and (p / "questions.jsonl").is_file():
+            return "perturb"
         if (p / "json").is_dir() and any((p / "json").glob("*.json")):
             return "mvtamperbench"
         for j in sorted(p.glob("*.json")):

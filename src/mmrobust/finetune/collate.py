@@ -272,6 +272,9 @@ class Encoder:
                 "training needs a fast tokenizer (offsets), this processor has none"
             )
         self.processor_call = dict(processor_call or {})
+        from mmrobust.models._hf_inputs import video_pixel_cap
+
+        self.pixel_cap = video_pixel_cap(processor)  # as hf: evaluation passes it
 
     def plain(self, rendered: Rendered) -> tuple[list[int], list[bool]]:
         """Token ids of the rendered text (no image expansion) and their trainable marks."""
@@ -321,7 +324,9 @@ class Encoder:
             **self.processor_call,
         }
         if clips:
-            call.update(clip_call([p for p, _ in clips], [t for _, t in clips], side))
+            call.update(
+                clip_call([p for p, _ in clips], [t for _, t in clips], side, self.pixel_cap)
+            )
         if any(pictures):  # per row ([] for a clip's row): Qwen2-VL and SmolVLM2 take it
             call["images"] = pictures
         batch = self.processor(**call)

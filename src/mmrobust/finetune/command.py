@@ -131,6 +131,11 @@ def finetune_command(
     eval_data: list[Path] = typer.Option(
         [], "--eval-data", help="Evaluation files instead of --eval-fraction (repeatable)."
     ),
+    allow_overlap: bool = typer.Option(
+        False,
+        "--allow-overlap",
+        help="Accept --eval-data that shares samples, media or content with the training data.",
+    ),
     eval_steps: int | None = typer.Option(
         None, "--eval-steps", help="Also evaluate every N steps (default: before and after)."
     ),
@@ -181,6 +186,7 @@ def finetune_command(
             resume=not no_resume, merge=merge, chat_template=chat_template,
             processor_kwargs=kwargs, revision=revision, trust_remote_code=trust_remote_code,
             num_workers=workers, eval_fraction=eval_fraction, eval_data=eval_data,
+            allow_overlap=allow_overlap,
             eval_steps=eval_steps, report_to=report_to, push_to_hub=push_to_hub,
             load_in_4bit=load_in_4bit, video_input=video_input,
             image_max_side=image_max_side,

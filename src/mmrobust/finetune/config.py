@@ -90,7 +90,9 @@ class FinetuneConfig(BaseModel):
         num_workers: data-loader worker processes.
         eval_fraction: share of the data held out for an evaluation loss (seeded; the
             conversations of one image stay together); 0: none.
-        eval_data: evaluation files (same formats) instead of a held-out share.
+        eval_data: evaluation files (same formats) instead of a held-out share; refused when
+            a sample overlaps the training data (:mod:`mmrobust.finetune.overlap`).
+        allow_overlap: accept ``eval_data`` that overlaps the training data.
         eval_steps: also evaluate every N optimizer steps (``None``: before and after only).
         report_to: ``none``, ``tensorboard`` (event files in ``out/checkpoints/runs``) or
             ``wandb`` (needs ``wandb`` installed and logged in); the loss CSV is always written.
@@ -152,6 +154,7 @@ class FinetuneConfig(BaseModel):
     num_workers: int = Field(0, ge=0)
     eval_fraction: float = Field(0.0, ge=0, lt=1)
     eval_data: list[Path] = Field(default_factory=list)
+    allow_overlap: bool = False
     eval_steps: int | None = Field(None, ge=1)
     report_to: Literal["none", "tensorboard", "wandb"] = "none"
     push_to_hub: str | None = None
@@ -182,7 +185,7 @@ class FinetuneConfig(BaseModel):
     def fingerprint(self) -> dict[str, Any]:
         """Settings that change the result (a resumed run must match them)."""
         skip = {"out", "resume", "merge", "num_workers", "save_total_limit", "report_to"}
-        skip |= {"push_to_hub"}
+        skip |= {"push_to_hub", "allow_overlap"}
         return {k: v for k, v in self.model_dump(mode="json").items() if k not in skip}
 
 

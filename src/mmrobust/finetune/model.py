@@ -103,8 +103,12 @@ def load_for_training(
     trust_remote_code: bool = False,
     processor_kwargs: dict[str, Any] | None = None,
     load_in_4bit: bool = False,
+    local_files_only: bool = False,
 ) -> tuple[Any, Any]:
     """``(model, processor)`` for training, in ``dtype`` (``float32``/``bfloat16``/``float16``).
+
+    ``local_files_only``: load a hub id from the local cache only (the hub is unreachable;
+    ``finetune.preflight.hub_problem``).
 
     ``load_in_4bit``: QLoRA (Dettmers et al. 2023): NF4 weights with double quantization,
     compute in ``dtype`` (bfloat16 when float32 is asked), through bitsandbytes; CUDA only.
@@ -127,6 +131,8 @@ def load_for_training(
         loading["quantization_config"] = _four_bit(torch, dtype)
     if revision:
         common["revision"] = revision
+    if local_files_only:
+        common["local_files_only"] = True
     try:
         processor = AutoProcessor.from_pretrained(model_id, **common, **(processor_kwargs or {}))
         model = AutoModelForImageTextToText.from_pretrained(model_id, **loading, **common)

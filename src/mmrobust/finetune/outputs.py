@@ -15,7 +15,8 @@ Layout of ``OUT``:
   (step 0), every ``eval_steps``, and after training;
 * ``data_report.json``: every skipped record with its reason;
 * ``checkpoints/checkpoint-<step>/``: resume points (trainer state, optimizer,
-  scheduler, RNG states).
+  scheduler, RNG states, and ``mmrobust_totals.json``: the figures a resume cannot
+  recompute, :data:`mmrobust.finetune.trainer.RUN_TOTALS`).
 """
 
 from __future__ import annotations

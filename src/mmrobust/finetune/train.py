@@ -25,7 +25,7 @@ from typing import Any
 from mmrobust.atomicfile import write_text
 from mmrobust.finetune.collate import ChatRenderer, Collator, Encoder, TemplateError, prepare_rows
 from mmrobust.finetune.config import TABLE10, FinetuneConfig
-from mmrobust.finetune.data import DataReport, load_training_data
+from mmrobust.finetune.data import load_training_data
 from mmrobust.finetune.model import (
     find_parts,
     freeze_for_full,
@@ -41,6 +41,20 @@ from mmrobust.finetune.outputs import (
     write_eval_csv,
     write_loss_csv,
 )
+from mmrobust.finetune.overlap import find_overlap
+from mmrobust.finetune.preflight import (
+    files_problem,
+    hub_problem,
+    model_problem,
+    out_problem,
+    report_problem,
+)
+from mmrobust.finetune.resume import (
+    SOURCES,
+    changed_settings,
+    run_fingerprint,
+    run_train_loss,
+)
 from mmrobust.finetune.safeguards import (
     WeightProbe,
     optimizer_steps,
@@ -49,32 +63,12 @@ from mmrobust.finetune.safeguards import (
     upcast_trainable,
     warmup_steps,
 )
-from mmrobust.finetune.trainer import sft_args, trainer_class, versions
+from mmrobust.finetune.trainer import read_totals, sft_args, trainer_class, versions
 from mmrobust.finetune.video import data_problem, processor_problem
 from mmrobust.mmrdata.writers import write_json
 
 CARD = "training_card.json"
 RUN_CONFIG = "run_config.json"
-
-SOURCES = {
-    "learning_rate": "MMR Table 10",
-    "lr_scheduler": "MMR Table 10",
-    "warmup_ratio": "MMR Table 10",
-    "weight_decay": "MMR Table 10",
-    "epochs": "MMR Table 10",
-    "optimizer": "MMR Table 10 (AdamW)",
-    "global_batch": "MMR Table 10",
-    "method": "MMR section 6.1 (LoRA)",
-    "lora_r": "Bunny finetune_lora.sh",
-    "lora_alpha": "Bunny finetune_lora.sh",
-    "lora_dropout": "Bunny train.py",
-    "projector": "Bunny finetune_lora.sh (connector trained in full)",
-    "projector_lr": "Bunny finetune_lora.sh (--mm_projector_lr)",
-    "max_length": "Bunny finetune_lora.sh (--model_max_length)",
-    "save_steps": "Bunny finetune_lora.sh",
-    "image_max_side": "same as hf: evaluation",
-}
-"""Where each default comes from (see :mod:`mmrobust.finetune.config`); overridden values say 'set'."""
 
 
 class FinetuneError(ValueError):
@@ -114,22 +108,6 @@ def _resolve_dtype(config: FinetuneConfig) -> str:
     if config.device != "cpu" and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
         return "bfloat16"
     return "float32"
-
-
-FINGERPRINT_SKIP = {"data", "extra", "images", "save_steps", "logging_steps", "chat_template"}
-FINGERPRINT_SKIP |= {"eval_data", "eval_steps"}  # eval files: by path below; eval_steps: logging
-
-
-def _run_fingerprint(config: FinetuneConfig, report: DataReport) -> dict[str, Any]:
-    settings = {k: v for k, v in config.fingerprint().items() if k not in FINGERPRINT_SKIP}
-    return {
-        "settings": settings,
-        "data": sorted([f.source, f.sha256] for f in report.files),
-        **({"eval_data": sorted(str(p) for p in config.eval_data)} if config.eval_data else {}),
-        "chat_template": config.chat_template.read_text(encoding="utf-8")
-        if config.chat_template
-        else None,
-    }
 
 
 def _merge_saved(config: FinetuneConfig, out: Path, say: Callable[[str], None]) -> None:
@@ -175,6 +153,46 @@ def run_finetune(
         ImportError: the ``train`` extra is not installed.
     """
     say = log or (lambda message: print(message, file=sys.stderr))
+    started = time.monotonic()
+    out = Path(config.out)
+    # every check that needs neither torch nor the model, before either loads and before
+    # anything is written: a bad input costs a second and leaves no folder
+    for problem in (
+        model_problem(config.model),
+        out_problem(out),
+        files_problem(config),
+        report_problem(config.report_to),
+    ):
+        if problem:
+            raise FinetuneError(problem)
+    conversations, report = load_training_data(
+        config.data,
+        config.extra,
+        images=config.images,
+        composition=config.composition,
+        rounds=config.rounds,
+        polarity=config.polarity,
+    )
+    held_out: list[Any] = []
+    if config.eval_data:
+        held_out, _ = load_training_data(
+            config.eval_data, images=config.images, polarity=config.polarity
+        )
+        overlap = None if config.allow_overlap else find_overlap(conversations, held_out).line()
+        if overlap:
+            raise FinetuneError(overlap)
+    elif config.eval_fraction:
+        try:
+            conversations, held_out = split_eval(conversations, config.eval_fraction, config.seed)
+        except ValueError as exc:
+            raise FinetuneError(str(exc)) from None
+    problem = data_problem(conversations, held_out, config.video_input, config.per_device_batch)
+    if problem:  # before the model loads
+        raise FinetuneError(problem)
+    problem, local_only = hub_problem(config.model_id, config.revision)
+    if problem:
+        raise FinetuneError(problem)
+
     try:
         import torch
         from peft import LoraConfig
@@ -188,21 +206,9 @@ def run_finetune(
 
     from mmrobust.finetune.callbacks import LossLogCallback, ProgressCallback
 
-    started = time.monotonic()
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
     checkpoints = out / "checkpoints"
     main_process = os.environ.get("RANK", "0") == "0"  # under accelerate/torchrun: write once
-
-    conversations, report = load_training_data(
-        config.data,
-        config.extra,
-        images=config.images,
-        composition=config.composition,
-        rounds=config.rounds,
-        polarity=config.polarity,
-    )
-    fingerprint = _run_fingerprint(config, report)
+    fingerprint = run_fingerprint(config, report)
     previous = out / RUN_CONFIG
     # the earlier settings bind only when there is something of that run to resume or keep
     # (a checkpoint, or its card): a start that failed before training (a model that did not
@@ -211,17 +217,10 @@ def run_finetune(
     if previous.is_file() and config.resume and earlier_run:
         import json
 
-        earlier = json.loads(previous.read_text(encoding="utf-8"))
-        if earlier != fingerprint:
-            changed = sorted(
-                k
-                for k in set(earlier.get("settings", {})) | set(fingerprint["settings"])
-                if earlier.get("settings", {}).get(k) != fingerprint["settings"].get(k)
-            )
-            if earlier.get("data") != fingerprint["data"]:
-                changed.append("data files")
+        changed = changed_settings(previous, fingerprint)
+        if changed is not None:
             raise FinetuneError(
-                f"{out} holds a run with other settings ({', '.join(changed) or 'chat template'}); "
+                f"{out} holds a run with other settings ({changed}); "
                 "use a new --out, or --no-resume to start over there"
             )
         card_path = out / CARD
@@ -236,6 +235,7 @@ def run_finetune(
                     out, card["data"]["trained"], card["data"]["skipped"], result["steps"],
                     result["first_loss"], result["final_loss"], None, True, card,
                 )  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
     if main_process:
         if not config.resume:
             shutil.rmtree(checkpoints, ignore_errors=True)
@@ -245,19 +245,6 @@ def run_finetune(
     dtype = _resolve_dtype(config)
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     accumulation = config.accumulation(world_size)
-    held_out: list[Any] = []
-    if config.eval_data:
-        held_out, _ = load_training_data(
-            config.eval_data, images=config.images, polarity=config.polarity
-        )
-    elif config.eval_fraction:
-        try:
-            conversations, held_out = split_eval(conversations, config.eval_fraction, config.seed)
-        except ValueError as exc:
-            raise FinetuneError(str(exc)) from None
-    problem = data_problem(conversations, held_out, config.video_input, config.per_device_batch)
-    if problem:  # before the model loads
-        raise FinetuneError(problem)
     args = sft_args(
         config,
         checkpoints=str(checkpoints),
@@ -273,6 +260,7 @@ def run_finetune(
         trust_remote_code=config.trust_remote_code,
         processor_kwargs=config.processor_kwargs,
         load_in_4bit=config.load_in_4bit,
+        local_files_only=local_only,
     )
     if config.chat_template is not None:
         processor.chat_template = config.chat_template.read_text(encoding="utf-8")
@@ -364,9 +352,14 @@ def run_finetune(
         say(f"resuming from {resumed_from}")
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
-    eval_before = (
-        float(trainer.evaluate()["eval_loss"]) if eval_rows and resumed_from is None else None
-    )
+    totals = read_totals(resumed_from) if resumed_from is not None else None
+    start_step = int(totals["step"]) if totals else 0
+    if totals:  # what the steps before the checkpoint contributed (trainer.RUN_TOTALS)
+        trainer.loss_carried = float(totals["loss_sum"])
+        trainer.eval_loss_before = totals.get("eval_loss_before")
+    elif eval_rows and resumed_from is None:
+        trainer.eval_loss_before = float(trainer.evaluate()["eval_loss"])
+    eval_before = trainer.eval_loss_before
     trainer.train(resume_from_checkpoint=str(resumed_from) if resumed_from else None)
     eval_after = float(trainer.evaluate()["eval_loss"]) if eval_rows else None
     if not trainer.is_deepspeed_enabled and probe.changed(trainer.model) == 0:
@@ -401,6 +394,10 @@ def run_finetune(
     if eval_rows and main_process:
         write_eval_csv(history, eval_before, out / "eval_loss.csv")
     summary: dict[str, Any] = next((e for e in reversed(history) if "train_runtime" in e), {})
+    train_loss = run_train_loss(
+        summary.get("train_loss"), trainer.state.global_step, start_step, trainer.loss_carried,
+        resumed=resumed_from is not None and totals is None,
+    )  # fmt: skip
     tokens = int(trainer.state.num_input_tokens_seen or 0)
     label_tokens = sum(r["n_labels"] for r in rows)
     peak_gpu = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else None
@@ -413,6 +410,11 @@ def run_finetune(
         "lora_target_modules": peft_config.target_modules if peft_config else None,
         "trained_projector": parts.projector if config.projector != "frozen" else None,
         "language_model": parts.language_model,
+        **(
+            {"cap_pixels_per_frame": encoder.pixel_cap}
+            if config.video_input == "video" and encoder.pixel_cap is not None
+            else {}
+        ),
     }
     defaults = FinetuneConfig.model_fields
     sources = {
@@ -438,7 +440,7 @@ def run_finetune(
             "epochs": trainer.state.epoch,
             "first_loss": rows_loss[0]["loss"] if rows_loss else None,
             "final_loss": rows_loss[-1]["loss"] if rows_loss else None,
-            "train_loss": summary.get("train_loss"),
+            "train_loss": train_loss,
             "train_runtime_s": summary.get("train_runtime"),
             "input_tokens_seen": tokens,
             "input_tokens_per_s": tokens / summary["train_runtime"]

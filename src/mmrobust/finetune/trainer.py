@@ -10,11 +10,14 @@ separate learning rate for a connector trained in full (Bunny's ``--mm_projector
 from __future__ import annotations
 
 import importlib.util
+import json
 import platform
+from pathlib import Path
 from typing import Any
 
 from mmrobust import __version__
 from mmrobust.finetune.config import FinetuneConfig
+from mmrobust.mmrdata.writers import write_json
 
 
 def versions() -> dict[str, str]:
@@ -42,14 +45,61 @@ def checkpointing(config_cls: Any, enabled: bool) -> dict[str, Any]:
     return {key: enabled}
 
 
+RUN_TOTALS = "mmrobust_totals.json"
+"""File in each checkpoint folder: the run's figures a resume cannot recompute (see
+:func:`trainer_class`)."""
+
+
+def read_totals(checkpoint: Path) -> dict[str, Any] | None:
+    """The :data:`RUN_TOTALS` of a checkpoint, or ``None`` (a checkpoint written without it)."""
+    try:
+        data = json.loads((checkpoint / RUN_TOTALS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "loss_sum" in data and "step" in data else None
+
+
 def trainer_class() -> Any:
     from trl import SFTTrainer
 
     class MMRTrainer(SFTTrainer):  # type: ignore[misc]
-        """``SFTTrainer`` with a separate learning rate for a fully trained connector (as Bunny does)."""
+        """``SFTTrainer`` with a separate learning rate for a fully trained connector (as Bunny
+        does), and the run's totals saved with every checkpoint.
+
+        A resume restores the trainer state (log history, steps, tokens), but neither the
+        evaluation loss measured before training nor the sum of the per-step losses of the
+        steps before the checkpoint (transformers' ``train_loss`` is the mean over the steps
+        of one ``train()`` call). Each checkpoint folder gets :data:`RUN_TOTALS`, written
+        before the trainer's own files, so a complete checkpoint (one whose
+        ``trainer_state.json`` parses) always has it: ``step``, ``loss_sum`` (the per-step
+        losses of steps 1..step summed, those not yet logged included) and
+        ``eval_loss_before``. ``run_finetune`` sets :attr:`loss_carried` and
+        :attr:`eval_loss_before` from it when it resumes.
+        """
 
         projector_prefix: str | None = None
         projector_lr: float | None = None
+        eval_loss_before: float | None = None
+        loss_carried: float = 0.0  # summed per-step loss of the steps before this train() call
+
+        def run_totals(self) -> dict[str, Any]:
+            """:data:`RUN_TOTALS` now (``_total_loss_scalar``: the logged losses of this
+            ``train()`` call; ``_tr_loss``: those not logged yet; transformers >= 5)."""
+            pending = getattr(self, "_tr_loss", None)
+            loss_sum = self.loss_carried + float(getattr(self, "_total_loss_scalar", 0.0))
+            loss_sum += float(pending.item()) if pending is not None else 0.0
+            return {
+                "step": int(self.state.global_step),
+                "loss_sum": loss_sum,
+                "eval_loss_before": self.eval_loss_before,
+            }
+
+        def _save_checkpoint(self, model: Any, trial: Any) -> None:
+            if self.args.should_save:
+                folder = Path(str(self.args.output_dir)) / f"checkpoint-{self.state.global_step}"
+                folder.mkdir(parents=True, exist_ok=True)
+                write_json(folder / RUN_TOTALS, self.run_totals())
+            super()._save_checkpoint(model, trial)
 
         def create_optimizer(self, model: Any = None) -> Any:
             optimizer = super().create_optimizer(model)
@@ -130,4 +180,11 @@ def sft_args(
     )
 
 
-__all__ = ["checkpointing", "sft_args", "trainer_class", "versions"]
+__all__ = [
+    "RUN_TOTALS",
+    "checkpointing",
+    "read_totals",
+    "sft_args",
+    "trainer_class",
+    "versions",
+]

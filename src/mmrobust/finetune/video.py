@@ -90,11 +90,14 @@ def clip_call(
     clips: Sequence[Sequence[Path]],
     timings: Sequence[VideoTiming],
     max_side: int = DEFAULT_IMAGE_MAX_SIDE,
+    pixel_cap: bool | None = None,
 ) -> dict[str, Any]:
     """Processor keyword arguments for clips of frame files: ``videos``, ``video_metadata``,
     ``do_sample_frames=False`` (:func:`mmrobust.models._hf_inputs.video_call`); each frame
     capped at ``max_side`` pixels (0: none) as ``hf:`` caps it (:func:`mmrobust.finetune.pixels.load_frames`), the
-    metadata's frame size the capped one, as evaluation's.
+    metadata's frame size the capped one, as evaluation's; ``pixel_cap``: the processor's
+    ``cap_pixels_per_frame`` (:func:`mmrobust.models._hf_inputs.video_pixel_cap`), as ``hf:``
+    passes it.
 
     Raises:
         OSError: a frame cannot be read.
@@ -107,7 +110,7 @@ def clip_call(
         clip_metadata(t.fps, t.frames_indices, t.total_num_frames, f)
         for t, f in zip(timings, frames, strict=True)
     ]
-    return video_call(frames, metadata)
+    return video_call(frames, metadata, pixel_cap)
 
 
 def timing_json(timing: VideoTiming | None) -> str:

@@ -65,7 +65,7 @@ SUFFIX = ".frames"
 LEGACY_SUFFIX = ".npz"
 """Entries of the previous format (raw decoded frames): counted, and evicted first."""
 DEFAULT_MAX_BYTES = 10 * 1000**3
-"""Default cap: 10 GB (about one full MVTamperBench pass at 8 frames; see the README)."""
+"""Default cap: 10 GB (about one full MVTamperBench pass at 8 frames; see docs/evaluation.md)."""
 LOW_WATER = 0.9
 
 _HASH_MEMO: dict[tuple[str, int, int], str] = {}

@@ -180,10 +180,35 @@ def pair_chance(option_counts: Iterable[tuple[int, int]]) -> dict[str, float | N
     return {"RA": 100.0 * ur / len(pairs), "MR": 100.0 * uf / (ur + uf)}
 
 
+def consistency_chance(option_counts: Iterable[int]) -> dict[str, dict[str, float | None]]:
+    """Floors of the consistency figures (fractions), from each pair's option count ``k``.
+
+    ``random``: a uniform guess drawn anew for every image: accuracy ``mean(1/k)``, flip rate
+    ``mean((k-1)/k)``, resist rate and typographic attack success ``mean(1/k)`` (the second
+    guess is independent of the first). ``constant``: one answer whatever the image: flip
+    rate 0, resist rate 1, accuracy drop 0. ``None`` without a pair.
+    """
+    ks = [k for k in option_counts if k > 0]
+    if not ks:
+        return {"random": {}, "constant": {}}
+    inv = sum(1 / k for k in ks) / len(ks)
+    return {
+        "random": {
+            "accuracy": inv,
+            "accuracy_drop": 0.0,
+            "flip_rate": 1.0 - inv,
+            "resist_rate": inv,
+            "attack_success_rate": inv,
+        },
+        "constant": {"accuracy_drop": 0.0, "flip_rate": 0.0, "resist_rate": 1.0},
+    }
+
+
 __all__ = [
     "ALWAYS_YES",
     "COIN_FLIP",
     "DETECTION_GUESSES",
+    "consistency_chance",
     "detection_chance",
     "detection_chance_of_metrics",
     "detection_chance_of_types",

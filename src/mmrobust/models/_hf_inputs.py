@@ -83,21 +83,52 @@ def video_metadata(request: Request, frames: Sequence[np.ndarray]) -> dict[str, 
     )
 
 
+def video_pixel_cap(processor: Any) -> bool | None:
+    """The ``cap_pixels_per_frame`` setting the processor's own configuration implies.
+
+    Qwen2-VL-family video processors (transformers >= 5.21: Qwen2-VL / Qwen2.5-VL,
+    Qwen3-VL and their derivatives) take ``cap_pixels_per_frame``: ``True`` bounds each
+    frame by an even share of a whole-video pixel budget (``max_video_tokens``), as the
+    reference ``qwen-vl-utils`` does; ``False`` sizes each frame by the configuration's
+    ``size`` (min/max pixels) alone. Left unset, the library warns on every video and
+    falls back to a default announced to change, so the same checkpoint would give other
+    token counts after a library upgrade. The value used here: the one the model's video
+    processor configuration states (``video_preprocessor_config.json``, or
+    ``processor_kwargs``), else ``False``: the behaviour every configuration written
+    before the option existed was made for, and that earlier transformers releases
+    (and ``hf:`` runs) applied.
+
+    Returns:
+        the value to pass, or ``None`` for a processor without the option (nothing is passed).
+    """
+    video = getattr(processor, "video_processor", None)
+    kwargs = getattr(getattr(video, "valid_kwargs", None), "__annotations__", {})
+    if video is None or "cap_pixels_per_frame" not in kwargs:
+        return None
+    stated = getattr(video, "cap_pixels_per_frame", None)
+    return bool(stated) if isinstance(stated, bool) else False
+
+
 def video_call(
-    clips: Sequence[Sequence[np.ndarray]], metadata: Sequence[dict[str, Any] | None]
+    clips: Sequence[Sequence[np.ndarray]],
+    metadata: Sequence[dict[str, Any] | None],
+    pixel_cap: bool | None = None,
 ) -> dict[str, Any]:
     """The processor keyword arguments of clips given as native video (pure).
 
     ``videos``: one ``(T, H, W, 3) uint8`` array per clip; ``video_metadata``: the
     clips' :func:`clip_metadata`, only when every clip has it (else the processor
     guesses the times); ``do_sample_frames=False``: mmrobust's frame policy already
-    chose the frames, the processor must neither re-sample them nor invent their times.
+    chose the frames, the processor must neither re-sample them nor invent their times;
+    ``cap_pixels_per_frame``: ``pixel_cap`` (:func:`video_pixel_cap`) unless ``None``.
     """
     call: dict[str, Any] = {"videos": [np.stack(list(f)) for f in clips]}
     if metadata and all(m is not None for m in metadata):
         call["video_metadata"] = list(metadata)
     call["do_sample_frames"] = False
+    if pixel_cap is not None:
+        call["cap_pixels_per_frame"] = pixel_cap
     return call
 
 
-__all__ = ["build_messages", "clip_metadata", "video_call", "video_metadata"]
+__all__ = ["build_messages", "clip_metadata", "video_call", "video_metadata", "video_pixel_cap"]

@@ -93,7 +93,8 @@ def hub_unreachable_but_cached(model_id: str, revision: str | None) -> bool:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(
             f"hf: cannot reach the Hugging Face hub for {model_id!r} ({reason}) and it is not "
-            "in the local cache; pass a local folder, or download it first"
+            "in the local cache: pass a local folder, or download it where the hub is reachable "
+            "and run with HF_HUB_OFFLINE=1"
         ) from None
 
 

@@ -176,7 +176,7 @@ class HttpModel(Model):
 
     Thread-safe: the runner calls ``generate`` from up to ``max_concurrency``
     threads at once; each call answers its requests one after another.
-    Subclasses set ``backend`` and ``endpoint`` and implement
+    Subclasses set ``backend`` and ``endpoint`` (``{model}``: the model) and implement
     :meth:`auth_headers`, :meth:`build_payload`, :meth:`parse_reply` and
     :meth:`fingerprint`; :meth:`count_media` feeds the server-limit check.
 
@@ -442,8 +442,8 @@ class HttpModel(Model):
             httpx.TimeoutException: a socket operation timed out or the deadline passed.
             httpx.HTTPError: any other client or transport failure.
         """
-        cap, size = self.options.max_reply_bytes, 0
-        with self._client.stream("POST", self.endpoint, json=payload) as reply:
+        cap, size, path = self.options.max_reply_bytes, 0, self.endpoint.format(model=self.model)
+        with self._client.stream("POST", path, json=payload) as reply:
             chunks = []
             for chunk in reply.iter_bytes():
                 chunks.append(chunk)

@@ -44,7 +44,12 @@ from pydantic import BaseModel, ConfigDict, Field, Json
 from mmrobust.frame_size import DEFAULT_IMAGE_MAX_SIDE
 from mmrobust.media.jpeg import cap_frame
 from mmrobust.models._adapter import maybe_apply_adapter
-from mmrobust.models._hf_inputs import build_messages, video_call, video_metadata
+from mmrobust.models._hf_inputs import (
+    build_messages,
+    video_call,
+    video_metadata,
+    video_pixel_cap,
+)
 from mmrobust.models._hf_load import (
     hub_unreachable_but_cached,
     local_digest,
@@ -88,8 +93,7 @@ class HFOptions(BaseModel):
             at most this before the processor sees them (0: as decoded). 1024 by
             default (``frame_size.DEFAULT_IMAGE_MAX_SIDE``), as on ``openai:`` /
             ``anthropic:`` and in ``finetune --image-max-side`` (one default, so the
-            same model sees the same pixels on every backend and in training; issue
-            31 item 6).
+            same model sees the same pixels on every backend and in training).
         revision: hub revision (branch, tag or commit).
         trust_remote_code: allow checkpoint code (off by default).
         chat_template: path of a Jinja chat template overriding the processor's.
@@ -256,6 +260,7 @@ class HFModel(Model):
             )
         )
         self._processor_sha256 = processor_digest(self.processor)
+        self._pixel_cap = video_pixel_cap(self.processor)
 
     # -- public API --------------------------------------------------------------------
 
@@ -299,6 +304,11 @@ class HFModel(Model):
             "temperature": o.temperature,
             "seed": o.seed if o.temperature > 0 else None,
             "video_input": o.video_input,
+            **(
+                {"cap_pixels_per_frame": self._pixel_cap}
+                if o.video_input == "video" and self._pixel_cap is not None
+                else {}
+            ),
             "image_max_side": o.image_max_side,
             "chat_template": self._chat_template,
             "chat_template_sha256": self._template_sha256,
@@ -381,7 +391,11 @@ class HFModel(Model):
             singles = [Image.fromarray(f[0]) for f in frames if len(f) == 1]
             if clips:
                 call.update(
-                    video_call([f for _, f in clips], [video_metadata(r, f) for r, f in clips])
+                    video_call(
+                        [f for _, f in clips],
+                        [video_metadata(r, f) for r, f in clips],
+                        self._pixel_cap,
+                    )
                 )
                 if "video_metadata" not in call:  # frames not decoded by the runner
                     log.warning("hf: video_input=video without the clip's fps and frame indices")

@@ -12,7 +12,7 @@ of the first samples hit it, else it stores those samples ``rejected`` and
 goes on; either way with the server's message and the fix:
 
 ========== ====================================================== ==============================
-kind       server message (vLLM, OpenAI-compatible servers)       fix
+kind       server message (vLLM, OpenAI-compatible, Gemini API)   fix
 ========== ====================================================== ==============================
 images     ``At most 8 image(s) may be provided in one prompt.``  ``--frames N`` / server's
                                                                   ``--limit-mm-per-prompt``
@@ -20,7 +20,8 @@ videos     ``At most 0 video(s) may be provided in one prompt.``, send frames as
            ``... does not support video input``                   (no ``video=true``)
 context    ``maximum context length is 4096 tokens``,             fewer ``--frames``, smaller
            ``prompt (length N) is longer than the maximum model   ``image_max_side``, server's
-           length``                                               ``--max-model-len``
+           length``, ``input token count (N) exceeds the          ``--max-model-len``
+           maximum number of tokens allowed (M)``
 ========== ====================================================== ==============================
 
 vLLM's wording: ``vllm/multimodal/parse.py`` (``At most {limit} {modality}(s)
@@ -43,7 +44,8 @@ _NO_VIDEO = re.compile(
 )
 _CONTEXT = re.compile(
     r"(maximum context length is \d+|longer than the maximum model length|"
-    r"context_length_exceeded|exceeds? the (?:model's )?(?:maximum )?context (?:length|window))",
+    r"context_length_exceeded|exceeds? the (?:model's )?(?:maximum )?context (?:length|window)|"
+    r"exceeds the maximum number of tokens allowed)",
     re.IGNORECASE,
 )
 

@@ -12,6 +12,7 @@ Examples::
     blind-overlap       text-only word-overlap baseline (MMR)
     openai:gpt-4o       any OpenAI-compatible server (--model-arg base_url=...)
     anthropic:claude-sonnet-4-5    Anthropic's Messages API (ANTHROPIC_API_KEY)
+    gemini:gemini-2.5-flash        Google's Gemini API (GEMINI_API_KEY)
     hf:Qwen/Qwen2-VL-2B-Instruct   a local or hub transformers checkpoint
 
 Factories are registered lazily (``"module:function"``) so that importing
@@ -65,6 +66,8 @@ def register_backend(
     arg: str | None = None,
     doc: str = "",
     origin: str | None = None,
+    arg_name: str = "arg",
+    media_doc: str = "",
 ) -> BackendSpec:
     """Register a backend: builds its :class:`BackendSpec` (see there for each field) and
     registers it under ``name``; the same declaration twice is one registration.
@@ -77,7 +80,8 @@ def register_backend(
     before any work is handed out (declare it for a backend whose models refuse some data
     by their arguments, or Ray replicas are asked anyway); ``options``: its pydantic
     options model (``mmrobust list models`` shows its fields); ``arg``: what ``:ARG``
-    means; ``doc``: one line for people.
+    means; ``doc``: one line for people; ``arg_name`` / ``media_doc``: the word for ``:ARG``
+    and how it sends media, in the backends table.
 
     Returns:
         the registered spec.
@@ -95,6 +99,8 @@ def register_backend(
         options=options,
         arg=arg,
         doc=doc,
+        arg_name=arg_name,
+        media_doc=media_doc,
     )
     return add_backend(spec, origin=origin or origin_of(factory))
 
@@ -210,7 +216,8 @@ def split_model_args(text: str) -> dict[str, str]:
     comma inside single or double quotes (not backslash-escaped) or inside
     ``{...}`` / ``[...]`` does not separate, so a JSON value keeps its commas
     (``extra_body={"top_k":1,"min_p":0.1}``), and each pair is stripped of
-    surrounding spaces. Ours: a value wholly inside one pair of matching quotes
+    surrounding spaces, and so are the key and the value (``base_url = http://h/v1``).
+    Ours: a value wholly inside one pair of matching quotes
     loses them (``base_url='http://h/v1'`` -> ``http://h/v1``); values stay
     strings (each backend's options model converts them).
 
@@ -221,7 +228,7 @@ def split_model_args(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in _comma_items(text):
         key, sep, value = item.partition("=")
-        key = key.strip()
+        key, value = key.strip(), value.strip()  # "base_url = http://h/v1": spaces around "="
         if not sep or not key:
             raise ValueError(
                 f"bad --model-args item {item!r}: expected KEY=VALUE pairs separated by commas"
@@ -293,7 +300,7 @@ def parse_model_args(
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"bad --model-arg {pair!r}: expected KEY=VALUE")
-        key = key.strip()
+        key, value = key.strip(), value.strip()  # spaces around "=" are not part of either
         if not value.lstrip().startswith(("{", "[")) and _SWALLOWED.search(value):
             shown = f"{key}={_shown(key, value)}"
             raise ValueError(
@@ -387,6 +394,21 @@ def frame_encoding_of(
 
 for _builtin in BUILT_IN_BACKENDS:
     MODELS.register(_builtin.name, _builtin)
+
+# Google's Gemini API, declared as a plugin declares a backend: its module plus this one call.
+register_backend(
+    "gemini",
+    "mmrobust.models.gemini:make",
+    placement="api",
+    frame_encoding="mmrobust.models.gemini:frame_encoding",
+    options="mmrobust.models.gemini:GeminiOptions",
+    arg="the Gemini model name (required), e.g. gemini-2.5-flash",
+    arg_name="model",
+    doc="Google's native Gemini API (`POST /v1beta/models/<model>:generateContent`; "
+    "GEMINI_API_KEY or GOOGLE_API_KEY)",
+    media_doc="sampled frames as base64 JPEG `inline_data` parts, or the video file as one "
+    "inline `video/mp4` part (`video=true`)",
+)
 
 __all__ = [
     "MODELS",

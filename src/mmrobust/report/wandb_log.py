@@ -27,9 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrobust.redact import scrub_args
-
-INSTALL_HINT = "pip install 'mmrobust[wandb]'"
-"""The one line a missing ``wandb`` package gives."""
+from mmrobust.wandb_login import INSTALL_HINT, wandb_problem
 
 DEFAULT_PROJECT = "mmrobust"
 """The W&B project runs go to unless ``--wandb-project`` names another."""
@@ -45,15 +43,17 @@ def check_log_to(target: str | None) -> None:
     Raises:
         ValueError: ``target`` is not one of :data:`LOG_TARGETS`.
         ImportError: ``wandb`` is not installed (message ends with :data:`INSTALL_HINT`).
+        ValueError: not logged in to W&B and not in offline mode (:func:`wandb_problem`).
     """
-    import importlib.util
-
     if target is None:
         return
     if target not in LOG_TARGETS:
         raise ValueError(f"--log-to {target}: expected one of {', '.join(LOG_TARGETS)}")
-    if importlib.util.find_spec("wandb") is None:
-        raise ImportError(f"--log-to wandb needs the wandb package: {INSTALL_HINT}")
+    problem = wandb_problem()
+    if problem and "package" in problem:
+        raise ImportError(problem)
+    if problem:
+        raise ValueError(problem)
 
 
 def _import_wandb() -> Any:
@@ -189,4 +189,5 @@ __all__ = [
     "flat_numbers",
     "log_to_wandb",
     "run_name",
+    "wandb_problem",
 ]

@@ -23,6 +23,7 @@ FAMILIES.register("tamper-type", "mmrobust.families.tasks:TYPE")
 FAMILIES.register("tamper-when", "mmrobust.families.tasks:WHEN")
 FAMILIES.register("tamper-leading", "mmrobust.families.tasks:LEADING")
 FAMILIES.register("generic", "mmrobust.families.generic:GENERIC")
+FAMILIES.register("consistency", "mmrobust.families.consistency:CONSISTENCY")
 
 
 def check_benchmark(name: str) -> str:

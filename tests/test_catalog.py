@@ -32,7 +32,11 @@ def _option(entry: dict, name: str, key: str = "options") -> dict:
 
 def test_each_list_is_its_registry() -> None:
     assert set(_by_name("models")) == set(MODELS.names())
-    assert set(_by_name("effects")) == set(EFFECTS.names())
+    from mmrobust.perturb.image import IMAGE_EFFECTS
+
+    perturb_only = {*IMAGE_EFFECTS, "reverse", "frame_rate"}
+    assert set(_by_name("effects")) == set(EFFECTS.names()) | perturb_only
+    assert len(catalog("effects")["effects"]) == len(EFFECTS.names()) + len(perturb_only)
     assert [e["name"] for e in catalog("tasks")["tasks"]] == list(TASKS)
     assert [e["name"] for e in catalog("templates")["templates"]] == list(TEMPLATES)
     refs = _by_name("references")

@@ -360,3 +360,28 @@ def test_list_models_shows_gemini_with_its_options() -> None:
     block = res.output.split("gemini:ARG", 1)[1].split("\n  hf", 1)[0]
     for option in ("api_key_env", "thinking_budget", "video=<bool>", "include_thoughts"):
         assert option in block
+
+
+def test_a_refused_key_stops_the_run_after_8_in_a_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mmrobust eval`` with a key the API calls invalid (400 ``API_KEY_INVALID``): not a
+    per-sample refusal but a run that cannot work; stopped like a 401, the key nowhere."""
+    from tests.runs import stored_rows
+
+    monkeypatch.setenv("MMROBUST_GEMINI_KEY", "AIzaSy-wrong-key-0123456789")
+    data = tmp_path / "d.jsonl"
+    rows = [{"id": f"s{i}", "question": "Red?", "options": ["Yes", "No"], "answer": "No"}
+            for i in range(20)]  # fmt: skip
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "run"
+    with FakeOpenAIServer(expected_key=KEY) as server:
+        cli = ["eval", "--data", str(data), "--model", "gemini:gemini-test", "--out", str(out)]
+        cli += ["--model-arg", f"base_url={_v1beta(server)}", "--model-arg", "concurrency=1"]
+        cli += ["--model-arg", "api_key_env=MMROBUST_GEMINI_KEY", "--bootstrap", "0", "-q"]
+        res = CliRunner().invoke(app, cli)
+        assert len(server.chat_requests) == 8  # not retried; 8 in a row stop the run
+    assert res.exit_code == 3, res.output
+    stored = stored_rows(out)
+    assert {r["status"] for r in stored.values()} == {"api_error"} and len(stored) == 8
+    assert "wrong-key" not in res.output + json.dumps(stored)

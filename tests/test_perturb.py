@@ -228,3 +228,27 @@ def test_video_effects_and_reverse_build_frame_exact(
     )
     m = _metrics(tmp_path / "r")
     assert m["pairs"] == 3 and m["flip_rate"] == 0.0 and m["resist_rate"] == 1.0
+
+
+def test_report_and_card_show_the_numbers_of_metrics_json(demo_set: Path, tmp_path: Path) -> None:
+    from mmrobust.report.site import build_site
+
+    for model in ("constant:A", "random:0"):
+        run_eval(
+            EvalConfig(
+                data=str(demo_set), model=model, out=str(tmp_path / model[:4]), n_resamples=50
+            ),
+            progress=False,
+        )
+    build_site([tmp_path / "cons", tmp_path / "rand"], tmp_path / "rep", max_thumbs=0)
+    md = (tmp_path / "rep" / "report.md").read_text()
+    m = _metrics(tmp_path / "rand")
+    row = next(line for line in md.splitlines() if line.startswith("| random:0 | 135 |"))
+    assert f"| {100 * m['flip_rate']:.1f} | {100 * m['resist_rate']:.1f} |" in row
+    assert (tmp_path / "rep" / "consistency_set.png").stat().st_size > 1000
+    card = json.loads((tmp_path / "rep" / "cards" / "random-0.json").read_text())
+    rows = {r["effect"]: r for r in card["consistency"]}
+    assert rows["all"]["flip_rate"] == 100 * m["flip_rate"]
+    assert rows["typographic"]["attack_success_rate"] == 100 * m["attack_success_rate"]
+    assert rows["all"]["chance"]["random: flip rate"] == 75.0
+    assert "typographic" in (tmp_path / "rep" / "index.html").read_text()

@@ -204,9 +204,17 @@ def test_eval_forensic_on_ray_equals_serial_and_writes_each_row_once(
 
 
 def test_a_task_on_ray_computes_the_drivers_key_and_equals_serial(
-    cluster: LoopbackCluster, real_tamper_set: Path, tmp_path: Path
+    cluster: LoopbackCluster, real_tamper_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 20: the replicas fold ``--task`` into the run key as the driver does."""
+    """Issue 20: the replicas fold ``--task`` into the run key as the driver does. A light
+    backend's key is the spec's: no probe replica is started for it (the replicas' rows are
+    checked against the driver's key as they arrive)."""
+    import mmrobust.distributed.eval as ray_eval
+
+    def no_probe(*_a: object, **_k: object) -> None:
+        raise AssertionError("a probe replica was started for a light backend")
+
+    monkeypatch.setattr(ray_eval, "probe_model", no_probe)
     runs = {}
     for name, extra in (("serial", []), ("ray", _ray_args(cluster))):
         runs[name] = tmp_path / name

@@ -120,9 +120,52 @@ def effects() -> list[dict[str, Any]]:
                 "needs_donor": cls.needs_donor,
                 "params": [asdict(o) for o in options_of(cls)],
                 "origin": EFFECTS.origin(name),
+                "media": "video",
             }
         )
-    return out
+    return out + perturb_effects()
+
+
+def perturb_effects() -> list[dict[str, Any]]:
+    """The image effects and the clip-only effects of ``mmrobust perturb``, with each one's
+    parameter at severities 1-5 (docs/consistency.md)."""
+    from mmrobust.perturb.image import IMAGE_EFFECTS
+    from mmrobust.perturb.video import FRAME_RATE_DIVISOR, REVERSE_SHARE
+
+    rows = [
+        (e.name, f"image (perturb): {e.doc}", e.parameter, e.table, "image")
+        for e in IMAGE_EFFECTS.values()
+    ]
+    rows += [
+        (
+            "reverse",
+            "video (perturb): reversed playback of a centred window",
+            "share of the clip",
+            REVERSE_SHARE,
+            "video",
+        ),
+        (
+            "frame_rate",
+            "video (perturb): a lower frame rate, same duration",
+            "frame-rate divisor",
+            FRAME_RATE_DIVISOR,
+            "video",
+        ),
+    ]
+    return [
+        {
+            "name": name,
+            "summary": summary,
+            "paper": False,
+            "official_token": None,
+            "needs_donor": False,
+            "params": [],
+            "origin": BUILT_IN,
+            "media": media,
+            "severities": f"{parameter}: " + ", ".join(f"{v:g}" for v in table),
+        }
+        for name, summary, parameter, table, media in rows
+    ]
 
 
 def families() -> list[dict[str, Any]]:
@@ -321,6 +364,8 @@ def as_text(entries: dict[str, list[dict[str, Any]]]) -> str:
                 lines.append(_option_line(o, "--model-arg "))
             for o in r.get("params", []):
                 lines.append(_option_line(o, f"-p {r['name']}."))
+            if r.get("severities"):
+                lines.append(f"    severity 1-5: {r['severities']}")
             if r.get("aliases"):
                 lines.append(f"    aliases: {', '.join(r['aliases'])}")
             if r.get("question"):

@@ -16,10 +16,17 @@ FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
 """A full disk or quota: exit 3, as ``eval`` and ``tamper`` do (nothing half-written)."""
 
 
-@app.command("export", short_help="Per-sample log of runs: jsonl, csv or parquet.")
+@app.command("export", short_help="Per-sample log of runs (jsonl, csv, parquet), or a model-index.")
 def export_cmd(
-    run_dirs: list[str] = typer.Argument(..., metavar="RUN_DIRS", help="One or more run folders."),
-    format: str = typer.Option("jsonl", "--format", help="jsonl | csv | parquet (any case)."),
+    run_dirs: list[str] = typer.Argument(
+        ..., metavar="RUN_DIRS", help="One or more run folders (model-index: a suite folder too)."
+    ),
+    format: str = typer.Option(
+        "jsonl",
+        "--format",
+        help="jsonl | csv | parquet (any case), or model-index: the model-index block of a "
+        "Hugging Face model card per model of a suite or run folder (docs/suite.md).",
+    ),
     out: str | None = typer.Option(
         None,
         "--out",
@@ -42,9 +49,14 @@ def export_cmd(
     if not run_dirs:
         raise fail("no run folder given (only report files)")
 
+    if format.lower() == "model-index":
+        _model_index(run_dirs, out, force)
+        return
     fmt = format.lower()
     if fmt not in FORMATS:
-        raise fail(f"--format must be one of {', '.join(FORMATS)}, not {format!r}")
+        raise fail(
+            f"--format must be one of {', '.join((*FORMATS, 'model-index'))}, not {format!r}"
+        )
     try:
         runs = [check_run_folder(d) for d in run_dirs]
         targets, made = plan_targets(runs, fmt, out, force=force)
@@ -73,3 +85,25 @@ def _remove_if_empty(folder: Path | None) -> None:
     if folder is not None:
         with contextlib.suppress(OSError):
             folder.rmdir()
+
+
+def _model_index(targets: list[str], out: str | None, force: bool) -> None:
+    """``--format model-index`` of one suite or run folder
+    (:func:`mmrobust.report.model_index.write_model_index`)."""
+    from mmrobust.report.model_index import write_model_index
+
+    if len(targets) != 1:
+        raise fail("--format model-index takes one suite or run folder")
+    try:
+        written = write_model_index(targets[0], out, force=force)
+    except FileNotFoundError as exc:
+        raise fail_on(exc) from None
+    except OSError as exc:
+        code = 3 if exc.errno in FULL_DISK else 2
+        raise fail(
+            f"cannot write {out}: {exc.strerror or exc}; nothing written there", code
+        ) from None
+    except ValueError as exc:
+        raise fail_on(exc) from None
+    for path in written:
+        typer.echo(f"wrote {path}", err=True)

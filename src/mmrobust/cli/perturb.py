@@ -22,7 +22,7 @@ def perturb(
         ...,
         "--effects",
         help="Comma list or all. Images: gaussian_noise, gaussian_blur, jpeg, box_mask, "
-        "rotation, brightness, contrast, crop_resize, typographic. Clips: the tamper effects "
+        "tilt, brightness, contrast, crop_resize, typographic. Clips: the tamper effects "
         "(not substitution), reverse, frame_rate. `mmrobust list effects` shows them.",
     ),
     severity: str = typer.Option("1,3,5", "--severity", help="Levels 1-5 (comma list)."),

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import typer
 
 from mmrobust.cli._app import app
-from mmrobust.cli.options import LOG_TO, WANDB_PROJECT, fail_on
+from mmrobust.cli.options import LOG_TO, WANDB_PROJECT, fail, fail_on
 
 
 @app.command("report", short_help="index.html, tables and plots over run folders.")
@@ -40,6 +43,21 @@ def report_cmd(
     ),
     log_to: str | None = LOG_TO,
     wandb_project: str = WANDB_PROJECT,
+    push_to_hub: str | None = typer.Option(
+        None,
+        "--push-to-hub",
+        metavar="REPO",
+        help="Upload the report, cards and each run's run.json, metrics.json and "
+        "samples.jsonl to this hub dataset repository (one commit; token: HF_TOKEN).",
+    ),
+    private: bool = typer.Option(False, "--private", help="--push-to-hub: create it private."),
+    model_card: list[str] = typer.Option(
+        [],
+        "--model-card",
+        metavar="[SPEC=]REPO_ID",
+        help="With --push-to-hub: open a pull request adding the model's scores to the "
+        "model-index of this hub model's card (repeatable).",
+    ),
 ) -> None:
     """index.html plus tables (Markdown/CSV, MVTamperBench Table 7 / MMR Table 2 layouts) and plots."""
     from mmrobust.report.inputs import skip_report_files
@@ -51,6 +69,7 @@ def report_cmd(
         typer.echo(note, err=True)
     if not run_dirs:
         raise fail_on(ValueError("no run folder given (only report files)"))
+    hub = _hub_target(push_to_hub, private, model_card, run_dirs)  # refused before any work
     try:
         check_log_to(log_to)
         site = build_site(
@@ -62,6 +81,35 @@ def report_cmd(
     typer.echo(site.summary())
     if log_to:
         log_to_wandb(run_dirs, out, project=wandb_project, log=typer.echo)
+    if hub is not None:
+        from mmrobust.report.hub_push import push_report
+
+        try:
+            for line in push_report(hub, out, run_dirs):
+                typer.echo(line)
+        except (OSError, ValueError) as exc:
+            raise fail(f"--push-to-hub {hub.repo_id}: {str(exc).splitlines()[0]}", 3) from None
+
+
+def _hub_target(repo: str | None, private: bool, cards: list[str], run_dirs: list[str]) -> Any:
+    """The checked ``--push-to-hub`` target, or ``None``; exits 2 with one line (no token, a
+    bad repository id, ``--model-card`` without ``--push-to-hub``)."""
+    if not repo:
+        if cards:
+            raise fail("--model-card needs --push-to-hub REPO: the scores' source")
+        return None
+    from mmrobust.report.hub_push import HubTarget, card_pairs
+    from mmrobust.run.folder import read_run_info
+
+    try:
+        specs: list[str] = []
+        if any("=" not in c for c in cards):
+            for d in run_dirs:
+                model = (read_run_info(Path(d)).as_dict().get("config") or {}).get("model")
+                specs += [str(model)] if model and str(model) not in specs else []
+        return HubTarget.check(repo, private=private, cards=card_pairs(cards, specs))
+    except (OSError, ValueError) as exc:
+        raise fail_on(exc) from None
 
 
 @app.command("compare", short_help="Paired comparison of two runs (McNemar's test).")

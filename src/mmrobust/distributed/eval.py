@@ -106,6 +106,7 @@ def _error_rows(processor: SampleProcessor, item: WorkItem, exc: BaseException) 
                 answer=prompt.answer,
                 options=dict(prompt.options),
                 created_at=time.time(),
+                repeat=item.repeat,
             )
         )
     return rows
@@ -211,6 +212,12 @@ class RayEvalExecutor:
                 for item, result in block:
                     rows += (
                         _error_rows(fn, item, result) if isinstance(result, Exception) else result
+                    )
+                if any(row.key != fn.key for row in rows):  # a node with another mmrobust
+                    other = next(row.key for row in rows if row.key != fn.key)
+                    raise ValueError(
+                        f"the Ray replicas compute another run key ({asdict(other)}) than the "
+                        f"driver ({asdict(fn.key)}); install the same mmrobust on every node"
                     )
                 written += len(rows)
                 yield rows
@@ -319,8 +326,45 @@ def start_replicas(
         eval_config=eval_config,
         concurrency=concurrency,
     )
-    info = probe_model(session, replica, request)
+    info = driver_info(spec, eval_config)  # a light backend: no probe replica
+    if info is None:
+        info = probe_model(session, replica, request)
     return Replicas(session, replica, request, PipelineStats(n, dict(request)), info)
+
+
+def driver_info(spec: ModelSpec, eval_config: EvalConfig | None) -> dict[str, Any] | None:
+    """What a probe replica reports (``Replica.ready``: name, fingerprint, media input, batch
+    size, run key), computed on the driver when the spec decides it: a ``light`` backend
+    (the baselines, ``forensic``: no client, no weights, nothing a node could load
+    otherwise). ``None`` for any other backend (its replicas are probed). The replicas' rows
+    are still checked against the driver's key as they arrive (:class:`RayEvalExecutor`).
+
+    Raises:
+        ValueError, UnknownNameError: the backend refuses its arguments.
+    """
+    from mmrobust.models.spec import MODELS, load_model
+    from mmrobust.run.keys import key_from_parts
+
+    if spec.name not in MODELS or not MODELS.get(spec.name).light:
+        return None
+    model = load_model(spec)
+    try:
+        info: dict[str, Any] = {
+            "node_ip": None, "node_id": None, "pid": None, "error": None, "problems": [],
+            "name": model.name, "fingerprint": model.fingerprint(),
+            "media_input": model.media_input, "media_kinds": list(model.media_kinds),
+            "batch_size": int(model.batch_size), "max_concurrency": int(model.max_concurrency),
+            "key": None, "key_parts": None, "gpu_ids": [], "probe": "driver",
+        }  # fmt: skip
+        if eval_config is not None:
+            cfg = eval_config
+            parts = key_parts(
+                model, cfg.prompt_config(), cfg.policy(), text_only=cfg.text_only, task=cfg.task
+            )
+            info.update(key=asdict(key_from_parts(parts)), key_parts=parts)
+        return info
+    finally:
+        model.close()
 
 
 def check_same_key(config: EvalConfig, model: Model, info: dict[str, Any]) -> None:

@@ -23,6 +23,9 @@ the default is :data:`REASONING_MAX_TOKENS` (4096) instead:
   ``magistral``);
 * ``anthropic``: ``extra_body`` enables ``thinking`` with ``budget_tokens`` B:
   ``max(4096, B + 1024)`` (the API needs ``max_tokens > budget_tokens``).
+* ``gemini``: ``thinking_budget`` B > 0 gives ``max(4096, B + 1024)``, 0 keeps 256; else a
+  ``thinking_level`` or a Gemini 2.5 or later name gives 4096 (its thinking counts against the
+  cap; ``models/gemini.py`` ``default_max_tokens``).
 
 An explicit ``max_tokens`` / ``max_new_tokens`` always wins. The value used is
 in the model fingerprint, so it decides resume like any setting.

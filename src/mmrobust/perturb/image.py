@@ -250,11 +250,11 @@ IMAGE_EFFECTS: dict[str, ImageEffect] = {
             "a black box at a seeded place (away from the answer's box when given)",
         ),
         ImageEffect(
-            "rotation",
+            "tilt",
             "angle (degrees, seeded sign)",
             (5, 10, 15, 25, 35),
             _rotate,
-            "rotation about the centre, corners black (Pillow)",
+            "rotation by a small angle about the centre, corners black (Pillow)",
         ),
         ImageEffect(
             "brightness",

@@ -148,10 +148,11 @@ def build_video(job: Any, target: Path) -> dict[str, Any]:
     from mmrobust.media.probe import probe
     from mmrobust.media.writer import VideoWriter
 
-    info = probe(job.source)
+    info = probe(job.source, count_frames=False)  # the frames are counted as they decode
     frames = list(iter_frames(job.source))
     if not frames:
         raise ValueError(f"{job.source}: no frame decoded")
+    n_in = len(frames)
     fps = Fraction(info.fps)
     details: dict[str, Any] = {}
     if job.effect != "clean":
@@ -160,7 +161,7 @@ def build_video(job: Any, target: Path) -> dict[str, Any]:
     with VideoWriter(target, fps, w, h) as writer:
         for frame in frames:
             writer.write(frame)
-    details.update(frames_in=info.frame_count, frames_out=len(frames), width=w, height=h)
+    details.update(frames_in=n_in, frames_out=len(frames), width=w, height=h)
     details.setdefault("fps_out", str(fps))
     return details
 

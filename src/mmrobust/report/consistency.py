@@ -74,6 +74,12 @@ def _cells(m: Mapping[str, Any]) -> list[str]:
     return [pct(m.get(k)) for k, _ in COLUMNS]
 
 
+def _lead(m: Mapping[str, Any]) -> list[str]:
+    """Leaderboard cells: the rates, the drop's CI and McNemar's p."""
+    p = (m.get("mcnemar") or {}).get("p_value")
+    return [*_cells(m), pct_interval(m.get("accuracy_drop_ci")), "–" if p is None else f"{p:.3g}"]
+
+
 def plot_severity(runs: Mapping[str, Mapping[str, Any]], path: Path, title: str) -> Figure:
     """Accuracy on the perturbed images against severity: one line per (run, effect)."""
     plt = _pyplot()
@@ -119,7 +125,7 @@ def markdown_section(groups: Sequence[RunGroup], out: Path, paths: ReportPaths) 
         table = out / f"consistency_{name}.csv"
         _write_csv(table, runs)
         paths.files.append(table)
-        heads = ["model", "pairs", *(h for _, h in COLUMNS)]
+        heads = ["model", "pairs", *(h for _, h in COLUMNS), "drop 95% CI", "McNemar p"]
         md += [
             f"## Answer consistency under perturbation on {g.where}",
             "",
@@ -127,7 +133,7 @@ def markdown_section(groups: Sequence[RunGroup], out: Path, paths: ReportPaths) 
             "|" + "---|" * len(heads),
         ]
         md += [
-            f"| {lab} | {m.get('pairs')} | " + " | ".join(_cells(m)) + " |"
+            f"| {lab} | {m.get('pairs')} | " + " | ".join(_lead(m)) + " |"
             for lab, m in runs.items()
         ]
         md += ["", NOTE, ""]
@@ -157,12 +163,12 @@ def leaderboards(g: RunGroup, published: bool) -> list[Table]:
     from mmrobust.report.html import Table
 
     runs = g.metrics()
-    heads = ["model", "pairs", *(h for _, h in COLUMNS)]
+    heads = ["model", "pairs", *(h for _, h in COLUMNS), "drop 95% CI", "McNemar p"]
     tables = [
         Table(
             title=f"Answer consistency under perturbation on {g.where} (%)",
             columns=heads,
-            rows=[[lab, str(m.get("pairs")), *_cells(m)] for lab, m in runs.items()],
+            rows=[[lab, str(m.get("pairs")), *_lead(m)] for lab, m in runs.items()],
             note=NOTE,
             group=g.benchmark,
         )

@@ -33,6 +33,7 @@ import pandas as pd
 from mmrobust import __version__
 from mmrobust.atomicfile import write_text
 from mmrobust.report.browser import MAX_THUMBS, THUMB_SECONDS, build_payload, script_json
+from mmrobust.report.stability import stability_text
 from mmrobust.report.units import MISSING, pct_sign
 from mmrobust.report.view import RunView
 from mmrobust.store import StoredRow
@@ -219,6 +220,9 @@ def run_metadata(run: RunView) -> list[tuple[str, str]]:
         ),
         ("versions", versions or MISSING),
     ]
+    stability = stability_text(m)
+    if stability:  # --repeats: how far the answer moves between asks
+        lines.insert(-1, ("sampling stability", stability))
     ref = block.get("reference")
     if isinstance(ref, dict):  # official scoring: the reference code and version reproduced
         lines.insert(

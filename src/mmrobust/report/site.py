@@ -162,6 +162,7 @@ def build_site(
     max_thumbs: int = MAX_THUMBS,
     thumb_seconds: float | None = THUMB_SECONDS,
     audits: Sequence[str | Path] = (),
+    sections: Sequence[Section] = (),
 ) -> SitePaths:
     """Write the tables, plots and ``index.html`` for ``run_dirs`` into ``out_dir``.
 
@@ -176,6 +177,7 @@ def build_site(
         thumb_seconds: time budget for drawing them (``None``: none); a second report
             into the same folder reuses the strips already drawn.
         audits: ``audit.json`` files (``mmrobust audit --out``), each shown as a leak-audit panel.
+        sections: more panels, after the audits (``mmrobust run``: the suite file).
 
     Raises:
         FileNotFoundError: a folder does not exist or is not a run folder (a folder of run
@@ -199,8 +201,9 @@ def build_site(
         replace(r, label=lab + r.family.label_suffix, dataset_label=names.get(id(r), r.dataset))
         for lab, r in zip(labels, runs, strict=True)
     ]
-    sections = [s for build in SECTION_BUILDERS if (s := build(runs, labels, out)) is not None]
-    sections += audit_sections
+    panels = [s for build in SECTION_BUILDERS if (s := build(runs, labels, out)) is not None]
+    panels += audit_sections
+    panels += list(sections)
     tables = leaderboards(runs, labels, published=published)
     links = card_links(runs, labels, write_cards(runs, out, loaded, title=title), out)
     for t in tables:  # each leaderboard row's model name links to its robustness card
@@ -210,7 +213,7 @@ def build_site(
         html_runs,
         tables=tables,
         figures=paths.figures,
-        sections=sections,
+        sections=panels,
         title=title,
         max_thumbs=max_thumbs,
         thumb_seconds=thumb_seconds,

@@ -9,6 +9,11 @@ module         owns
 ``runner``     :func:`run_suite` (one ``run_eval`` per run folder, one report at the end)
 ``state``      ``suite.json`` and the report's folders from the run folders on disk, under a
                suite-level lock (earlier and concurrent commands kept)
+``file``       :class:`SuiteFile`: the suite file of ``--config`` (YAML/JSON), each key with
+               its flag; ``load``: reading one, its one-line errors (line, key, nearest)
+``flags``      the command line over a ``--config`` file (a flag given overrides its key)
+``command``    ``mmrobust run``: options generated from :class:`SuiteFile`'s fields
+``reproduce``  ``report/suite.yaml`` and the report's "Reproduce" panel
 ============== ==========================================================================
 
 Layer: above ``run`` and ``report`` (it calls both), below ``cli``.

@@ -1,15 +1,87 @@
-"""The ``mmrobust run`` command: options and a thin body over :func:`run_suite`.
+"""The ``mmrobust run`` command: options generated from the suite file's model, and a thin
+body over :func:`run_suite`.
 
-Registered in ``mmrobust.cli`` (as ``finetune`` is); importing this module is light
-(typer only): the suite, eval and report are imported inside the command.
+Every option is a key of :class:`mmrobust.suite.file.SuiteFile` (its field's flags, help
+and default, :func:`~mmrobust.suite.file.flag_fields`) or one of
+:data:`mmrobust.suite.flags.ENTRY_FLAGS`, plus ``--config``, ``--print-config`` and
+``--quiet``: :func:`_parameters` builds the command's signature from them, so a flag and
+its file key are written once. Registered in ``mmrobust.cli`` (as ``finetune`` is);
+importing this module is light (typer, pydantic): the suite, eval and report are imported
+inside the command.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import typer
+
+from mmrobust.suite.file import flag_fields
+from mmrobust.suite.flags import ENTRY_FLAGS
+
+CLI_TYPES: dict[str, Any] = {"models": list[str], "data": list[str], "tasks": list[str]}
+"""Fields whose command-line form is a list of strings (entries are made from them)."""
+
+META: dict[str, tuple[Any, Any]] = {
+    "config": (
+        str | None,
+        typer.Option(
+            None,
+            "--config",
+            metavar="FILE",
+            help="Suite file (YAML or JSON; docs/suite.md): each option below is a key of it; "
+            "an option given on the command line overrides the file.",
+        ),
+    ),
+    "print_config": (
+        bool,
+        typer.Option(
+            False,
+            "--print-config",
+            help="Print the effective suite file of this command line (YAML) and exit.",
+        ),
+    ),
+}
+
+QUIET = (bool, typer.Option(False, "--quiet", "-q", help="No progress bar."))
+
+
+def _option(name: str, spec: dict[str, Any]) -> inspect.Parameter:
+    kw: dict[str, Any] = {"help": spec.get("help")}
+    if spec.get("metavar"):
+        kw["metavar"] = spec["metavar"]
+    if spec.get("min") is not None:
+        kw["min"] = spec["min"]
+    default = spec.get("default", [])
+    annotation = CLI_TYPES.get(name, spec.get("annotation", list[str]))
+    if name in CLI_TYPES and default and not isinstance(default[0], str):
+        default = []
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+        default=typer.Option(default, *spec["flags"], **kw),
+    )  # fmt: skip
+
+
+def _parameters() -> list[inspect.Parameter]:
+    """The command's parameters: ``ctx``, the meta options, each flagged field of the suite
+    file (entry flags after the key they fill), ``--quiet``."""
+    params = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)]
+    for name, (annotation, option) in META.items():
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                                        annotation=annotation, default=option))  # fmt: skip
+    after = {"data": ["media"], "revision": ["model_arg", "model_args"], "push_to_hub": []}
+    for name, spec in flag_fields().items():
+        params.append(_option(name, spec))
+        for extra in after.get(name, []):
+            params.append(_option(extra, {**ENTRY_FLAGS[extra], "default": []}))
+        if name == "private":
+            params.append(_option("model_card", {**ENTRY_FLAGS["model_card"], "default": []}))
+    params.append(inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY,
+                                    annotation=QUIET[0], default=QUIET[1]))  # fmt: skip
+    return params
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -31,180 +103,112 @@ def _one_line_on_ctrl_c() -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
-def run_command(
-    model: list[str] = typer.Option(
-        ...,
-        "--model",
-        metavar="SPEC",
-        help="Model SPEC (repeatable): constant:A, openai:<m>, hf:<id> ...",
-    ),
-    data: list[str] = typer.Option(
-        ..., "--data", help="Dataset (repeatable): anything eval --data takes, e.g. mmr-demo."
-    ),
-    task: list[str] = typer.Option(
-        ["all"],
-        "--task",
-        "--tasks",
-        metavar="T,T",
-        help="Tasks, comma list (repeatable): detect,type,when,leading or all (default). "
-        "type/when/leading are skipped on non-tamper data.",
-    ),
-    out: str = typer.Option(
-        ..., "--out", help="Suite folder: OUT/<model>/<dataset>/<task>/ run folders, OUT/report/."
-    ),
-    revision: str | None = typer.Option(
-        None, "--revision", help="Hub revision (branch, tag or commit) of the hf: --data."
-    ),
-    media: list[str] = typer.Option(
-        [],
-        "--media",
-        "--images",
-        help="Media folder per --data, same order ('-' for none); default none.",
-    ),
-    model_arg: list[str] = typer.Option(
-        [],
-        "--model-arg",
-        metavar="KEY=VALUE",
-        help="Backend setting, given to each model whose backend takes KEY (repeatable).",
-    ),
-    model_args: list[str] = typer.Option(
-        [],
-        "--model-args",
-        "--model_args",
-        metavar="K=V,K=V",
-        help="Backend settings in lm-eval's comma form: once for every model, or once per "
-        "--model in the same order (models on different servers).",
-    ),
-    limit: int | None = typer.Option(None, "--limit", help="Only the first N samples of each run."),
-    frames: int = typer.Option(8, "--frames", help="Segment-centre frames per video."),
-    extract: str = typer.Option(
-        "lenient", "--extract", help="Answer extraction: lenient | strict | official."
-    ),
-    official: bool = typer.Option(False, "--official", help="Reference protocol (as eval)."),
-    text_only: bool = typer.Option(False, "--text-only", help="Send no media (blind ablation)."),
-    workers: int | None = typer.Option(
-        None, "--workers", help="Concurrent batches (default: the model's max_concurrency)."
-    ),
-    seed: int = typer.Option(0, "--seed", help="Seed (bootstrap; task option order)."),
-    bootstrap: int = typer.Option(
-        1000, "--bootstrap", min=0, help="Bootstrap resamples for 95% CIs (0 = off)."
-    ),
-    cache_dir: str | None = typer.Option(
-        None, "--cache-dir", help="Frame cache folder ('none' switches it off)."
-    ),
-    retry_failed: bool = typer.Option(
-        False, "--retry-failed", help="On resume, also ask again rows that are final errors."
-    ),
-    title: str = typer.Option("mmrobust report", "--title", help="Title of the report."),
-    no_report: bool = typer.Option(False, "--no-report", help="Write no report at the end."),
-    log_samples: bool = typer.Option(
-        False, "--log-samples", "--log_samples", help="Also write each run's samples.jsonl."
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
-    log_to: str | None = typer.Option(
-        None, "--log-to", help="Also log runs to: wandb (pip install 'mmrobust[wandb]')."
-    ),
-    wandb_project: str = typer.Option(
-        "mmrobust", "--wandb-project", help="W&B project for --log-to."
-    ),
-) -> None:
+def _source(ctx: typer.Context, name: str) -> str | None:
+    """Where the value of parameter ``name`` came from (``COMMANDLINE``, ``DEFAULT`` ...), by
+    name: typer may carry its own copy of click's ``ParameterSource``."""
+    source = ctx.get_parameter_source(name)
+    return source.name if source is not None else None
+
+
+def run_command(**values: Any) -> None:
     """Run every --model on every --data for every --task (one eval per run folder), then
-    one report. Re-running resumes each run; exits 1 if any run failed or any dataset cannot
-    be loaded, naming them."""
+    one report. A --config file holds the same options as keys. Re-running resumes each run;
+    exits 1 if any run failed or any dataset cannot be loaded, naming them."""
     with _one_line_on_ctrl_c():
-        from mmrobust.models.spec import parse_model_args
-        from mmrobust.paths import out_folder_problem
-        from mmrobust.registry import UnknownNameError
-        from mmrobust.report.wandb_log import check_log_to
-        from mmrobust.suite.names import parse_tasks
-        from mmrobust.suite.runner import SuiteConfig, run_suite
+        _command(**values)
 
-        if problem := out_folder_problem(out):
-            raise _fail(problem)
-        try:
-            from mmrobust.datasets.hub import with_revision
 
-            check_log_to(log_to)
-            if len(model) > 1 and 1 < len(model_args) != len(model):
-                raise ValueError(
-                    f"--model-args is given {len(model_args)} times for {len(model)} --model: give "
-                    "it once (every model) or once per --model, in the same order"
-                )
-            per_model = model_args if len(model) > 1 and len(model_args) == len(model) else []
-            if per_model:  # one spec given twice with two different settings
-                for spec in dict.fromkeys(model):
-                    given = {a for m, a in zip(model, per_model, strict=True) if m == spec}
-                    if len(given) > 1:
-                        raise ValueError(
-                            f"--model {spec} is given twice with different --model-args; give each "
-                            "model once"
-                        )
-            hub = [d for d in data if d.startswith("hf:")]
-            if revision and not hub:
-                raise ValueError(f"--revision {revision} is for hf: data; no --data is hf:")
-            config = SuiteConfig(
-                models=model,
-                data=[with_revision(d, revision) if d.startswith("hf:") else d for d in data],
-                tasks=parse_tasks(task),
-                out=out,
-                media=[None if m in ("-", "") else m for m in media],
-                options={
-                    "model_args": parse_model_args(model_arg, [] if per_model else model_args),
-                    "limit": limit,
-                    "frames": frames,
-                    "extract": extract,
-                    "official": official,
-                    "text_only": text_only,
-                    "workers": workers,
-                    "seed": seed,
-                    "n_resamples": bootstrap,
-                    "cache_dir": cache_dir,
-                    "retry_failed": retry_failed,
-                },
-                report=not no_report,
-                log_samples=log_samples,
-                model_args={
-                    m: parse_model_args([], [a]) for m, a in zip(model, per_model, strict=False)
-                },
-                title=title,
-            )
-            result = run_suite(config, progress=not quiet, log=typer.echo)
-        except (FileNotFoundError, UnknownNameError, ValueError, ImportError) as exc:
-            raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
-        except OSError as exc:  # the report folder cannot be written
-            raise _fail(str(exc).splitlines()[0], 3) from None
-        ran = result.ran
-        n_ok = sum(r.status in ("complete", "partial") for r in ran)
-        skipped = len(result.runs) - len(ran)
-        blocked = len(result.blocked)
+def _command(**values: Any) -> None:
+    """The body of :func:`run_command`."""
+    from mmrobust.paths import out_folder_problem
+    from mmrobust.registry import UnknownNameError
+    from mmrobust.suite.file import dump_suite_file
+    from mmrobust.suite.flags import suite_from_flags
+
+    ctx: typer.Context = values.pop("ctx")
+    quiet = values.pop("quiet")
+    given = {n for n in values if _source(ctx, n) == "COMMANDLINE"}
+    try:
+        suite = suite_from_flags(values, given)
+        if values["print_config"]:
+            typer.echo(dump_suite_file(suite), nl=False)
+            return
+        config = suite.to_suite_config()
+    except (FileNotFoundError, UnknownNameError, ValueError) as exc:
+        raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    if problem := out_folder_problem(config.out):
+        raise _fail(problem)
+    hub = None
+    cards = {m.spec: m.card for m in suite.models if m.card}
+    if cards and not suite.push_to_hub:
+        raise _fail("--model-card (models[].card) needs --push-to-hub REPO: the scores' source")
+    if suite.push_to_hub:
+        from mmrobust.report.hub_push import HubTarget
+
+        try:  # a missing token or bad repo id: refused before any work
+            hub = HubTarget.check(suite.push_to_hub, private=suite.private, cards=cards)
+        except ValueError as exc:
+            raise _fail(str(exc)) from None
+    _run(config, suite, quiet, hub)
+
+
+def _run(config: Any, suite: Any, quiet: bool, hub: Any) -> None:
+    """Run the suite, print how it ended, log and push; exit as the docstring of
+    :func:`run_command` says."""
+    from mmrobust.registry import UnknownNameError
+    from mmrobust.report.wandb_log import check_log_to
+    from mmrobust.suite.runner import run_suite
+
+    try:
+        check_log_to(suite.log_to)
+        result = run_suite(config, progress=not quiet, log=typer.echo)
+    except (FileNotFoundError, UnknownNameError, ValueError, ImportError) as exc:
+        raise _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    except OSError as exc:  # the report folder cannot be written
+        raise _fail(str(exc).splitlines()[0], 3) from None
+    ran = result.ran
+    n_ok = sum(r.status in ("complete", "partial") for r in ran)
+    skipped = len(result.runs) - len(ran)
+    blocked = len(result.blocked)
+    typer.echo(
+        f"{n_ok} of {len(ran)} runs finished"
+        + (f", {blocked} blocked (dataset not loaded)" if blocked else "")
+        + (f", {skipped} skipped (not applicable)" if skipped else "")
+        + f"; run folders under {result.out}"
+    )
+    if result.site is not None:
+        typer.echo(result.site.summary())
+    if suite.log_to:
+        from mmrobust.report.wandb_log import log_to_wandb
+
+        folders = [r.run_dir for r in ran if (r.run_dir / "run.json").is_file()]
+        log_to_wandb(folders, result.report_dir, project=suite.wandb_project, log=typer.echo)
+    if result.interrupted:
         typer.echo(
-            f"{n_ok} of {len(ran)} runs finished"
-            + (f", {blocked} blocked (dataset not loaded)" if blocked else "")
-            + (f", {skipped} skipped (not applicable)" if skipped else "")
-            + f"; run folders under {result.out}"
+            "interrupted: finished rows are kept; re-run the same command to resume", err=True
         )
-        if result.site is not None:
-            typer.echo(result.site.summary())
-        if log_to:
-            from mmrobust.report.wandb_log import log_to_wandb
+        raise typer.Exit(130)
+    if hub is not None:
+        from mmrobust.report.hub_push import push_suite
 
-            folders = [r.run_dir for r in ran if (r.run_dir / "run.json").is_file()]
-            log_to_wandb(folders, result.report_dir, project=wandb_project, log=typer.echo)
-        if result.interrupted:
-            typer.echo(
-                "interrupted: finished rows are kept; re-run the same command to resume", err=True
-            )
-            raise typer.Exit(130)
-        if result.data_failures:
-            typer.echo(f"error: {len(result.data_failures)} dataset(s) cannot be loaded:", err=True)
-            for failure in result.data_failures:
-                typer.echo(f"  {failure.line()}", err=True)
-        if result.failed:
-            typer.echo(f"error: {len(result.failed)} run(s) failed:", err=True)
-            for r in result.failed:
-                typer.echo(f"  {r.label}: {r.error}", err=True)
-        if result.failed or result.data_failures:
-            raise typer.Exit(1)
+        try:
+            for line in push_suite(hub, result.out):
+                typer.echo(line)
+        except (OSError, ValueError) as exc:
+            raise _fail(f"--push-to-hub {hub.repo_id}: {str(exc).splitlines()[0]}", 3) from None
+    if result.data_failures:
+        typer.echo(f"error: {len(result.data_failures)} dataset(s) cannot be loaded:", err=True)
+        for failure in result.data_failures:
+            typer.echo(f"  {failure.line()}", err=True)
+    if result.failed:
+        typer.echo(f"error: {len(result.failed)} run(s) failed:", err=True)
+        for r in result.failed:
+            typer.echo(f"  {r.label}: {r.error}", err=True)
+    if result.failed or result.data_failures:
+        raise typer.Exit(1)
 
+
+run_command.__signature__ = inspect.Signature(_parameters())  # type: ignore[attr-defined]
+run_command.__annotations__ = {p.name: p.annotation for p in _parameters()} | {"return": None}
 
 __all__ = ["run_command"]

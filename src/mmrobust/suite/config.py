@@ -33,6 +33,9 @@ class SuiteConfig:
         model_args: per model spec, backend settings added to ``options["model_args"]`` (which
             every model gets): models served by different servers.
         title: the report's title.
+        file: the suite file this config came from (``SuiteFile.record`` of its scrubbed
+            copy: no credential), stored in ``suite.json`` and shown in the report; ``None``
+            for a config built in code.
     """
 
     models: list[str]
@@ -45,6 +48,7 @@ class SuiteConfig:
     title: str = "mmrobust report"
     log_samples: bool = False
     model_args: dict[str, dict[str, str]] = field(default_factory=dict)
+    file: dict[str, Any] | None = None
 
     def validate(self) -> None:
         """Check the lists and every shared option before any work.

@@ -5,7 +5,9 @@
     OUT/<model>/<dataset>/<task>/      each exactly what one ``mmrobust eval`` writes
     OUT/report/                        one report over every run folder (``build_site``)
     OUT/suite.json                     the plan and how each run ended, and the runs of
-                                       earlier commands (:mod:`mmrobust.suite.state`)
+                                       earlier commands (:mod:`mmrobust.suite.state`); the
+                                       suite file (``config``) when there is one
+    OUT/report/suite.yaml              the suite file (``mmrobust run --config``), a panel too
 
 Each run is :func:`mmrobust.run.eval.run_eval` on an :class:`EvalConfig` that
 differs from the suite's shared options only in ``model``, ``data``, ``task``
@@ -127,11 +129,11 @@ def run_suite(
     result = SuiteResult(out, runs, notes)
     for failure in result.data_failures:
         say(f"failed   {failure.line()}")
-    _write_suite(result)
+    _write_suite(result, config.file)
     with INTERRUPTS.watch():  # one Ctrl-C for the whole suite: the run in progress stops
         _run_all(config, result, progress, say)
     with suite_lock(out):  # suite.json and the report from the run folders, one writer at once
-        records = _write_suite(result, locked=False)
+        records = _write_suite(result, config.file, locked=False)
         done, earlier = report_folders(out, records)
         if earlier:
             shown = ", ".join(earlier[:5]) + (
@@ -145,9 +147,11 @@ def run_suite(
         result.earlier = earlier
         if config.report and done:
             from mmrobust.report.site import build_site
+            from mmrobust.suite.reproduce import reproduce_section
 
             report_dir = out / REPORT_DIR
-            result.site = build_site(done, report_dir, title=config.title)
+            extra = [reproduce_section(config.file, report_dir)] if config.file else []
+            result.site = build_site(done, report_dir, title=config.title, sections=extra)
             result.report_dir = report_dir
     return result
 
@@ -178,7 +182,7 @@ def _run_all(config: SuiteConfig, result: SuiteResult, progress: bool, say: Even
                     break
                 bar.update(task, description=escape(run.label))
                 _one(config, run, shared)
-                _write_suite(result)
+                _write_suite(result, config.file)
                 say(_line(run))
                 bar.advance(task)
                 if run.status == "interrupted":
@@ -322,23 +326,26 @@ def _line(run: SuiteRun) -> str:
     return f"{what}: {run.headline or ''} ({run.n_new} new rows, {run.n_skipped} resumed)"
 
 
-def _write_suite(result: SuiteResult, *, locked: bool = True) -> list[dict[str, Any]]:
+def _write_suite(
+    result: SuiteResult, file: dict[str, Any] | None = None, *, locked: bool = True
+) -> list[dict[str, Any]]:
     """Rewrite ``OUT/suite.json`` from the run folders (:func:`merge_records`), atomically (a
     temporary file renamed over it), under the suite lock (``locked``: take it here; else
-    the caller holds it). Returns the records written."""
+    the caller holds it); ``file``: the suite file (scrubbed), stored as ``config``. Returns
+    the records written."""
     if locked:
         with suite_lock(result.out):
-            return _write_suite(result, locked=False)
+            return _write_suite(result, file, locked=False)
     records = merge_records(result.out, result.runs)
-    text = json.dumps(
-        {
-            "runs": records,
-            "datasets_failed": [f.record() for f in result.data_failures],
-            "notes": result.notes,
-            "interrupted": result.interrupted,
-        },
-        indent=2,
-    )
+    record: dict[str, Any] = {
+        "runs": records,
+        "datasets_failed": [f.record() for f in result.data_failures],
+        "notes": result.notes,
+        "interrupted": result.interrupted,
+    }
+    if file is not None:
+        record["config"] = file
+    text = json.dumps(record, indent=2)
     write_text(result.out / SUITE_FILE, text + "\n")  # never through a link at suite.json
     return records
 

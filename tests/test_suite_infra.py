@@ -159,3 +159,17 @@ def test_ray_tests_run_together_in_one_xdist_group_and_each_file_in_its_own() ->
         "tests/test_b.py",
         "tests/test_b.py",
     ]
+
+
+def test_no_test_file_starts_a_ray_cluster_of_its_own() -> None:
+    """Ray tests share the session's cluster (``conftest.ray_cluster``, marker ``ray``): a second
+    cluster doubles the start-up a busy machine may miss and the processes left to stop."""
+    starts = re.compile(r"LoopbackCluster\(|cluster_utils import Cluster|ray\.init\(")
+    offenders = [
+        f"{path.name}:{n}"
+        for path in sorted(TESTS.glob("test_*.py"))
+        if path.name != "test_suite_infra.py"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if starts.search(line)
+    ]
+    assert offenders == []

@@ -118,6 +118,18 @@ def eval_cmd(
         help="On resume, also ask again samples whose row is a final error "
         "(rejected, empty_reply, media_error, ...).",
     ),
+    repeats: int = typer.Option(
+        1,
+        "--repeats",
+        min=1,
+        help="Ask every question K times (with --temperature): headline on the first ask, "
+        "agreement, majority-vote and mean accuracy in metrics.json's stability block.",
+    ),
+    temperature: float | None = typer.Option(
+        None,
+        "--temperature",
+        help="Sampling temperature of the backend (= --model-arg temperature=T).",
+    ),
     log_samples: bool = typer.Option(
         False,
         "--log-samples",
@@ -169,7 +181,7 @@ def eval_cmd(
             official=official, limit=limit, workers=workers, seed=seed, cache_dir=cache_dir,
             cache_size=cache_size, n_resamples=bootstrap, judge=judge,
             judge_args=parse_model_args(judge_arg), reference=reference,
-            retry_failed=retry_failed,
+            retry_failed=retry_failed, repeats=repeats, temperature=temperature,
         )  # fmt: skip
         result = evaluate(config, ray=ray, progress=not quiet)  # validates every option
     except RunFolderWriteError as exc:

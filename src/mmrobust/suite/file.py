@@ -190,6 +190,14 @@ class SuiteFile(BaseModel):
         False, "--retry-failed", eval_key="retry_failed",
         help="On resume, also ask again rows that are final errors.",
     )  # fmt: skip
+    repeats: int = flag(
+        1, "--repeats", min=1, eval_key="repeats",
+        help="Ask every question K times (with --temperature); the card shows its stability.",
+    )  # fmt: skip
+    temperature: float | None = flag(
+        None, "--temperature", eval_key="temperature",
+        help="Sampling temperature (= --model-arg temperature=T).",
+    )  # fmt: skip
     title: str = flag("mmrobust report", "--title", help="Title of the report.")
     report: bool = flag(True, "--report/--no-report", help="Write OUT/report at the end.")
     log_samples: bool = flag(

@@ -256,3 +256,27 @@ def test_run_suite_card_and_report_show_stability(tmp_path: Path) -> None:
     assert all(line and line in index for line in lines)
     markdown = (out / "report" / "report.md").read_text()
     assert all(f"on mmr-demo: {line}" in markdown for line in lines)
+
+
+def test_repeat_seed_and_greedy_warning(caplog: pytest.LogCaptureFixture) -> None:
+    from mmrobust.models.base import Request, repeat_seed
+    from mmrobust.models.baselines import ConstantModel, RandomModel
+    from mmrobust.run.checks import greedy_repeats
+
+    assert repeat_seed(7, 0) == 7  # a run without repeats draws as before
+    seeds = {repeat_seed(7, k) for k in range(1, 50)}
+    assert len(seeds) == 49 and 7 not in seeds and max(seeds) < 2**63
+    assert repeat_seed(7, 3) == repeat_seed(7, 3) != repeat_seed(8, 3)
+    opts = {L: L.lower() for L in "ABCD"}
+    model = RandomModel(seed=5)
+    draws = [model._reply(Request("s", "p", "q", opts, repeat=k)) for k in range(40)]
+    assert draws[0] == model._reply(Request("s", "p", "q", opts)) and len(set(draws)) == 4
+
+    class Greedy(ConstantModel):
+        def fingerprint(self) -> dict[str, object]:
+            return {"name": "greedy", "temperature": 0.0}
+
+    assert greedy_repeats(1, Greedy("A")) is None and greedy_repeats(3, ConstantModel("A")) is None
+    with caplog.at_level("WARNING", logger="mmrobust"):
+        assert "--temperature" in (greedy_repeats(3, Greedy("A")) or "")
+    assert "greedy decoding gives the same answer" in caplog.text

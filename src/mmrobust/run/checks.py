@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -199,6 +200,20 @@ def sample_identity(sample: Sample) -> dict[str, object]:
     }
 
 
+def greedy_repeats(repeats: int, model: Model) -> str | None:
+    """The warning (logged on ``mmrobust``, and returned) for ``--repeats`` of a backend that
+    decodes greedily (its fingerprint's ``temperature`` is 0): the asks will agree unless the
+    server samples anyway; else ``None``."""
+    if repeats > 1 and model.fingerprint().get("temperature") == 0:
+        warning = (
+            f"--repeats {repeats} at temperature 0: greedy decoding gives the same answer each "
+            "time; pass --temperature T (> 0) to measure answer stability under sampling"
+        )
+        logging.getLogger("mmrobust").warning(warning)
+        return warning
+    return None
+
+
 def unfinished(
     store: ResultStore, key: RunKey, samples: Sequence[Sample], *, retry_failed: bool = False
 ) -> list[Sample]:
@@ -251,6 +266,7 @@ __all__ = [
     "check_nonempty",
     "check_same_run",
     "check_usable",
+    "greedy_repeats",
     "media_kinds",
     "nothing_scored",
     "refusal",
@@ -259,4 +275,5 @@ __all__ = [
     "sample_identity",
     "select_samples",
     "unfinished",
+    "unfinished_repeats",
 ]

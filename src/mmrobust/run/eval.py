@@ -34,6 +34,7 @@ from mmrobust.run.checks import (
     check_nonempty,
     check_same_run,
     check_usable,
+    greedy_repeats,
     nothing_scored,
     refusal,
     resolved,
@@ -44,9 +45,9 @@ from mmrobust.run.config import EvalConfig, frame_cache
 from mmrobust.run.executors import (
     Executor,
     WorkItem,
-    batches,
     choose_executor,
     describe_executor,
+    repeat_batches,
 )
 from mmrobust.run.folder import DatasetInfo, RunInfo, write_metrics, write_run_info
 from mmrobust.run.interrupts import INTERRUPTS
@@ -235,6 +236,7 @@ def _run_eval(
             raise ValueError(why)
         judge = load_judge(config.judge, config.judge_args) if config.judge else None
         key = run_key(model, pconf, policy, text_only=config.text_only, task=config.task)
+        greedy_repeats(config.repeats, model)  # warns: K asks of one greedy answer
         check_same_run(run_dir, key, dataset)  # under the lock: no other run can slip in
         return _evaluate(
             config,
@@ -334,10 +336,7 @@ def _evaluate(
                 + (f" --task {config.task}" if config.task != "detect" else "")
                 + (" (text only)" if config.text_only else "")
             )
-            items = itertools.chain.from_iterable(  # repeat by repeat: repeat 0 is done first
-                batches(todo, model.batch_size, repeat=k)
-                for k, todo in enumerate([] if INTERRUPTS.requested else todo_by_repeat)
-            )
+            items = repeat_batches([] if INTERRUPTS.requested else todo_by_repeat, model.batch_size)
             _drive(executor, processor, items, store, n_todo, progress, written, label=label)
         except KeyboardInterrupt:  # a second Ctrl-C, or no handler (not the main thread)
             executor.cancel()

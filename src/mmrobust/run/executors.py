@@ -37,6 +37,13 @@ def batches(samples: Sequence[Sample], size: int, *, repeat: int = 0) -> Iterato
         yield WorkItem(tuple(samples[i : i + size]), repeat)
 
 
+def repeat_batches(todo_by_repeat: Sequence[Sequence[Sample]], size: int) -> Iterator[WorkItem]:
+    """Work items of each repeat's samples (``todo_by_repeat[k]``: repeat ``k``), repeat by
+    repeat: the first ask of every sample comes before any second one."""
+    for k, todo in enumerate(todo_by_repeat):
+        yield from batches(todo, size, repeat=k)
+
+
 class Executor(Protocol):
     """Runs ``fn`` over work items, yielding each item's result as it completes (any order)."""
 
@@ -158,4 +165,5 @@ __all__ = [
     "batches",
     "choose_executor",
     "describe_executor",
+    "repeat_batches",
 ]

@@ -211,3 +211,34 @@ def test_listing_imports_no_model_library() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_bare_model_name_is_shown_after_the_backends_that_take_one() -> None:
+    """``--model gpt-4o`` (no backend) names the spelling that works; a typo keeps its
+    "did you mean" and gets no backend hint."""
+    with pytest.raises(UnknownNameError) as err:
+        load_model("gpt-4o")
+    assert str(err.value).startswith(
+        "unknown model 'gpt-4o'. A model name goes after its backend: "
+        "openai:gpt-4o or hf:gpt-4o (mmrobust list models). Known: "
+    )
+    known = str(err.value).split("Known: ")[1].split(", ")
+    assert sorted(known) == sorted(_by_name("models"))
+    with pytest.raises(UnknownNameError) as err:
+        load_model("Qwen/Qwen2-VL-2B-Instruct")
+    assert "backend: hf:Qwen/Qwen2-VL-2B-Instruct or openai:Qwen" in str(err.value)
+    with pytest.raises(UnknownNameError) as err:
+        load_model("forensics")
+    assert "Did you mean: forensic" in str(err.value)
+    assert "goes after its backend" not in str(err.value)
+
+
+def test_list_help_names_every_kind_it_lists() -> None:
+    """``mmrobust list --help`` and the command overview name each kind ``list`` accepts."""
+    result = CliRunner().invoke(app, ["list", "--help"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    kinds = result.output.split("KIND <str>")[1].split("(default: all)")[0]
+    assert [k.strip() for k in kinds.split("|")] == list(KINDS)
+    overview = CliRunner().invoke(app, ["--help"], terminal_width=200).output
+    line = next(x for x in overview.splitlines() if x.strip().startswith("list "))
+    assert all(kind in line for kind in KINDS), line

@@ -252,3 +252,49 @@ def test_report_and_card_show_the_numbers_of_metrics_json(demo_set: Path, tmp_pa
     assert rows["typographic"]["attack_success_rate"] == 100 * m["attack_success_rate"]
     assert rows["all"]["chance"]["random: flip rate"] == 75.0
     assert "typographic" in (tmp_path / "rep" / "index.html").read_text()
+
+
+def _tiny_set(tmp_path: Path) -> Path:
+    """Two 48x64 photos (one corrupt file) and a text-only question."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)).save(tmp_path / "a.png")
+    (tmp_path / "bad.png").write_bytes(b"not an image")
+    rows = [
+        {
+            "id": "a",
+            "image": "a.png",
+            "question": "q",
+            "options": ["x", "y", "z"],
+            "answer": "x",
+            "meta": {"answer_box": [0, 0, 64, 24]},
+        },
+        {"id": "b", "image": "bad.png", "question": "q", "options": ["x", "y"], "answer": "y"},
+        {"id": "t", "question": "q", "options": ["x", "y"], "answer": "y"},
+    ]
+    data = tmp_path / "q.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return data
+
+
+def test_a_bad_image_is_recorded_and_the_build_goes_on(tmp_path: Path) -> None:
+    res = perturb(_tiny_set(tmp_path), "typographic,box_mask", tmp_path / "p", severities="2")
+    assert (res.built, res.failed, res.skipped, res.questions) == (3, 3, 1, 6)
+    errors = _rows(tmp_path / "p" / "errors.jsonl")
+    assert {e["effect"] for e in errors} == {"clean", "typographic", "box_mask"}
+    rows = {r["key"]: r for r in _rows(tmp_path / "p" / "perturb.jsonl") if "details" in r}
+    # the answer's box (top half) is left uncovered by the overlay and the mask
+    for r in rows.values():
+        if r["effect"] != "clean":
+            assert r["details"]["region"][1] >= 24, r
+    run_eval(
+        EvalConfig(
+            data=str(tmp_path / "p"), model="constant:A", out=str(tmp_path / "r"), n_resamples=0
+        ),
+        progress=False,
+    )
+    m = _metrics(tmp_path / "r")
+    assert m["status_counts"] == {"ok": 3, "data_error": 3} and m["pairs"] == 4
+    # pair b: both failed (no flip, both wrong); pair a: both "A" = x, right
+    assert m["flips"] == 0 and m["accuracy_clean"] == 0.5 and m["resist_rate"] == 1.0

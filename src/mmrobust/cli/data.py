@@ -121,18 +121,20 @@ def mmr_data(
         raise fail(why, 1)  # nothing to train on is a failed run (issue 30)
 
 
-@app.command("list", short_help="List datasets, models, effects, tasks, templates, references.")
+@app.command(
+    "list", short_help="List datasets, models, effects, families, tasks, templates, references."
+)
 def list_cmd(
     kind: str | None = typer.Argument(
         None,
         metavar="KIND",
-        help="datasets | models | effects | tasks | templates | references (default: all).",
+        help="datasets | models | effects | families | tasks | templates | references (default: all).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
 ) -> None:
     """List what exists: datasets (built-in, hub, formats), models (backends and their
     --model-arg settings with types and defaults), tamper effects with their parameters,
-    tasks, prompt templates and reference versions; the same registries the errors name."""
+    benchmark families, tasks, prompt templates and reference versions; the same registries the errors name."""
     import json
 
     from mmrobust.catalog import as_text, catalog

@@ -229,8 +229,8 @@ def _run_job(out: Path, job: MediaJob, earlier: dict[str, dict[str, Any]]) -> di
         "source_sha256": job.source_sha256,
     }
     old = earlier.get(job.key)
-    kept = old and old.get("sha256") and target.is_file() and not target.is_symlink()
-    if kept and sha256_file(target) == old["sha256"]:
+    kept = old is not None and old.get("sha256") and target.is_file() and not target.is_symlink()
+    if old is not None and kept and sha256_file(target) == old["sha256"]:
         return {**old, "resumed": True}
     try:
         _safe_folder(target.parent)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from mmrobust.atomicfile import write_text
 from mmrobust.report.compare import Comparison, compare_runs
 from mmrobust.report.stability import stability_text
 from mmrobust.report.view import (
@@ -103,7 +104,7 @@ def build_report(run_dirs: Sequence[str | Path | RunView], out_dir: str | Path) 
             md += [f"### Data defects: {lab} on {r.dataset}", ""]
             md += [f"- {d}" for d in defects[:50]] + [""]
     paths.plots = [f.path for f in paths.figures]
-    paths.markdown.write_text("\n".join(md) + "\n", encoding="utf-8")
+    write_text(paths.markdown, "\n".join(md) + "\n")
     return paths
 
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mmrobust.atomicfile import write_text
 from mmrobust.report.stability import stability_entry, stability_line
 from mmrobust.report.view import RunView
 from mmrobust.safenames import folder_names
@@ -376,11 +377,11 @@ def write_cards(
     for key, model_runs in by_key.items():
         data = card_data(key, model_runs, out, audits)
         paths = CardPaths(key, card_dir / f"{names[key]}.html", card_dir / f"{names[key]}.json")
-        paths.json.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        write_text(paths.json, json.dumps(data, indent=2) + "\n")
         html = template.render(
             card=data, title=title, css=_asset("report.css"), json_name=paths.json.name
         )
-        paths.html.write_text(html, encoding="utf-8")
+        write_text(paths.html, html)
         written[key] = paths
     return written
 

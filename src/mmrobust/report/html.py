@@ -31,6 +31,7 @@ import markupsafe
 import pandas as pd
 
 from mmrobust import __version__
+from mmrobust.atomicfile import write_text
 from mmrobust.report.browser import MAX_THUMBS, THUMB_SECONDS, build_payload, script_json
 from mmrobust.report.stability import stability_text
 from mmrobust.report.units import MISSING, pct_sign
@@ -402,9 +403,7 @@ def write_html(
         )
     )
     path = out / INDEX_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(path)
+    write_text(path, html)
     return path
 
 

@@ -45,7 +45,7 @@ from mmrobust.perturb.plan import (
     parse_effects,
     parse_severities,
 )
-from mmrobust.perturb.video import VIDEO_EFFECTS, build_video
+from mmrobust.perturb.video import VIDEO_EFFECTS, build_video, decode_clip
 from mmrobust.tamper.manifest import sha256_file
 
 
@@ -299,12 +299,15 @@ def perturb(
         return _run_job(out, job, earlier)
 
     rows: list[dict[str, Any]] = []
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for row in pool.map(one, media_jobs):
-            rows.append(row)
-            done += 1
-            if progress:
-                progress(done, len(media_jobs))
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for row in pool.map(one, media_jobs):
+                rows.append(row)
+                done += 1
+                if progress:
+                    progress(done, len(media_jobs))
+    finally:
+        decode_clip.cache_clear()
     by_key = {r["key"]: r for r in rows}
     records = [_question(s, job, letter, by_key[job.key]) for s, job, letter in questions]
     manifest = [{k: v for k, v in r.items() if k != "resumed"} for r in rows]

@@ -257,6 +257,7 @@ def test_report_and_card_show_the_numbers_of_metrics_json(demo_set: Path, tmp_pa
     # effects, not models) has no card column
     assert index.count('<th class="cardlink">Robustness card</th>') == 1
     assert index.count('title="robustness card of ') == 2
+    assert "Timeline under each clip" not in index  # photos only: no clip timeline to explain
 
 
 def _tiny_set(tmp_path: Path) -> Path:

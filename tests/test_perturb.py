@@ -251,7 +251,12 @@ def test_report_and_card_show_the_numbers_of_metrics_json(demo_set: Path, tmp_pa
     assert rows["all"]["flip_rate"] == 100 * m["flip_rate"]
     assert rows["typographic"]["attack_success_rate"] == 100 * m["attack_success_rate"]
     assert rows["all"]["chance"]["random: flip rate"] == 75.0
-    assert "typographic" in (tmp_path / "rep" / "index.html").read_text()
+    index = (tmp_path / "rep" / "index.html").read_text()
+    assert "typographic" in index
+    # the leaderboard's rows link to the two cards; each model's per-effect table (rows are
+    # effects, not models) has no card column
+    assert index.count('<th class="cardlink">Robustness card</th>') == 1
+    assert index.count('title="robustness card of ') == 2
 
 
 def _tiny_set(tmp_path: Path) -> Path:

@@ -230,6 +230,79 @@ def test_video_effects_and_reverse_build_frame_exact(
     assert m["pairs"] == 3 and m["flip_rate"] == 0.0 and m["resist_rate"] == 1.0
 
 
+def _short_clip(real_clips: dict[str, Path], tmp_path: Path, n: int = 20) -> Path:
+    """The first ``n`` frames of carphone_pristine (176x144) as a 25 fps clip, and its question."""
+    from fractions import Fraction
+    from itertools import islice
+
+    from mmrobust.media.decode import iter_frames
+    from mmrobust.media.writer import VideoWriter
+
+    frames = list(islice(iter_frames(real_clips["carphone_pristine"]), n))
+    clip = tmp_path / "short.mp4"
+    with VideoWriter(clip, Fraction(25), frames[0].shape[1], frames[0].shape[0]) as writer:
+        for f in frames:
+            writer.write(f)
+    data = tmp_path / "q.jsonl"
+    row = {"id": "v1", "video": str(clip), "question": "A man?", "options": ["Yes", "No"]}
+    data.write_text(json.dumps({**row, "answer": "Yes"}) + "\n")
+    return data
+
+
+def test_image_effects_apply_to_a_window_or_the_whole_clip_frame_exact(
+    real_clips: dict[str, Path], tmp_path: Path
+) -> None:
+    from mmrobust.media.decode import iter_frames
+
+    data = _short_clip(real_clips, tmp_path)
+    perturb(data, "gaussian_noise,box_mask", tmp_path / "p", severities="1,5")
+    perturb(data, "gaussian_noise,box_mask", tmp_path / "p2", severities="1,5")
+    assert _files(tmp_path / "p") == _files(tmp_path / "p2")  # seeded per clip
+    perturb(data, "box_mask", tmp_path / "w", severities="1", span="whole")
+    rows = _rows(tmp_path / "p" / "perturb.jsonl") + _rows(tmp_path / "w" / "perturb.jsonl")
+    got = {(r["effect"], r["severity"], r["details"].get("span")): r for r in rows}
+
+    def frames(r: dict) -> list[np.ndarray]:
+        root = tmp_path / ("w" if r["details"].get("span") == "whole" else "p")
+        return list(iter_frames(root / r["media"]))
+
+    clean = frames(got[("clean", 0, None)])
+    assert len(clean) == 20
+    # hand count: window share 0.1 of 20 frames = 2, centred at [9, 11); 0.6 = 12 at [4, 16)
+    windows = {1: range(9, 11), 5: range(4, 16)}
+    for (effect, severity, span), r in got.items():
+        if effect == "clean":
+            continue
+        d = r["details"]
+        touched = range(0, 20) if span == "whole" else windows[severity]
+        assert (d["window_source"]["start_frame"], d["window_source"]["end_frame"]) == (
+            touched.start,
+            touched.stop,
+        )
+        assert d["frames_touched"] == len(touched) and d["frames_out"] == 20
+        assert d["effect_params"]["value"] == IMAGE_EFFECTS[effect].value(severity)
+        out = frames(r)
+        if effect == "box_mask":  # the same box on every frame touched, and only there
+            x0, y0, x1, y1 = d["effect_params"]["region"]
+            assert min(f[y0:y1, x0:x1].mean() for f in clean) > 50
+            dark = [i for i, f in enumerate(out) if f[y0:y1, x0:x1].mean() < 5]
+            assert dark == list(touched)
+        else:  # fresh noise on each frame of the window, the rest as clean (codec only)
+            diff = [
+                np.abs(a.astype(int) - b.astype(int)).mean()
+                for a, b in zip(out, clean, strict=True)
+            ]
+            assert [i for i, e in enumerate(diff) if e > 8] == list(touched)
+            assert not np.array_equal(out[touched[0]], out[touched[1]])
+    assert {span for _, _, span in got} == {None, "window", "whole"}
+    assert json.loads((tmp_path / "w" / "perturb.json").read_text())["span"] == "whole"
+    with pytest.raises(PerturbError, match="leaves no frame"):
+        perturb(data, "dropping", tmp_path / "d", span="whole")
+    with pytest.raises(PerturbError, match="--span"):
+        perturb(data, "box_mask", tmp_path / "d", span="middle")
+    assert not (tmp_path / "d").exists()
+
+
 def test_report_and_card_show_the_numbers_of_metrics_json(demo_set: Path, tmp_path: Path) -> None:
     from mmrobust.report.site import build_site
 

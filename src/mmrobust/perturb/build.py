@@ -46,7 +46,13 @@ from mmrobust.perturb.plan import (
     parse_effects,
     parse_severities,
 )
-from mmrobust.perturb.video import VIDEO_EFFECTS, build_video, decode_clip
+from mmrobust.perturb.video import (
+    EMPTY_WHEN_WHOLE,
+    SPANS,
+    VIDEO_EFFECTS,
+    build_video,
+    decode_clip,
+)
 from mmrobust.tamper.manifest import sha256_file
 
 
@@ -156,7 +162,11 @@ def _earlier_manifest(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def _plan(
-    samples: Sequence[Any], effects: Sequence[str], severities: Sequence[int], seed: int
+    samples: Sequence[Any],
+    effects: Sequence[str],
+    severities: Sequence[int],
+    seed: int,
+    span: str = "window",
 ) -> tuple[list[MediaJob], list[tuple[Any, MediaJob, str | None]], int]:
     """Jobs (unique) and (sample, job, overlay letter) per question; samples skipped."""
     jobs: dict[str, MediaJob] = {}
@@ -188,7 +198,11 @@ def _plan(
                     continue
                 text = s.options[letter]
             avoid = answer_box(dict(s.meta)) if effect in ("typographic", "box_mask") else None
-            job = media_job(kind, source, sha, effect, severity, seed, text=text, avoid=avoid)
+            whole = kind == "video" and span == "whole" and effect not in (CLEAN, "frame_rate")
+            options = {"span": "whole"} if whole else None  # window: the names of before
+            job = media_job(
+                kind, source, sha, effect, severity, seed, text=text, avoid=avoid, options=options
+            )
             jobs.setdefault(job.key, job)
             questions.append((s, jobs[job.key], letter))
     return list(jobs.values()), questions, skipped
@@ -269,6 +283,7 @@ def perturb(
     severities: str | Sequence[int] = (1, 3, 5),
     seed: int = 0,
     jobs: int = 1,
+    span: str = "window",
     format: str | None = None,
     images: str | None = None,
     limit: int | None = None,
@@ -282,6 +297,8 @@ def perturb(
         effects: comma list or names (image and video effects; ``all``).
         out: output folder (new, or an earlier build of the same data: resumed).
         severities: levels 1-5. seed: build seed. jobs: files built at once.
+        span: where a video effect applies: ``"window"`` (centred, sized by the severity) or
+            ``"whole"`` (every frame); images ignore it.
         format, images: as ``eval --format / --images``. limit: the first N samples only.
         progress: ``(done, total)`` after each file.
 
@@ -296,11 +313,20 @@ def perturb(
     levels = parse_severities(severities)
     if jobs < 1:
         raise PerturbError(f"--jobs must be at least 1, not {jobs}")
+    if span not in SPANS:
+        raise PerturbError(f"--span takes {' or '.join(SPANS)}, not {span!r}")
+    if span == "whole":
+        empty = [e for e in names if e in EMPTY_WHEN_WHOLE]
+        if empty and names != known:
+            raise PerturbError(
+                f"{', '.join(empty)} over the whole clip leaves no frame; use --span window"
+            )
+        names = tuple(e for e in names if e not in EMPTY_WHEN_WHOLE)
     dataset = load_dataset(data, format, images=images)
     samples = dataset.samples[:limit] if limit else dataset.samples
     out = Path(out)
     _check_out(out, dataset.data_hash)
-    media_jobs, questions, skipped = _plan(samples, names, levels, seed)
+    media_jobs, questions, skipped = _plan(samples, names, levels, seed, span)
     if not questions:
         raise PerturbError(f"{data}: no sample has an image or a video to perturb")
     _safe_folder(out)
@@ -361,6 +387,7 @@ def perturb(
         "data_hash": dataset.data_hash,
         "effects": list(names),
         "severities": list(levels),
+        "span": span,
         "seed": seed,
         "limit": limit,
         "samples": len({s.id for s, _, _ in questions}),

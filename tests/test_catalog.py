@@ -254,3 +254,18 @@ def test_eval_help_names_every_model_backend_and_the_hub() -> None:
     assert all(name in model for name in _by_name("models")), model
     data = next(x for x in result.output.splitlines() if x.strip().startswith("--data "))
     assert "hf:<owner>/<name>" in data, data
+
+
+def test_every_command_names_its_arguments_in_capitals() -> None:
+    """Usage lines read ``mmrobust rescore [OPTIONS] RUN_DIR`` like every other command's
+    (audit, compare and rescore printed ``{data}``, ``{run_a}``, ``{run_dir}``)."""
+    import typer
+
+    group = typer.main.get_command(app)
+    names = []
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        for param in command.params:
+            if param.param_type_name == "argument":
+                names.append((name, param.metavar))
+    assert ("rescore", "RUN_DIR") in names and ("compare", "RUN_B") in names
+    assert all(m is not None and m == m.upper() for _, m in names), names

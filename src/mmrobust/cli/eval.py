@@ -235,7 +235,9 @@ def _exit_now(message: str, code: int) -> None:
 
 @app.command("rescore", short_help="Re-score stored answers without calling the model.")
 def rescore_cmd(
-    run_dir: str = typer.Argument(..., help="A run folder written by mmrobust eval."),
+    run_dir: str = typer.Argument(
+        ..., metavar="RUN_DIR", help="A run folder written by mmrobust eval."
+    ),
     extract: str | None = typer.Option(
         None, "--extract", help="lenient | strict | official (default: the run's)."
     ),

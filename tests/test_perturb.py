@@ -251,7 +251,13 @@ def test_report_and_card_show_the_numbers_of_metrics_json(demo_set: Path, tmp_pa
     assert rows["all"]["flip_rate"] == 100 * m["flip_rate"]
     assert rows["typographic"]["attack_success_rate"] == 100 * m["attack_success_rate"]
     assert rows["all"]["chance"]["random: flip rate"] == 75.0
-    assert "typographic" in (tmp_path / "rep" / "index.html").read_text()
+    index = (tmp_path / "rep" / "index.html").read_text()
+    assert "typographic" in index
+    # the leaderboard's rows link to the two cards; each model's per-effect table (rows are
+    # effects, not models) has no card column
+    assert index.count('<th class="cardlink">Robustness card</th>') == 1
+    assert index.count('title="robustness card of ') == 2
+    assert "Timeline under each clip" not in index  # photos only: no clip timeline to explain
 
 
 def _tiny_set(tmp_path: Path) -> Path:
@@ -298,3 +304,52 @@ def test_a_bad_image_is_recorded_and_the_build_goes_on(tmp_path: Path) -> None:
     assert m["status_counts"] == {"ok": 3, "data_error": 3} and m["pairs"] == 4
     # pair b: both failed (no flip, both wrong); pair a: both "A" = x, right
     assert m["flips"] == 0 and m["accuracy_clean"] == 0.5 and m["resist_rate"] == 1.0
+
+
+def test_a_build_cut_short_resumes_from_its_progress_log(tmp_path: Path) -> None:
+    data = _tiny_set(tmp_path)
+    seen: list[int] = []
+
+    def stop_after_two(done: int, total: int) -> None:
+        seen.append(done)
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        perturb(
+            data, "jpeg,tilt,contrast", tmp_path / "p", severities="1,2", progress=stop_after_two
+        )
+    assert not (tmp_path / "p" / "perturb.jsonl").exists()
+    res = perturb(data, "jpeg,tilt,contrast", tmp_path / "p", severities="1,2")
+    assert res.resumed >= 2 and res.built + res.resumed == 7 and res.failed == 7
+    assert not (tmp_path / "p" / ".perturb-progress.jsonl").exists()
+    perturb(data, "jpeg,tilt,contrast", tmp_path / "q", severities="1,2")
+    assert _files(tmp_path / "p") == _files(tmp_path / "q")
+
+
+def test_the_command_refuses_bad_input_with_one_line_and_exit_2(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from mmrobust.cli import app
+
+    res = CliRunner().invoke(
+        app, ["perturb", str(_tiny_set(tmp_path)), "--effects", "jpg", "--out", str(tmp_path / "o")]
+    )
+    assert res.exit_code == 2 and "did you mean jpeg" in res.output
+    assert not (tmp_path / "o").exists()
+    ok = CliRunner().invoke(
+        app,
+        [
+            "perturb",
+            str(tmp_path / "q.jsonl"),
+            "--effects",
+            "jpeg",
+            "--severity",
+            "5",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
+    # one photo of two is corrupt: the rest is built, the exit (1, as tamper) says so
+    assert ok.exit_code == 1 and "4 questions, 2 files built" in ok.output
+    assert "2 failed, 1 samples without media" in ok.output

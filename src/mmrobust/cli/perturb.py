@@ -59,8 +59,9 @@ def perturb(
         f"from an earlier build, {result.failed} failed, {result.skipped} samples without media "
         f"skipped -> {result.out}"
     )
-    if result.failed:
+    if result.failed:  # as tamper: the rest is built and usable, the exit says some failed
         typer.echo(f"failed files: {result.out / 'errors.jsonl'}", err=True)
+        raise typer.Exit(1)
 
 
 __all__ = ["perturb"]

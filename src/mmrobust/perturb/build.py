@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ from mmrobust.perturb.plan import (
     parse_effects,
     parse_severities,
 )
-from mmrobust.perturb.video import VIDEO_EFFECTS, build_video
+from mmrobust.perturb.video import VIDEO_EFFECTS, build_video, decode_clip
 from mmrobust.tamper.manifest import sha256_file
 
 
@@ -132,12 +133,26 @@ def _check_out(out: Path, data_hash: str) -> dict[str, Any]:
     return {}
 
 
+PROGRESS_NAME = ".perturb-progress.jsonl"
+"""One manifest line per file as it is built; read by the next run when a build was cut short
+(the manifest itself is written whole at the end), removed when the build ends."""
+
+
 def _earlier_manifest(out: Path) -> dict[str, dict[str, Any]]:
-    path = out / MANIFEST_NAME
-    if not path.is_file():
-        return {}
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    return {r["key"]: r for r in rows}
+    """Manifest lines of an earlier build: its manifest, then any progress log it left."""
+    rows: dict[str, dict[str, Any]] = {}
+    for name in (MANIFEST_NAME, PROGRESS_NAME):
+        path = out / name
+        if not path.is_file() or path.is_symlink():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:  # the last line of a log cut short
+                continue
+            if isinstance(row, dict) and "key" in row and row.get("sha256"):
+                rows[row["key"]] = row
+    return rows
 
 
 def _plan(
@@ -295,22 +310,38 @@ def perturb(
     earlier = _earlier_manifest(out)
     done = 0
 
+    log_path = out / PROGRESS_NAME
+    if log_path.is_symlink():
+        raise PerturbError(f"{log_path} is a link; perturb does not write through links")
+    log = log_path.open("a", encoding="utf-8")
+    lock = threading.Lock()
+
     def one(job: MediaJob) -> dict[str, Any]:
-        return _run_job(out, job, earlier)
+        row = _run_job(out, job, earlier)
+        if row.get("sha256") and not row.get("resumed"):
+            with lock:
+                log.write(json.dumps(row, sort_keys=True, default=str) + "\n")
+                log.flush()
+        return row
 
     rows: list[dict[str, Any]] = []
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for row in pool.map(one, media_jobs):
-            rows.append(row)
-            done += 1
-            if progress:
-                progress(done, len(media_jobs))
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for row in pool.map(one, media_jobs):
+                rows.append(row)
+                done += 1
+                if progress:
+                    progress(done, len(media_jobs))
+    finally:
+        decode_clip.cache_clear()
+        log.close()
     by_key = {r["key"]: r for r in rows}
     records = [_question(s, job, letter, by_key[job.key]) for s, job, letter in questions]
     manifest = [{k: v for k, v in r.items() if k != "resumed"} for r in rows]
     errors = [r for r in rows if r.get("error")]
     _write_jsonl(out / MANIFEST_NAME, manifest)
     _write_jsonl(out / QUESTIONS_NAME, records)
+    log_path.unlink(missing_ok=True)
     if errors:
         _write_jsonl(out / ERRORS_NAME, errors)
     elif (out / ERRORS_NAME).is_file():

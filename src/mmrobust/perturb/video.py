@@ -16,6 +16,7 @@ second clip to take frames from.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,28 @@ def perturb_frames(
     )
 
 
+@lru_cache(maxsize=2)
+def decode_clip(source: Path) -> tuple[tuple[np.ndarray, ...], Fraction]:
+    """Every frame of ``source`` (``(H, W, 3) uint8`` RGB, as ``eval`` decodes) and its rate.
+
+    The last two clips stay decoded, so the variants of one source (built one after another)
+    decode it once; :func:`mmrobust.perturb.build.perturb` clears it when the build ends.
+
+    Raises:
+        MediaError: unreadable source. ValueError: no frame decoded.
+    """
+    from mmrobust.media.decode import iter_frames
+    from mmrobust.media.probe import probe
+
+    info = probe(source, count_frames=False)  # the frames are counted as they decode
+    frames = tuple(iter_frames(source))
+    if not frames:
+        raise ValueError(f"{source}: no frame decoded")
+    for f in frames:
+        f.flags.writeable = False  # shared between the variants: an effect must copy
+    return frames, Fraction(info.fps)
+
+
 def build_video(job: Any, target: Path) -> dict[str, Any]:
     """Decode ``job.source``, apply ``job.effect`` (or none for clean), encode to ``target``.
 
@@ -144,16 +167,11 @@ def build_video(job: Any, target: Path) -> dict[str, Any]:
     Raises:
         MediaError: unreadable source or encoder failure. ValueError: bad effect.
     """
-    from mmrobust.media.decode import iter_frames
-    from mmrobust.media.probe import probe
     from mmrobust.media.writer import VideoWriter
 
-    info = probe(job.source, count_frames=False)  # the frames are counted as they decode
-    frames = list(iter_frames(job.source))
-    if not frames:
-        raise ValueError(f"{job.source}: no frame decoded")
+    decoded, fps = decode_clip(Path(job.source))
+    frames = list(decoded)
     n_in = len(frames)
-    fps = Fraction(info.fps)
     details: dict[str, Any] = {}
     if job.effect != "clean":
         frames, fps, details = perturb_frames(frames, job.effect, job.severity, fps, job.seed)
@@ -174,5 +192,6 @@ __all__ = [
     "WINDOW_SHARE",
     "build_video",
     "centred_window",
+    "decode_clip",
     "perturb_frames",
 ]

@@ -395,6 +395,7 @@ def write_html(
             parts=parts,
             n_total=len(payload["samples"]),
             n_thumbs=n_thumbs,
+            has_video=any(s["v"] for s in payload["samples"]),
             browser_json=markupsafe.Markup(script_json(payload)),
             css=markupsafe.Markup(_asset("report.css")),
             js=markupsafe.Markup(_asset("browser.js")),

@@ -26,7 +26,9 @@ from mmrobust.cli.options import (
 
 @app.command("audit", short_help="Leak audit: what metadata alone gives away.")
 def audit_cmd(
-    data: str = typer.Argument(..., help="A tamper dataset (folder, manifest, TSV, hf:<repo>)."),
+    data: str = typer.Argument(
+        ..., metavar="DATA", help="A tamper dataset (folder, manifest, TSV, hf:<repo>)."
+    ),
     format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
     images: str | None = typer.Option(
         None,

@@ -27,12 +27,14 @@ def eval_cmd(
     data: str = typer.Option(
         ...,
         "--data",
-        help="Dataset: manifest dir/file, MVTamperBench folder, TSV, JSONL, MMR json, mmr-demo.",
+        help="Dataset: manifest dir/file, MVTamperBench folder, TSV, JSONL, MMR json, mmr-demo, "
+        "hf:<owner>/<name> (mmrobust list datasets).",
     ),
     model: str = typer.Option(
         ...,
         "--model",
-        help="Model SPEC: constant:A, random[:seed], forensic, blind-overlap, blind-embed, openai:<m>, hf:<id>.",
+        help="Model SPEC: constant:A, random[:seed], forensic, blind-overlap, blind-embed, "
+        "openai:<m>, anthropic:<m>, gemini:<m>, hf:<id> (mmrobust list models).",
     ),
     out: str = typer.Option(
         ..., "--out", help="Run folder (results.sqlite, run.json, metrics.json)."
@@ -233,7 +235,9 @@ def _exit_now(message: str, code: int) -> None:
 
 @app.command("rescore", short_help="Re-score stored answers without calling the model.")
 def rescore_cmd(
-    run_dir: str = typer.Argument(..., help="A run folder written by mmrobust eval."),
+    run_dir: str = typer.Argument(
+        ..., metavar="RUN_DIR", help="A run folder written by mmrobust eval."
+    ),
     extract: str | None = typer.Option(
         None, "--extract", help="lenient | strict | official (default: the run's)."
     ),

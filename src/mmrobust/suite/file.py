@@ -111,7 +111,7 @@ class SuiteFile(BaseModel):
 
     models: list[ModelEntry] = flag(
         [], "--model", metavar="SPEC",
-        help="Model SPEC (repeatable): constant:A, openai:<m>, hf:<id> ...",
+        help="Model SPEC (repeatable): constant:A, openai:<m>, anthropic:<m>, gemini:<m>, hf:<id> ...",
     )  # fmt: skip
     data: list[DataEntry] = flag(
         [], "--data", help="Dataset (repeatable): anything eval --data takes, e.g. mmr-demo."

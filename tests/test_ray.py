@@ -697,3 +697,24 @@ def test_ray_workers_load_the_plugins(cluster: LoopbackCluster, tmp_path: Path) 
              "--preset", "ultrafast", "-q", *ray_args)  # fmt: skip
     kinds = [json.loads(x)["tamper_type"] for x in (built / "manifest.jsonl").open()]
     assert sorted(kinds) == ["original", "posterize"]
+
+
+def test_perturb_on_ray_is_byte_identical_to_the_serial_build(
+    cluster: LoopbackCluster, real_clips: dict[str, Path], tmp_path: Path
+) -> None:
+    from tests.test_perturb import _short_clip, _tiny_set
+
+    data = _tiny_set(tmp_path)  # a photo, a corrupt photo, a text-only question
+    (tmp_path / "clip").mkdir()
+    clip_data = _short_clip(real_clips, tmp_path / "clip")  # 20 frames of carphone
+    data.write_text(data.read_text() + clip_data.read_text())
+    args = ["perturb", str(data), "--effects", "box_mask,gaussian_noise", "--severity", "1"]
+    _invoke([*args, "--out", str(tmp_path / "local")], code=1)  # the corrupt photo
+    _invoke([*args, "--out", str(tmp_path / "ray"), *_ray_args(cluster)], code=1)
+    local, remote = _files(tmp_path / "local"), _files(tmp_path / "ray")
+    assert sorted(local) == sorted(remote)
+    for name in local:
+        assert local[name] == remote[name], name
+    # a + clip: clean + 2 effects each = 6 files, the corrupt photo's 3 failed
+    assert sum(n.startswith("media/") for n in local) == 6
+    assert len(local["errors.jsonl"].splitlines()) == 3

@@ -7,7 +7,15 @@ from pathlib import Path
 import typer
 
 from mmrobust.cli._app import app
-from mmrobust.cli.options import fail, fail_on
+from mmrobust.cli.options import (
+    EXECUTOR,
+    RAY_ADDRESS,
+    RAY_CPUS,
+    RAY_RESOURCE,
+    fail,
+    fail_on,
+    ray_options,
+)
 
 
 @app.command(
@@ -36,6 +44,10 @@ def perturb(
     format: str | None = typer.Option(None, "--format", help="Data format (as eval)."),
     images: str | None = typer.Option(None, "--images", help="Media root (as eval)."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="First N samples only."),
+    executor: str = EXECUTOR,
+    ray_address: str | None = RAY_ADDRESS,
+    ray_cpus_per_worker: float = RAY_CPUS,
+    ray_resource: list[str] = RAY_RESOURCE,
 ) -> None:
     """Write OUT/questions.jsonl (clean and perturbed questions, linked by id), the media and
     a manifest; `mmrobust eval --data OUT` scores the pairs (the consistency family)."""
@@ -43,6 +55,7 @@ def perturb(
     from mmrobust.perturb import PerturbError
     from mmrobust.perturb import perturb as build
 
+    ray = ray_options(executor, ray_address, None, ray_cpus_per_worker, None, ray_resource)
     try:
         result = build(
             data,
@@ -55,6 +68,7 @@ def perturb(
             format=format,
             images=images,
             limit=limit,
+            ray=ray,
         )
     except (PerturbError, DatasetError, FileNotFoundError, ValueError) as exc:
         raise fail_on(exc) from None

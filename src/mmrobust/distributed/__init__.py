@@ -45,6 +45,7 @@ and no import from a lower layer into this one (issue 26, ``tests/test_layering.
 RAY_RUNNERS.register("eval", "mmrobust.distributed.eval:run_eval_ray")
 RAY_RUNNERS.register("tamper", "mmrobust.distributed.tamper:build_on_ray")
 RAY_RUNNERS.register("mmr-data", "mmrobust.distributed.mmrdata:run_mmr_data_ray")
+RAY_RUNNERS.register("perturb", "mmrobust.distributed.perturb:perturb_on_ray")
 
 
 class RayUnavailableError(ImportError):

@@ -95,6 +95,13 @@ def build_image(job: MediaJob, target: Path) -> dict[str, Any]:
     Raises:
         MediaError: the source cannot be read. OSError: the write failed.
     """
+    data, details = _image_bytes(job)
+    with atomic_write(target, binary=True) as f:
+        f.write(data)
+    return details
+
+
+def _image_bytes(job: MediaJob) -> tuple[bytes, dict[str, Any]]:
     from mmrobust.media.image import read_image
 
     pixels = read_image(job.source)
@@ -103,9 +110,24 @@ def build_image(job: MediaJob, target: Path) -> dict[str, Any]:
         ctx = EffectContext(rng=np.random.default_rng(job.seed), text=job.text, avoid=job.avoid)
         pixels, details = apply_image_effect(job.effect, pixels, job.severity, ctx)
     details.update(width=int(pixels.shape[1]), height=int(pixels.shape[0]))
-    with atomic_write(target, binary=True) as f:
-        f.write(_png(pixels))
-    return details
+    return _png(pixels), details
+
+
+def render(job: MediaJob) -> tuple[bytes, dict[str, Any]]:
+    """The bytes of one output file and its manifest details, written nowhere the caller sees
+    (a clip is encoded in a private temporary folder): what a Ray task sends to the driver.
+
+    Raises:
+        MediaError: unreadable source or encoder failure. ValueError: bad effect.
+    """
+    if job.kind == "image":
+        return _image_bytes(job)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="mmrobust-perturb-") as tmp:
+        path = Path(tmp) / "clip.mp4"
+        details = build_video(job, path)
+        return path.read_bytes(), details
 
 
 def _safe_folder(path: Path) -> None:
@@ -242,12 +264,8 @@ def _question(sample: Any, job: MediaJob, letter: str | None, manifest: dict[str
     return record
 
 
-def _run_job(out: Path, job: MediaJob, earlier: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Build one file (or keep it when the manifest vouches for it); its manifest line."""
-    from mmrobust.media.errors import MediaError
-
-    target = out / job.output
-    row: dict[str, Any] = {
+def _base_row(job: MediaJob) -> dict[str, Any]:
+    return {
         "key": job.key,
         "media": job.output,
         "kind": job.kind,
@@ -257,16 +275,56 @@ def _run_job(out: Path, job: MediaJob, earlier: dict[str, dict[str, Any]]) -> di
         "source": str(job.source),
         "source_sha256": job.source_sha256,
     }
+
+
+def _kept(out: Path, job: MediaJob, earlier: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The earlier manifest line of ``job`` when its file is there with that sha256, else None."""
+    target = out / job.output
     old = earlier.get(job.key)
     kept = old is not None and old.get("sha256") and target.is_file() and not target.is_symlink()
     if old is not None and kept and sha256_file(target) == old["sha256"]:
         return {**old, "resumed": True}
+    return None
+
+
+def _write_result(
+    out: Path, job: MediaJob, data: bytes | None, details: dict[str, Any] | str
+) -> dict[str, Any]:
+    """Write what a Ray task made (temporary file + rename); its manifest line."""
+    row = _base_row(job)
+    if data is None or isinstance(details, str):
+        return {**row, "error": str(details)}
+    target = out / job.output
+    try:
+        _safe_folder(target.parent)
+        with atomic_write(target, binary=True) as f:
+            f.write(data)
+    except (OSError, ValueError) as exc:
+        return {**row, "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+    return {**row, "details": details, "sha256": sha256_file(target)}
+
+
+def _run_job(out: Path, job: MediaJob, earlier: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Build one file (or keep it when the manifest vouches for it); its manifest line."""
+    from mmrobust.media.errors import MediaError
+
+    target = out / job.output
+    row = _base_row(job)
+    kept = _kept(out, job, earlier)
+    if kept is not None:
+        return kept
     try:
         _safe_folder(target.parent)
         details = build_image(job, target) if job.kind == "image" else build_video(job, target)
     except (MediaError, OSError, ValueError) as exc:
         return {**row, "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
     return {**row, "details": details, "sha256": sha256_file(target)}
+
+
+def _run_job_in(
+    out: Path, earlier: dict[str, dict[str, Any]]
+) -> Callable[[MediaJob], dict[str, Any]]:
+    return lambda job: _run_job(out, job, earlier)
 
 
 def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
@@ -288,6 +346,7 @@ def perturb(
     images: str | None = None,
     limit: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    ray: Any = None,
 ) -> PerturbResult:
     """Build the perturbed set of ``data`` under ``out`` (see the module docstring).
 
@@ -301,6 +360,8 @@ def perturb(
             ``"whole"`` (every frame); images ignore it.
         format, images: as ``eval --format / --images``. limit: the first N samples only.
         progress: ``(done, total)`` after each file.
+        ray: ``RayOptions`` to build on a Ray cluster (one task per source file, the files
+            written here by the driver, the same bytes as a local build), or ``None``.
 
     Raises:
         PerturbError: bad effects, severities or output folder (nothing is written).
@@ -342,22 +403,31 @@ def perturb(
     log = log_path.open("a", encoding="utf-8")
     lock = threading.Lock()
 
-    def one(job: MediaJob) -> dict[str, Any]:
-        row = _run_job(out, job, earlier)
+    def logged(row: dict[str, Any]) -> dict[str, Any]:
+        nonlocal done
         if row.get("sha256") and not row.get("resumed"):
             with lock:
                 log.write(json.dumps(row, sort_keys=True, default=str) + "\n")
                 log.flush()
+        done += 1
+        if progress:
+            progress(done, len(media_jobs))
         return row
 
     rows: list[dict[str, Any]] = []
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            for row in pool.map(one, media_jobs):
-                rows.append(row)
-                done += 1
-                if progress:
-                    progress(done, len(media_jobs))
+        if ray is not None:
+            from mmrobust.distributed import RAY_RUNNERS  # Ray-free; the Ray path named lazily
+
+            kept = {j.key: k for j in media_jobs if (k := _kept(out, j, earlier)) is not None}
+            made = {j.key: logged(kept[j.key]) for j in media_jobs if j.key in kept}
+            todo = [j for j in media_jobs if j.key not in kept]
+            for job, blob, details in RAY_RUNNERS.get("perturb")(todo, ray):
+                made[job.key] = logged(_write_result(out, job, blob, details))
+            rows = [made[j.key] for j in media_jobs]
+        else:
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                rows = [logged(row) for row in pool.map(_run_job_in(out, earlier), media_jobs)]
     finally:
         decode_clip.cache_clear()
         log.close()
@@ -409,4 +479,4 @@ def image_effects() -> tuple[str, ...]:
     return tuple(IMAGE_EFFECTS)
 
 
-__all__ = ["PerturbResult", "build_image", "image_effects", "perturb"]
+__all__ = ["PerturbResult", "build_image", "image_effects", "perturb", "render"]

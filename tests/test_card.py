@@ -87,6 +87,7 @@ def test_card_values_chance_and_links(positions_set: Path, tmp_path: Path) -> No
     # 7 tables: detection, type, when, when per type, leading, leading's text-only floor, MMR;
     # the two Table 2-shaped ones (leading, MMR) give each model an RA and an MR row
     assert (n_heads, n_links) == (7, 9)
+    assert "Timeline under each clip" in index  # the clips' timelines get their legend
 
 
 def test_card_audit_ceiling_and_published_neighbours(positions_set: Path, tmp_path: Path) -> None:

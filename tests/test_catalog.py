@@ -134,7 +134,9 @@ def test_every_entry_says_where_it_came_from() -> None:
     if "echo" in MODELS:
         assert _by_name("models")["echo"]["origin"] == "module tests.test_backend_seam"
     formats = [e for e in catalog("datasets")["datasets"] if e["kind"] == "format"]
-    assert {e["origin"] for e in formats} == {"built-in"}
+    # test_family_seam registers the toy family's `sums` format in-process (its module is the origin)
+    assert {e["origin"] for e in formats if e["name"] != "sums"} == {"built-in"}
+    assert {e["name"] for e in formats if e["origin"] == "built-in"} >= {"mvtamperbench", "mmr"}
     assert _by_name("models")["forensic"]["media"] == ["video"]
     assert _by_name("models")["hf"]["placement"] == "gpu"
     assert _by_name("families")["mmr"]["card"] == "mmr"
@@ -211,3 +213,59 @@ def test_listing_imports_no_model_library() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_bare_model_name_is_shown_after_the_backends_that_take_one() -> None:
+    """``--model gpt-4o`` (no backend) names the spelling that works; a typo keeps its
+    "did you mean" and gets no backend hint."""
+    with pytest.raises(UnknownNameError) as err:
+        load_model("gpt-4o")
+    assert str(err.value).startswith(
+        "unknown model 'gpt-4o'. A model name goes after its backend: "
+        "openai:gpt-4o or hf:gpt-4o (mmrobust list models). Known: "
+    )
+    known = str(err.value).split("Known: ")[1].split(", ")
+    assert sorted(known) == sorted(_by_name("models"))
+    with pytest.raises(UnknownNameError) as err:
+        load_model("Qwen/Qwen2-VL-2B-Instruct")
+    assert "backend: hf:Qwen/Qwen2-VL-2B-Instruct or openai:Qwen" in str(err.value)
+    with pytest.raises(UnknownNameError) as err:
+        load_model("forensics")
+    assert "Did you mean: forensic" in str(err.value)
+    assert "goes after its backend" not in str(err.value)
+
+
+def test_list_help_names_every_kind_it_lists() -> None:
+    """``mmrobust list --help`` and the command overview name each kind ``list`` accepts."""
+    result = CliRunner().invoke(app, ["list", "--help"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    kinds = result.output.split("KIND <str>")[1].split("(default: all)")[0]
+    assert [k.strip() for k in kinds.split("|")] == list(KINDS)
+    overview = CliRunner().invoke(app, ["--help"], terminal_width=200).output
+    line = next(x for x in overview.splitlines() if x.strip().startswith("list "))
+    assert all(kind in line for kind in KINDS), line
+
+
+def test_eval_help_names_every_model_backend_and_the_hub() -> None:
+    """``eval --help`` spells each built-in backend (anthropic:, gemini: were missing) and hf: data."""
+    result = CliRunner().invoke(app, ["eval", "--help"], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    model = next(x for x in result.output.splitlines() if x.strip().startswith("--model "))
+    assert all(name in model for name in _by_name("models")), model
+    data = next(x for x in result.output.splitlines() if x.strip().startswith("--data "))
+    assert "hf:<owner>/<name>" in data, data
+
+
+def test_every_command_names_its_arguments_in_capitals() -> None:
+    """Usage lines read ``mmrobust rescore [OPTIONS] RUN_DIR`` like every other command's
+    (audit, compare and rescore printed ``{data}``, ``{run_a}``, ``{run_dir}``)."""
+    import typer
+
+    group = typer.main.get_command(app)
+    names = []
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        for param in command.params:
+            if param.param_type_name == "argument":
+                names.append((name, param.metavar))
+    assert ("rescore", "RUN_DIR") in names and ("compare", "RUN_B") in names
+    assert all(m is not None and m == m.upper() for _, m in names), names

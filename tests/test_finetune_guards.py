@@ -149,8 +149,9 @@ def test_eval_data_overlapping_the_training_data_is_refused(
     )  # fmt: skip
     assert line == (
         "error: --eval-data overlaps the training data: 3 of 3 evaluation samples are also "
-        "trained on (same sample id 3, same media 2, same content 3; e.g. 'llava:t0'), so its loss "
-        "would not be held out; evaluate on other samples, or pass --allow-overlap"
+        "trained on (same sample id 3, same media 2, same content 3; e.g. 'llava:t0': training "
+        f"'llava:t0' has {train_file.parent / 'p0.png'} too), so its loss would not be held out; "
+        "evaluate on other samples, or pass --allow-overlap"
     )
     assert not out.exists()
 
@@ -176,6 +177,10 @@ def test_eval_data_overlapping_the_training_data_is_refused(
     found = find_overlap(train, evaluation)
     assert (found.samples, found.same_id, found.same_media, found.same_content) == (3, 0, 2, 1)
     assert found.example == "llava:e0"
+    assert found.why == (
+        f"{held / 'copy.jpg'} is the same picture as {train_file.parent / 'p0.png'} of training "
+        "'llava:t0'"
+    )
     assert find_overlap(train, evaluation[2:3]).line() is None
 
     # plain-colour pictures: a black frame shared by two clips is not an overlap; one

@@ -130,6 +130,21 @@ def test_split_by_source_balance_and_eval_frames(tamper_data: Path) -> None:
     assert _records(tamper_data / "train" / "llava.json") == records
 
 
+def test_the_held_out_clips_pass_the_overlap_check_clip_by_clip(tamper_data: Path) -> None:
+    from mmrobust.finetune.data import load_training_data
+    from mmrobust.finetune.overlap import MediaKeys, find_overlap
+
+    train, _ = load_training_data([tamper_data / "train" / "llava.json"])
+    held, _ = load_training_data([tamper_data / "eval" / "llava.json"])
+    assert (len(train), len(held)) == (24, 12)
+    # every sample is a clip (video_metadata), fingerprinted once per clip: 8 training clips
+    # (2 positions x original + 3 effects), 4 held out, 3 questions each
+    media = MediaKeys()
+    assert all(media.clip(c) for c in [*train, *held]) and len(media.clips) == 12
+    assert find_overlap(train, held).line() is None
+    assert find_overlap(held, held).same_media == 12
+
+
 def test_labels_are_the_answer_letter_and_the_stop_token(tamper_data: Path, tmp_path: Path) -> None:
     from transformers import AutoProcessor
 

@@ -70,7 +70,9 @@ _MMR_DEMO_SHA = "6e716f72de961cb0495d84e773044083b6bb8c062635e35c8e9864b68368f67
 
 
 @pytest.mark.slow
-def test_run_and_report_push_one_commit_and_open_a_card_pull_request(tmp_path: Path) -> None:
+def test_run_and_report_push_one_commit_and_open_a_card_pull_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with FakeHub() as hub:
         before = _card(hub.url, 1.0)
         hub.cards["me/model-a"] = before
@@ -138,9 +140,15 @@ def test_run_and_report_push_one_commit_and_open_a_card_pull_request(tmp_path: P
         assert len(new) == 2 and yaml.safe_load(_header(after))["license"] == "mit"
 
         # report --push-to-hub: the report folder as report/, each run folder as runs/<name>/
-        report = ["report", str(tmp_path / "S" / run), "--out", "R", "--thumbs", "0"]
-        proc = _mmrobust(hub, [*report, "--push-to-hub", "me/rep"], tmp_path)
-        assert proc.returncode == 0, proc.stderr
+        # (in this process: HfApi reads the endpoint when it is made)
+        import huggingface_hub.constants as hub_constants
+
+        monkeypatch.setattr(hub_constants, "ENDPOINT", hub.url)
+        monkeypatch.setenv("HF_TOKEN", TOKEN)
+        report = ["report", str(tmp_path / "S" / run), "--out", str(tmp_path / "R")]
+        done = CliRunner().invoke(app, [*report, "--thumbs", "0", "--push-to-hub", "me/rep"])
+        assert done.exit_code == 0, done.output
+        assert f"pushed 11 files to {hub.url}/datasets/me/rep in one commit" in done.stdout
         third = hub.commits[2]
         assert third.repo == "me/rep" and len(hub.commits) == 3  # no --model-card: no PR
         runs = sorted(p for p in third.files if p.startswith("runs/"))
@@ -175,3 +183,23 @@ def test_no_token_is_refused_in_one_line_before_any_work(
                                    "--push-to-hub", "me/results"])  # fmt: skip
     assert bad.exit_code == 2 and "needs a Hugging Face token" in bad.stderr
     assert not out.exists() and not (tmp_path / "R").exists()
+
+
+def test_a_file_holding_the_token_stops_the_push_before_any_request(tmp_path: Path) -> None:
+    from mmrobust.report.hub_push import HubTarget, push_report
+
+    report = tmp_path / "R"
+    (report / "cards").mkdir(parents=True)
+    (report / "index.html").write_text("<p>scores</p>")
+    (report / "cards" / "m.json").write_text(f'{{"note": "{TOKEN}"}}')
+    (tmp_path / "elsewhere.txt").write_text(TOKEN)
+    (report / "link.txt").symlink_to(tmp_path / "elsewhere.txt")  # never followed
+    with FakeHub() as hub:
+        target = HubTarget("me/results", token=TOKEN)
+        with pytest.raises(ValueError, match=r"^report/cards/m.json holds the hub token; nothing"):
+            push_report(target, report, [])
+        assert hub.requests == []
+    from mmrobust.report.hub_push import _copy_tree, staged_files
+
+    _copy_tree(report, tmp_path / "staged")
+    assert staged_files(tmp_path / "staged") == ["cards/m.json", "index.html"]  # no link.txt

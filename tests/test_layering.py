@@ -79,7 +79,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("media", ("media",)),  # decode, sample, cache: schema's Window only
-    ("datasets", ("datasets", "store", "forensic")),  # loaders; the SQLite store; the detector
+    ("datasets", ("datasets", "store", "store_schema", "forensic")),  # loaders; the SQLite store
     ("tamper", ("tamper", "perturb")),  # the builders write manifests the datasets read
     ("families", ("families",)),  # the family seam (higher code named by "module:attr")
     (

@@ -230,6 +230,79 @@ def test_video_effects_and_reverse_build_frame_exact(
     assert m["pairs"] == 3 and m["flip_rate"] == 0.0 and m["resist_rate"] == 1.0
 
 
+def _short_clip(real_clips: dict[str, Path], tmp_path: Path, n: int = 20) -> Path:
+    """The first ``n`` frames of carphone_pristine (176x144) as a 25 fps clip, and its question."""
+    from fractions import Fraction
+    from itertools import islice
+
+    from mmrobust.media.decode import iter_frames
+    from mmrobust.media.writer import VideoWriter
+
+    frames = list(islice(iter_frames(real_clips["carphone_pristine"]), n))
+    clip = tmp_path / "short.mp4"
+    with VideoWriter(clip, Fraction(25), frames[0].shape[1], frames[0].shape[0]) as writer:
+        for f in frames:
+            writer.write(f)
+    data = tmp_path / "q.jsonl"
+    row = {"id": "v1", "video": str(clip), "question": "A man?", "options": ["Yes", "No"]}
+    data.write_text(json.dumps({**row, "answer": "Yes"}) + "\n")
+    return data
+
+
+def test_image_effects_apply_to_a_window_or_the_whole_clip_frame_exact(
+    real_clips: dict[str, Path], tmp_path: Path
+) -> None:
+    from mmrobust.media.decode import iter_frames
+
+    data = _short_clip(real_clips, tmp_path)
+    perturb(data, "gaussian_noise,box_mask", tmp_path / "p", severities="1,5")
+    perturb(data, "gaussian_noise,box_mask", tmp_path / "p2", severities="1,5")
+    assert _files(tmp_path / "p") == _files(tmp_path / "p2")  # seeded per clip
+    perturb(data, "box_mask", tmp_path / "w", severities="1", span="whole")
+    rows = _rows(tmp_path / "p" / "perturb.jsonl") + _rows(tmp_path / "w" / "perturb.jsonl")
+    got = {(r["effect"], r["severity"], r["details"].get("span")): r for r in rows}
+
+    def frames(r: dict) -> list[np.ndarray]:
+        root = tmp_path / ("w" if r["details"].get("span") == "whole" else "p")
+        return list(iter_frames(root / r["media"]))
+
+    clean = frames(got[("clean", 0, None)])
+    assert len(clean) == 20
+    # hand count: window share 0.1 of 20 frames = 2, centred at [9, 11); 0.6 = 12 at [4, 16)
+    windows = {1: range(9, 11), 5: range(4, 16)}
+    for (effect, severity, span), r in got.items():
+        if effect == "clean":
+            continue
+        d = r["details"]
+        touched = range(0, 20) if span == "whole" else windows[severity]
+        assert (d["window_source"]["start_frame"], d["window_source"]["end_frame"]) == (
+            touched.start,
+            touched.stop,
+        )
+        assert d["frames_touched"] == len(touched) and d["frames_out"] == 20
+        assert d["effect_params"]["value"] == IMAGE_EFFECTS[effect].value(severity)
+        out = frames(r)
+        if effect == "box_mask":  # the same box on every frame touched, and only there
+            x0, y0, x1, y1 = d["effect_params"]["region"]
+            assert min(f[y0:y1, x0:x1].mean() for f in clean) > 50
+            dark = [i for i, f in enumerate(out) if f[y0:y1, x0:x1].mean() < 5]
+            assert dark == list(touched)
+        else:  # fresh noise on each frame of the window, the rest as clean (codec only)
+            diff = [
+                np.abs(a.astype(int) - b.astype(int)).mean()
+                for a, b in zip(out, clean, strict=True)
+            ]
+            assert [i for i, e in enumerate(diff) if e > 8] == list(touched)
+            assert not np.array_equal(out[touched[0]], out[touched[1]])
+    assert {span for _, _, span in got} == {None, "window", "whole"}
+    assert json.loads((tmp_path / "w" / "perturb.json").read_text())["span"] == "whole"
+    with pytest.raises(PerturbError, match="leaves no frame"):
+        perturb(data, "dropping", tmp_path / "d", span="whole")
+    with pytest.raises(PerturbError, match="--span"):
+        perturb(data, "box_mask", tmp_path / "d", span="middle")
+    assert not (tmp_path / "d").exists()
+
+
 def test_report_and_card_show_the_numbers_of_metrics_json(demo_set: Path, tmp_path: Path) -> None:
     from mmrobust.report.site import build_site
 
@@ -251,4 +324,105 @@ def test_report_and_card_show_the_numbers_of_metrics_json(demo_set: Path, tmp_pa
     assert rows["all"]["flip_rate"] == 100 * m["flip_rate"]
     assert rows["typographic"]["attack_success_rate"] == 100 * m["attack_success_rate"]
     assert rows["all"]["chance"]["random: flip rate"] == 75.0
-    assert "typographic" in (tmp_path / "rep" / "index.html").read_text()
+    index = (tmp_path / "rep" / "index.html").read_text()
+    assert "typographic" in index
+    # the leaderboard's rows link to the two cards; each model's per-effect table (rows are
+    # effects, not models) has no card column
+    assert index.count('<th class="cardlink">Robustness card</th>') == 1
+    assert index.count('title="robustness card of ') == 2
+    assert "Timeline under each clip" not in index  # photos only: no clip timeline to explain
+
+
+def _tiny_set(tmp_path: Path) -> Path:
+    """Two 48x64 photos (one corrupt file) and a text-only question."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)).save(tmp_path / "a.png")
+    (tmp_path / "bad.png").write_bytes(b"not an image")
+    rows = [
+        {
+            "id": "a",
+            "image": "a.png",
+            "question": "q",
+            "options": ["x", "y", "z"],
+            "answer": "x",
+            "meta": {"answer_box": [0, 0, 64, 24]},
+        },
+        {"id": "b", "image": "bad.png", "question": "q", "options": ["x", "y"], "answer": "y"},
+        {"id": "t", "question": "q", "options": ["x", "y"], "answer": "y"},
+    ]
+    data = tmp_path / "q.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return data
+
+
+def test_a_bad_image_is_recorded_and_the_build_goes_on(tmp_path: Path) -> None:
+    res = perturb(_tiny_set(tmp_path), "typographic,box_mask", tmp_path / "p", severities="2")
+    assert (res.built, res.failed, res.skipped, res.questions) == (3, 3, 1, 6)
+    errors = _rows(tmp_path / "p" / "errors.jsonl")
+    assert {e["effect"] for e in errors} == {"clean", "typographic", "box_mask"}
+    rows = {r["key"]: r for r in _rows(tmp_path / "p" / "perturb.jsonl") if "details" in r}
+    # the answer's box (top half) is left uncovered by the overlay and the mask
+    for r in rows.values():
+        if r["effect"] != "clean":
+            assert r["details"]["region"][1] >= 24, r
+    run_eval(
+        EvalConfig(
+            data=str(tmp_path / "p"), model="constant:A", out=str(tmp_path / "r"), n_resamples=0
+        ),
+        progress=False,
+    )
+    m = _metrics(tmp_path / "r")
+    assert m["status_counts"] == {"ok": 3, "data_error": 3} and m["pairs"] == 4
+    # pair b: both failed (no flip, both wrong); pair a: both "A" = x, right
+    assert m["flips"] == 0 and m["accuracy_clean"] == 0.5 and m["resist_rate"] == 1.0
+
+
+def test_a_build_cut_short_resumes_from_its_progress_log(tmp_path: Path) -> None:
+    data = _tiny_set(tmp_path)
+    seen: list[int] = []
+
+    def stop_after_two(done: int, total: int) -> None:
+        seen.append(done)
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        perturb(
+            data, "jpeg,tilt,contrast", tmp_path / "p", severities="1,2", progress=stop_after_two
+        )
+    assert not (tmp_path / "p" / "perturb.jsonl").exists()
+    res = perturb(data, "jpeg,tilt,contrast", tmp_path / "p", severities="1,2")
+    assert res.resumed >= 2 and res.built + res.resumed == 7 and res.failed == 7
+    assert not (tmp_path / "p" / ".perturb-progress.jsonl").exists()
+    perturb(data, "jpeg,tilt,contrast", tmp_path / "q", severities="1,2")
+    assert _files(tmp_path / "p") == _files(tmp_path / "q")
+
+
+def test_the_command_refuses_bad_input_with_one_line_and_exit_2(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from mmrobust.cli import app
+
+    res = CliRunner().invoke(
+        app, ["perturb", str(_tiny_set(tmp_path)), "--effects", "jpg", "--out", str(tmp_path / "o")]
+    )
+    assert res.exit_code == 2 and "did you mean jpeg" in res.output
+    assert not (tmp_path / "o").exists()
+    ok = CliRunner().invoke(
+        app,
+        [
+            "perturb",
+            str(tmp_path / "q.jsonl"),
+            "--effects",
+            "jpeg",
+            "--severity",
+            "5",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
+    # one photo of two is corrupt: the rest is built, the exit (1, as tamper) says so
+    assert ok.exit_code == 1 and "4 questions, 2 files built" in ok.output
+    assert "2 failed, 1 samples without media" in ok.output

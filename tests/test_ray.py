@@ -94,6 +94,40 @@ def _run_info(run: Path) -> dict[str, Any]:
     return dict(json.loads((run / "run.json").read_text()))
 
 
+def _watch_replicas(monkeypatch: pytest.MonkeyPatch) -> set[int]:
+    """The pids of the replica processes that return blocks from now on (filled as they do)."""
+    from mmrobust.distributed import pipeline
+
+    pids: set[int] = set()
+    real = pipeline.PipelineStats.saw
+
+    def saw(self: Any, ip: str, node_id: str, actor: str, pid: int) -> None:
+        pids.add(int(pid))
+        real(self, ip, node_id, actor, pid)
+
+    monkeypatch.setattr(pipeline.PipelineStats, "saw", saw)
+    return pids
+
+
+def _assert_replicas_gone(pids: set[int], timeout: float = 60.0) -> None:
+    """Every replica process in ``pids`` (on this machine: the loopback cluster's nodes) ends
+    within ``timeout`` seconds of the run (Ray ends a job's actors when its driver leaves)."""
+    import psutil
+
+    assert pids, "no replica returned a block"
+    procs = []
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            procs.append(psutil.Process(pid))
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    left = []
+    for proc in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                left.append(f"{proc.pid} {' '.join(proc.cmdline())[:80]}")
+    assert left == [], f"replica processes outlived their run: {left}"
+
+
 @contextlib.contextmanager
 def _when_rows(run: Path, n: int, action: Callable[[], None]) -> Iterator[list[bool]]:
     """Call ``action`` from a thread once ``run``'s store holds ``n`` rows; yields ``[fired]``."""
@@ -215,11 +249,13 @@ def test_a_task_on_ray_computes_the_drivers_key_and_equals_serial(
         raise AssertionError("a probe replica was started for a light backend")
 
     monkeypatch.setattr(ray_eval, "probe_model", no_probe)
+    pids = _watch_replicas(monkeypatch)
     runs = {}
     for name, extra in (("serial", []), ("ray", _ray_args(cluster))):
         runs[name] = tmp_path / name
         args = _eval(real_tamper_set, runs[name], "constant:none", "--task", "type")
         _invoke([*args, "--bootstrap", "0", *extra])
+    _assert_replicas_gone(pids)  # no replica outlives a run that ended normally
     assert _metrics(runs["ray"]) == _metrics(runs["serial"])
     assert _metrics(runs["ray"])["benchmark"] == "tamper-type"
     assert _run_info(runs["ray"])["key"] == _run_info(runs["serial"])["key"]
@@ -289,9 +325,14 @@ def test_eval_survives_losing_a_node_mid_run(
 
 
 def test_ctrl_c_keeps_rows_and_the_same_command_resumes(
-    cluster: LoopbackCluster, real_tamper_set: Path, serial_slow: Path, tmp_path: Path
+    cluster: LoopbackCluster,
+    real_tamper_set: Path,
+    serial_slow: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     out = tmp_path / "run"
+    pids = _watch_replicas(monkeypatch)
     args = [*_eval(real_tamper_set, out, *SLOW), *_ray_args(cluster)]
     args += ["--replicas", "2"]  # a node removed by the fault test may still count as alive
     with _when_rows(out, 4, _thread.interrupt_main) as fired:
@@ -299,6 +340,7 @@ def test_ctrl_c_keeps_rows_and_the_same_command_resumes(
     assert fired[0]
     assert first.exit_code == 130, first.output
     assert "interrupted" in first.output
+    _assert_replicas_gone(pids)  # nor one stopped by Ctrl-C
     done = _run_info(out)
     assert done["interrupted"] and 4 <= done["n_new"] < 24
     assert _metrics(out)["complete"] is False
@@ -578,15 +620,21 @@ def _kill_a_replica_process() -> None:
 
 
 def test_eval_survives_a_killed_replica_process(
-    cluster: LoopbackCluster, real_tamper_set: Path, serial_slow: Path, tmp_path: Path
+    cluster: LoopbackCluster,
+    real_tamper_set: Path,
+    serial_slow: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Issue 29: a replica killed mid-run is restarted by Ray and its block re-run: every row
-    written once, equal to serial."""
+    written once, equal to serial; neither the restarted replica nor the others outlive it."""
     out = tmp_path / "run"
     args = [*_eval(real_tamper_set, out, *SLOW), *_ray_args(cluster)]
+    pids = _watch_replicas(monkeypatch)
     with _when_rows(out, 2, _kill_a_replica_process) as fired:
         _invoke([*args, "--replicas", "2"])
     assert fired[0]
+    _assert_replicas_gone(pids)
     info = _run_info(out)
     assert (info["n_new"], info["n_rows"]) == (24, 24)
     assert info["executor"]["replica_failures"] >= 1, info["executor"]

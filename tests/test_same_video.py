@@ -14,12 +14,16 @@ import shutil
 from pathlib import Path
 
 import av
+import numpy as np
 import pytest
 
 from mmrobust.media import iter_frames, probe, sample_clips
 from mmrobust.media.fingerprint import (
+    ContentIndex,
     content_groups,
     fingerprint_distance,
+    frame_hash,
+    frames_fingerprint,
     same_content,
     video_fingerprint,
 )
@@ -96,6 +100,23 @@ def test_malformed_fingerprints_are_refused() -> None:
             fingerprint_distance(bad, bad)
     with pytest.raises(ValueError, match="frames must be at least 1"):
         video_fingerprint(sample_clips()["carphone_pristine"], frames=0)
+
+
+def test_frame_hashes_and_the_content_index() -> None:
+    """Fingerprints built from decoded pictures: 16 picks of the frames, found by the index."""
+    ramp = np.tile(np.arange(0, 240, 2, dtype=np.uint8), (90, 1))  # (90, 120): brighter rightwards
+    bright, flipped = frame_hash(ramp), frame_hash(np.ascontiguousarray(ramp[:, ::-1]))
+    # every cell brighter than its left neighbour: all 64 bits set; mirrored: none
+    assert bright[:8] == b"\xff" * 8 and flipped[:8] == b"\0" * 8 and bright[8] == flipped[8]
+    assert frame_hash(np.dstack([ramp] * 3)) == bright  # BGR is taken to luma
+    clip = frames_fingerprint([bright, flipped])  # 16 picks of 2 frames: 8 of each
+    assert clip == "dhash1:" + (bright.hex() * 8) + (flipped.hex() * 8)
+    index = ContentIndex([frames_fingerprint([flipped]), clip, frames_fingerprint([bright])])
+    assert index.matches(clip) == [1] and ContentIndex([]).matches(clip) == []
+    with pytest.raises(ValueError, match="one 9-byte hash per frame"):
+        frames_fingerprint([])
+    with pytest.raises(ValueError, match="different frame counts"):
+        index.matches(frames_fingerprint([bright], frames=8))
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

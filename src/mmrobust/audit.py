@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from mmrobust.atomicfile import write_text
 from mmrobust.audit_scores import ArrayScorer
 from mmrobust.datasets import TAMPER_ORIGINAL, Dataset, Sample
 from mmrobust.families import get_family
@@ -467,7 +468,7 @@ def write_audit(result: dict[str, Any], out_dir: str | Path) -> Path:
     path = Path(out_dir) / AUDIT_NAME
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        write_text(path, json.dumps(result, indent=2) + "\n")
     except OSError as exc:
         raise ValueError(f"cannot write {path}: {exc.strerror or type(exc).__name__}") from None
     return path

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mmrobust.atomicfile import write_text
 from mmrobust.finetune.tamper_data import MANIFEST, TRAIN, TamperDataReport
 from mmrobust.media.sampling import FramePolicy
 
@@ -183,9 +184,7 @@ def audit_tamper_data(
     manifest = json.loads(path.read_text(encoding="utf-8"))
     manifest["audit"] = {"leak_above": LEAK_ABOVE, "fields": list(ENCODER_FIELDS),
                          "builds": audits}  # fmt: skip
-    tmp = path.with_name(f".{MANIFEST}.tmp")
-    tmp.write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
-    tmp.replace(path)
+    write_text(path, json.dumps(manifest, indent=1, default=str))
     return audits
 
 

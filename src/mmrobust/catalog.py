@@ -133,13 +133,13 @@ def perturb_effects() -> list[dict[str, Any]]:
     from mmrobust.perturb.video import FRAME_RATE_DIVISOR, REVERSE_SHARE
 
     rows = [
-        (e.name, f"image (perturb): {e.doc}", e.parameter, e.table, "image")
+        (e.name, f"image or clip frames (perturb): {e.doc}", e.parameter, e.table, "image")
         for e in IMAGE_EFFECTS.values()
     ]
     rows += [
         (
             "reverse",
-            "video (perturb): reversed playback of a centred window",
+            "video (perturb): reversed playback of a centred window (or the whole clip)",
             "share of the clip",
             REVERSE_SHARE,
             "video",

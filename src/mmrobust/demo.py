@@ -121,10 +121,10 @@ def check_models(models: Sequence[str]) -> None:
         UnknownNameError: an unknown model name (with "did you mean").
         ValueError: a malformed spec.
     """
-    from mmrobust.models.spec import MODELS, parse_spec
+    from mmrobust.models.spec import backend, parse_spec
 
     for spec in models:
-        MODELS.get(parse_spec(spec).name)
+        backend(parse_spec(spec).name)
 
 
 def _eval(

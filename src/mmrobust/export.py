@@ -60,6 +60,7 @@ SAMPLE_FIELDS: tuple[tuple[str, str], ...] = (
     ("prompt_tokens", "prompt tokens the backend reported (int or null)"),
     ("completion_tokens", "completion tokens the backend reported (int or null)"),
     ("created_at", "UNIX time the row was stored (float, seconds)"),
+    ("repeat", "which of the --repeats asks of the sample the row is (int; 0 without repeats)"),
 )
 """Each exported field and what it holds, in column order."""
 
@@ -85,6 +86,7 @@ def sample_records(run_dir: str | Path) -> list[dict[str, Any]]:
     dataset = (record.get("dataset") or {}).get("name")
     with ResultStore(d, readonly=True) as store:
         rows = store.rows(info.key, store.selection(info.key))
+    rows = [r for r in rows if r.repeat < int(config.get("repeats") or 1)]
     out: list[dict[str, Any]] = []
     for r in rows:
         s = r.sample
@@ -123,6 +125,7 @@ def sample_records(run_dir: str | Path) -> list[dict[str, Any]]:
                 "prompt_tokens": r.prompt_tokens,
                 "completion_tokens": r.completion_tokens,
                 "created_at": r.created_at,
+                "repeat": r.repeat,
             }
         )
     return out

@@ -1,9 +1,11 @@
-"""Results store: one SQLite database (WAL) per run folder, one row per answered sample.
+"""Results store: one SQLite database (WAL) per run folder, one row per answered sample
+(per repeat of it with ``--repeats``).
 
-Key: ``(sample_id, model_fp, prompt_fp, policy_fp)`` — the sample, the
-model's fingerprint hash, the prompt configuration hash and the frame
-sampling policy hash. The key is the table's primary key, so a sample is
-never stored twice for one configuration.
+Key: ``(sample_id, repeat, model_fp, prompt_fp, policy_fp)`` — the sample, which of its
+``--repeats`` asks this is (0 without repeats), the model's fingerprint hash, the prompt
+configuration hash and the frame sampling policy hash. The key is the table's primary key,
+so a sample is never stored twice for one configuration and repeat. The schema and the
+upgrade of older stores: ``mmrobust.store_schema``.
 
 Write order: the runner stores the rows of each finished work item (a Ray
 run: of each block) as soon as they are known, in one transaction
@@ -39,63 +41,15 @@ from typing import Any
 from mmrobust.records import ScoredRecord
 from mmrobust.schema import Sample, Window
 from mmrobust.status import Status
+from mmrobust.store_schema import COLUMNS as _COLUMNS
+from mmrobust.store_schema import SCHEMA as _SCHEMA
+from mmrobust.store_schema import upgrade
 
 STORE_FILE = "results.sqlite"
 TRANSIENT: frozenset[Status] = frozenset(
     {Status.API_ERROR, Status.TIMEOUT, Status.RATE_LIMITED, Status.MODEL_ERROR}
 )
 """Statuses a re-run retries (the failure may not recur)."""
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS results (
-    sample_id TEXT NOT NULL,
-    model_fp TEXT NOT NULL,
-    prompt_fp TEXT NOT NULL,
-    policy_fp TEXT NOT NULL,
-    status TEXT NOT NULL,
-    raw_text TEXT NOT NULL DEFAULT '',
-    letter TEXT,
-    rule TEXT,
-    answer TEXT NOT NULL,
-    options TEXT NOT NULL,
-    latency_s REAL,
-    prompt_tokens INTEGER,
-    completion_tokens INTEGER,
-    error TEXT,
-    extra TEXT NOT NULL DEFAULT '{}',
-    frame_indices TEXT,
-    window_covered INTEGER,
-    sample TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    prompt TEXT,
-    reasoning TEXT,
-    reasoning_chars INTEGER,
-    reasoning_form TEXT,
-    PRIMARY KEY (sample_id, model_fp, prompt_fp, policy_fp)
-);
-CREATE TABLE IF NOT EXISTS selection (
-    model_fp TEXT NOT NULL,
-    prompt_fp TEXT NOT NULL,
-    policy_fp TEXT NOT NULL,
-    sample_id TEXT NOT NULL,
-    PRIMARY KEY (model_fp, prompt_fp, policy_fp, sample_id)
-);
-"""
-
-_COLUMNS = (
-    "sample_id", "model_fp", "prompt_fp", "policy_fp", "status", "raw_text", "letter", "rule",
-    "answer", "options", "latency_s", "prompt_tokens", "completion_tokens", "error", "extra",
-    "frame_indices", "window_covered", "sample", "created_at", "prompt", "reasoning",
-    "reasoning_chars", "reasoning_form",
-)  # fmt: skip
-
-_ADDED_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("prompt", "TEXT"),
-    ("reasoning", "TEXT"),
-    ("reasoning_chars", "INTEGER"),
-    ("reasoning_form", "TEXT"),
-)
-"""Columns added after the first schema, with their SQL types (all nullable)."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +89,8 @@ class StoredRow:
         reasoning_form: ``none``, ``closed``, ``unopened``, ``cut`` (the reply ended
             inside its reasoning), ``field`` or ``harmony`` (gpt-oss channels); ``None`` for
             rows stored before it existed.
+        repeat: which of ``--repeats`` asks of the sample this is (0: the first, the only
+            one without repeats); part of the row's key.
     """
 
     sample: Sample
@@ -157,6 +113,7 @@ class StoredRow:
     reasoning: str | None = None
     reasoning_chars: int | None = None
     reasoning_form: str | None = None
+    repeat: int = 0
 
     @property
     def sample_id(self) -> str:
@@ -228,6 +185,7 @@ def _to_db(row: StoredRow) -> tuple[Any, ...]:
         row.reasoning,
         row.reasoning_chars,
         row.reasoning_form,
+        row.repeat,
     )
 
 
@@ -261,16 +219,8 @@ def _from_db(r: sqlite3.Row, samples: dict[str, Sample] | None = None) -> Stored
         reasoning=r["reasoning"] if "reasoning" in have else None,
         reasoning_chars=r["reasoning_chars"] if "reasoning_chars" in have else None,
         reasoning_form=r["reasoning_form"] if "reasoning_form" in have else None,
+        repeat=int(r["repeat"]) if "repeat" in have else 0,
     )
-
-
-def _add_missing_columns(db: sqlite3.Connection) -> None:
-    """Columns added after the first schema (:data:`_ADDED_COLUMNS`: ``prompt``, the
-    reasoning columns), added to an older store in place, empty for its rows."""
-    have = {row[1] for row in db.execute("PRAGMA table_info(results)")}
-    for name, sql_type in _ADDED_COLUMNS:
-        if name not in have:
-            db.execute(f"ALTER TABLE results ADD COLUMN {name} {sql_type}")
 
 
 class StoreError(ValueError):
@@ -331,7 +281,7 @@ class ResultStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
-            _add_missing_columns(self._db)
+            upgrade(self._db)
             self._db.commit()
         self._db.row_factory = sqlite3.Row
 
@@ -439,13 +389,14 @@ class ResultStore:
             for row, new in updates:
                 self._db.execute(
                     "UPDATE results SET letter=?, status=?, rule=?, error=? WHERE sample_id=? AND "
-                    "model_fp=? AND prompt_fp=? AND policy_fp=?",
+                    "repeat=? AND model_fp=? AND prompt_fp=? AND policy_fp=?",
                     (
                         new["letter"],
                         Status(new["status"]).value,
                         new["rule"],
                         new.get("error", row.error),
                         row.sample.id,
+                        row.repeat,
                         row.key.model_fp,
                         row.key.prompt_fp,
                         row.key.policy_fp,

@@ -26,7 +26,9 @@ from mmrobust.cli.options import (
 
 @app.command("audit", short_help="Leak audit: what metadata alone gives away.")
 def audit_cmd(
-    data: str = typer.Argument(..., help="A tamper dataset (folder, manifest, TSV, hf:<repo>)."),
+    data: str = typer.Argument(
+        ..., metavar="DATA", help="A tamper dataset (folder, manifest, TSV, hf:<repo>)."
+    ),
     format: str | None = typer.Option(None, "--format", help="Dataset format (default: detected)."),
     images: str | None = typer.Option(
         None,
@@ -121,18 +123,20 @@ def mmr_data(
         raise fail(why, 1)  # nothing to train on is a failed run (issue 30)
 
 
-@app.command("list", short_help="List datasets, models, effects, tasks, templates, references.")
+@app.command(
+    "list", short_help="List datasets, models, effects, families, tasks, templates, references."
+)
 def list_cmd(
     kind: str | None = typer.Argument(
         None,
         metavar="KIND",
-        help="datasets | models | effects | tasks | templates | references (default: all).",
+        help="datasets | models | effects | families | tasks | templates | references (default: all).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
 ) -> None:
     """List what exists: datasets (built-in, hub, formats), models (backends and their
     --model-arg settings with types and defaults), tamper effects with their parameters,
-    tasks, prompt templates and reference versions; the same registries the errors name."""
+    benchmark families, tasks, prompt templates and reference versions; the same registries the errors name."""
     import json
 
     from mmrobust.catalog import as_text, catalog

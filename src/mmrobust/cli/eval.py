@@ -27,12 +27,14 @@ def eval_cmd(
     data: str = typer.Option(
         ...,
         "--data",
-        help="Dataset: manifest dir/file, MVTamperBench folder, TSV, JSONL, MMR json, mmr-demo.",
+        help="Dataset: manifest dir/file, MVTamperBench folder, TSV, JSONL, MMR json, mmr-demo, "
+        "hf:<owner>/<name> (mmrobust list datasets).",
     ),
     model: str = typer.Option(
         ...,
         "--model",
-        help="Model SPEC: constant:A, random[:seed], forensic, blind-overlap, blind-embed, openai:<m>, hf:<id>.",
+        help="Model SPEC: constant:A, random[:seed], forensic, blind-overlap, blind-embed, "
+        "openai:<m>, anthropic:<m>, gemini:<m>, hf:<id> (mmrobust list models).",
     ),
     out: str = typer.Option(
         ..., "--out", help="Run folder (results.sqlite, run.json, metrics.json)."
@@ -118,6 +120,18 @@ def eval_cmd(
         help="On resume, also ask again samples whose row is a final error "
         "(rejected, empty_reply, media_error, ...).",
     ),
+    repeats: int = typer.Option(
+        1,
+        "--repeats",
+        min=1,
+        help="Ask every question K times (with --temperature): headline on the first ask, "
+        "agreement, majority-vote and mean accuracy in metrics.json's stability block.",
+    ),
+    temperature: float | None = typer.Option(
+        None,
+        "--temperature",
+        help="Sampling temperature of the backend (= --model-arg temperature=T).",
+    ),
     log_samples: bool = typer.Option(
         False,
         "--log-samples",
@@ -169,7 +183,7 @@ def eval_cmd(
             official=official, limit=limit, workers=workers, seed=seed, cache_dir=cache_dir,
             cache_size=cache_size, n_resamples=bootstrap, judge=judge,
             judge_args=parse_model_args(judge_arg), reference=reference,
-            retry_failed=retry_failed,
+            retry_failed=retry_failed, repeats=repeats, temperature=temperature,
         )  # fmt: skip
         result = evaluate(config, ray=ray, progress=not quiet)  # validates every option
     except RunFolderWriteError as exc:
@@ -221,7 +235,9 @@ def _exit_now(message: str, code: int) -> None:
 
 @app.command("rescore", short_help="Re-score stored answers without calling the model.")
 def rescore_cmd(
-    run_dir: str = typer.Argument(..., help="A run folder written by mmrobust eval."),
+    run_dir: str = typer.Argument(
+        ..., metavar="RUN_DIR", help="A run folder written by mmrobust eval."
+    ),
     extract: str | None = typer.Option(
         None, "--extract", help="lenient | strict | official (default: the run's)."
     ),

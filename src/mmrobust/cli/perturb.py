@@ -22,12 +22,17 @@ def perturb(
         ...,
         "--effects",
         help="Comma list or all. Images: gaussian_noise, gaussian_blur, jpeg, box_mask, "
-        "tilt, brightness, contrast, crop_resize, typographic. Clips: the tamper effects "
-        "(not substitution), reverse, frame_rate. `mmrobust list effects` shows them.",
+        "tilt, brightness, contrast, crop_resize, typographic. Clips: the image effects "
+        "frame by frame, the tamper effects (not substitution), reverse, frame_rate. `mmrobust list effects` shows them.",
     ),
     severity: str = typer.Option("1,3,5", "--severity", help="Levels 1-5 (comma list)."),
     seed: int = typer.Option(0, help="Seed of every random choice (same seed: same bytes)."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Files built at once."),
+    span: str = typer.Option(
+        "window",
+        "--span",
+        help="Clips: window (a centred window sized by the severity) or whole (every frame).",
+    ),
     format: str | None = typer.Option(None, "--format", help="Data format (as eval)."),
     images: str | None = typer.Option(None, "--images", help="Media root (as eval)."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="First N samples only."),
@@ -46,6 +51,7 @@ def perturb(
             severities=severity,
             seed=seed,
             jobs=jobs,
+            span=span,
             format=format,
             images=images,
             limit=limit,
@@ -59,8 +65,9 @@ def perturb(
         f"from an earlier build, {result.failed} failed, {result.skipped} samples without media "
         f"skipped -> {result.out}"
     )
-    if result.failed:
+    if result.failed:  # as tamper: the rest is built and usable, the exit says some failed
         typer.echo(f"failed files: {result.out / 'errors.jsonl'}", err=True)
+        raise typer.Exit(1)
 
 
 __all__ = ["perturb"]

@@ -114,8 +114,8 @@ def _hub_target(repo: str | None, private: bool, cards: list[str], run_dirs: lis
 
 @app.command("compare", short_help="Paired comparison of two runs (McNemar's test).")
 def compare_cmd(
-    run_a: str = typer.Argument(..., help="First run folder."),
-    run_b: str = typer.Argument(..., help="Second run folder (same samples)."),
+    run_a: str = typer.Argument(..., metavar="RUN_A", help="First run folder."),
+    run_b: str = typer.Argument(..., metavar="RUN_B", help="Second run folder (same samples)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of the table."),
 ) -> None:
     """Paired comparison of two runs on their common samples: the 2x2 table of right/wrong,

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mmrobust.atomicfile import write_bytes
+
 DEMO_NAME = "mmr-demo"
 """Pass this as ``path`` to load the built-in demo set (images from ``skimage.data``)."""
 
@@ -60,17 +62,15 @@ def materialize_demo(dest: str | Path) -> Path:
         pixels = _demo_image(function)
         if pixels.ndim == 3:
             pixels = cv2.cvtColor(pixels, cv2.COLOR_RGB2BGR)
-        tmp = target.with_suffix(".tmp.jpg")
-        if not cv2.imwrite(str(tmp), pixels, [cv2.IMWRITE_JPEG_QUALITY, 92]):
-            raise OSError(f"could not write {tmp}")
-        tmp.replace(target)
+        ok, jpeg = cv2.imencode(".jpg", pixels, [cv2.IMWRITE_JPEG_QUALITY, 92])
+        if not ok:
+            raise OSError(f"could not encode {target}")
+        write_bytes(target, jpeg.tobytes())
     annotation = dest / "MMR-demo.json"
     source = files("mmrobust") / "data" / "mmr_demo" / "MMR-demo.json"
     data = source.read_bytes()
     if not annotation.exists() or annotation.read_bytes() != data:
-        tmp_json = annotation.with_suffix(".tmp")
-        tmp_json.write_bytes(data)
-        tmp_json.replace(annotation)
+        write_bytes(annotation, data)
     return annotation
 
 

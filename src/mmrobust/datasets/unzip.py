@@ -35,6 +35,7 @@ from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from mmrobust.atomicfile import write_text
 from mmrobust.datasets.base import DatasetError
 
 log = logging.getLogger(__name__)
@@ -200,10 +201,8 @@ def unzip_once(
             moved.mkdir(parents=True)  # a zip with no members: an empty tree
         os.replace(moved, tree)
         marker.parent.mkdir(parents=True, exist_ok=True)
-        tmp = marker.with_name(f".{marker.name}.{os.getpid()}.tmp")
         record = {**identity, "into": into, "own": own, "files": files}
-        tmp.write_text(json.dumps(record), encoding="utf-8")
-        os.replace(tmp, marker)
+        write_text(marker, json.dumps(record))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return True

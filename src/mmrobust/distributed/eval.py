@@ -106,6 +106,7 @@ def _error_rows(processor: SampleProcessor, item: WorkItem, exc: BaseException) 
                 answer=prompt.answer,
                 options=dict(prompt.options),
                 created_at=time.time(),
+                repeat=item.repeat,
             )
         )
     return rows

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mmrobust.atomicfile import atomic_write, write_with
 from mmrobust.frame_size import DEFAULT_IMAGE_MAX_SIDE
 
 LOSS_COLUMNS = ("step", "epoch", "loss", "learning_rate", "grad_norm", "tokens_seen")
@@ -57,12 +58,10 @@ def loss_rows(log_history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def write_loss_csv(log_history: Sequence[Mapping[str, Any]], path: Path) -> list[dict[str, Any]]:
     """Write ``loss.csv`` atomically; return its rows."""
     rows = loss_rows(log_history)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_write(path) as handle:
         writer = csv.DictWriter(handle, fieldnames=LOSS_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
-    tmp.replace(path)
     return rows
 
 
@@ -76,12 +75,10 @@ def write_eval_csv(
         if "eval_loss" in entry:
             by_step[int(entry.get("step", 0))] = float(entry["eval_loss"])
     rows = sorted(by_step.items())
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_write(path) as handle:
         writer = csv.writer(handle)
         writer.writerow(["step", "eval_loss"])
         writer.writerows(rows)
-    tmp.replace(path)
     return rows
 
 
@@ -118,7 +115,7 @@ def plot_loss(rows: Sequence[Mapping[str, Any]], path: Path, title: str) -> None
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    write_with(path, fig.savefig)
     plt.close(fig)
 
 

@@ -23,6 +23,19 @@ pictures). A
 picture that is flat at that size (every thumbnail value within 8 of its mean: a black
 or single-colour frame) is matched by its sha256 only. Thumbnails are indexed by their
 per-channel mean (buckets of 8), so each lookup compares a few candidates, not all.
+
+Same video: a sample whose pictures are the sampled frames of one clip (a record with
+``video_metadata``, as ``mmrobust tamper-data`` writes) is also compared as a whole clip,
+by the content fingerprint ``tamper-data`` splits its sources with
+(:mod:`mmrobust.media.fingerprint`: per frame a 64-bit dHash of 9 x 8 luma cells and the
+mean luma, 16 frames picked evenly from the clip's frames; :func:`~mmrobust.media.fingerprint.same_content`
+decides). It is computed once per distinct clip from the frames decoded for the thumbnails,
+and catches what a frame-by-frame look misses: the frames of a dark clip are flat at 8 x 8,
+so a re-encoded copy of a dark training clip (every frame at 8% brightness, CRF 18 against
+CRF 40) has no frame of the same bytes and no thumbnail to compare, while its fingerprint
+is 0.08 from the source's (different clips: at least 0.4). Both sides must sample the clip
+with the same frame policy: 8 frames against 16 of one moving clip are 0.21 apart, not the
+same video by this measure.
 """
 
 from __future__ import annotations
@@ -46,18 +59,29 @@ _BUCKET = 8.0  # index width of a channel mean (>= 3 * _MEAN_DIFF: neighbours su
 Thumb = Any  # (8, 8, 3) float32 thumbnail
 
 
-def thumbnail(data: bytes) -> Thumb | None:
-    """The 8 x 8 thumbnail of an encoded picture, or ``None`` (not a picture, or flat)."""
+def _decode(data: bytes) -> Any:
+    """``(H/2, W/2, 3) uint8`` BGR of an encoded picture, or ``None`` (not a picture)."""
     import cv2
     import numpy as np
 
     image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_REDUCED_COLOR_2)
-    if image is None or image.size == 0:
-        return None
+    return None if image is None or image.size == 0 else image
+
+
+def _thumb(image: Any) -> Thumb | None:
+    import cv2
+    import numpy as np
+
     thumb = cv2.resize(image, (8, 8), interpolation=cv2.INTER_AREA).astype(np.float32)
     if float(np.abs(thumb - thumb.mean()).max()) <= _FLAT:
         return None
     return thumb
+
+
+def thumbnail(data: bytes) -> Thumb | None:
+    """The 8 x 8 thumbnail of an encoded picture, or ``None`` (not a picture, or flat)."""
+    image = _decode(data)
+    return None if image is None else _thumb(image)
 
 
 def same_picture(a: Thumb, b: Thumb) -> bool:
@@ -70,56 +94,92 @@ def same_picture(a: Thumb, b: Thumb) -> bool:
 
 @dataclass
 class MediaKeys:
-    """Media files' sha256 and thumbnail, each file read once."""
+    """Media files' sha256, thumbnail and frame hash (each file read and decoded once), and
+    clips' content fingerprints (each distinct clip computed once)."""
 
     sha256: dict[Path, str] = field(default_factory=dict)
     thumbs: dict[Path, Thumb | None] = field(default_factory=dict)
+    frames: dict[Path, bytes | None] = field(default_factory=dict)
+    clips: dict[tuple[Path, ...], str | None] = field(default_factory=dict)
 
     def of(self, path: Path) -> tuple[str, Thumb | None]:
         """``(sha256 hex, thumbnail or None)`` of one file (``missing:<path>`` if unreadable)."""
         if path not in self.sha256:
+            from mmrobust.media.fingerprint import frame_hash
+
+            self.thumbs[path] = self.frames[path] = None
             try:
                 data = path.read_bytes()
             except OSError:
-                self.sha256[path], self.thumbs[path] = f"missing:{path}", None
+                self.sha256[path] = f"missing:{path}"
             else:
                 self.sha256[path] = hashlib.sha256(data).hexdigest()
-                self.thumbs[path] = thumbnail(data)
+                image = _decode(data)
+                if image is not None:
+                    self.thumbs[path], self.frames[path] = _thumb(image), frame_hash(image)
         return self.sha256[path], self.thumbs[path]
+
+    def clip(self, conversation: Conversation) -> str | None:
+        """The content fingerprint of a conversation's clip (its frames, in order), or
+        ``None``: not the frames of one clip (no ``video_metadata``), or a frame unreadable."""
+        frames = conversation.images
+        if conversation.video is None or not frames:
+            return None
+        if frames not in self.clips:
+            from mmrobust.media.fingerprint import frames_fingerprint
+
+            for path in frames:
+                self.of(path)
+            hashes = [h for h in (self.frames[path] for path in frames) if h is not None]
+            self.clips[frames] = frames_fingerprint(hashes) if len(hashes) == len(frames) else None
+        return self.clips[frames]
+
+
+Source = tuple[str, Path]  # (training conversation id, its media file or clip folder)
 
 
 @dataclass
 class _Index:
-    """The training side's media: sha256s, and thumbnails bucketed by channel mean."""
+    """The training side's media: sha256s, and thumbnails bucketed by channel mean, each
+    with the first training sample and file that has it."""
 
-    shas: set[str] = field(default_factory=set)
-    buckets: dict[tuple[int, ...], list[Thumb]] = field(default_factory=dict)
+    shas: dict[str, Source] = field(default_factory=dict)
+    buckets: dict[tuple[int, ...], list[tuple[Thumb, Source]]] = field(default_factory=dict)
 
     @staticmethod
     def _key(thumb: Thumb) -> tuple[int, ...]:
         return tuple(int(m // _BUCKET) for m in thumb.mean(axis=(0, 1)))
 
-    def add(self, sha: str, thumb: Thumb | None) -> None:
-        self.shas.add(sha)
+    def add(self, sha: str, thumb: Thumb | None, source: Source) -> None:
+        self.shas.setdefault(sha, source)
         if thumb is not None:
-            self.buckets.setdefault(self._key(thumb), []).append(thumb)
+            self.buckets.setdefault(self._key(thumb), []).append((thumb, source))
 
-    def has(self, sha: str, thumb: Thumb | None) -> bool:
+    def find(self, sha: str, thumb: Thumb | None) -> Source | None:
+        """The training sample and file with these bytes or this picture, or ``None``."""
         if sha in self.shas:
-            return True
+            return self.shas[sha]
         if thumb is None:
-            return False
+            return None
         key = self._key(thumb)
         for near in itertools.product(*((k - 1, k, k + 1) for k in key)):
-            if any(same_picture(thumb, t) for t in self.buckets.get(near, ())):
-                return True
-        return False
+            for other, source in self.buckets.get(near, ()):
+                if same_picture(thumb, other):
+                    return source
+        return None
 
 
-def media_of(conversation: Conversation, media: MediaKeys) -> list[tuple[str, Thumb | None]]:
-    """The pictures that identify a conversation's media: those that are not flat; its flat
-    ones (by sha256) when it has no other."""
-    pictures = [media.of(path) for path in conversation.images]
+def clip_folder(conversation: Conversation) -> Path:
+    """Where a clip's frames are: their common folder (``frames/<clip>`` of ``tamper-data``),
+    else the first frame."""
+    parents = {path.parent for path in conversation.images}
+    return parents.pop() if len(parents) == 1 else conversation.images[0]
+
+
+def media_of(conversation: Conversation, media: MediaKeys) -> list[tuple[str, Thumb | None, Path]]:
+    """The pictures that identify a conversation's media, ``(sha256, thumbnail, path)``: those
+    that are not flat; its flat ones (by sha256) when it has no other."""
+    pictures = [(*media.of(path), path) for path in conversation.images]
     informative = [p for p in pictures if p[1] is not None]
     return informative or pictures
 
@@ -142,8 +202,9 @@ class Overlap:
     Attributes:
         samples: evaluation samples that overlap in any way; ``total``: evaluation samples.
         same_id, same_media, same_content: evaluation samples per kind (one sample can count
-            under several).
+            under several; the same video counts as same media).
         example: the id of the first overlapping evaluation sample.
+        why: what it shares, and with which training sample (and file), in words.
     """
 
     samples: int
@@ -152,6 +213,7 @@ class Overlap:
     same_media: int
     same_content: int
     example: str | None
+    why: str | None = None
 
     def line(self) -> str | None:
         """The one-line refusal, or ``None`` when nothing overlaps."""
@@ -166,40 +228,87 @@ class Overlap:
             )
             if n
         ]
+        why = f": {self.why}" if self.why else ""
         return (
             f"--eval-data overlaps the training data: {self.samples} of {self.total} evaluation "
-            f"samples are also trained on ({', '.join(kinds)}; e.g. {self.example!r}), so its "
-            "loss would not be held out; evaluate on other samples, or pass --allow-overlap"
+            f"samples are also trained on ({', '.join(kinds)}; e.g. {self.example!r}{why}), so "
+            "its loss would not be held out; evaluate on other samples, or pass --allow-overlap"
         )
 
 
 def find_overlap(train: Sequence[Conversation], held: Sequence[Conversation]) -> Overlap:
-    """Compare every held-out conversation with the training ones (see the module docstring)."""
+    """Compare every held-out conversation with the training ones (see the module docstring).
+
+    Decodes every media file once (both sides); a clip's fingerprint is computed once per
+    distinct clip and looked up in all the training clips' at once
+    (:class:`mmrobust.media.fingerprint.ContentIndex`).
+    """
+    from mmrobust.media.fingerprint import ContentIndex
+
     media = MediaKeys()
     ids = {c.id for c in train}
     index = _Index()
+    clips: dict[str, Source] = {}
     for conversation in train:
-        for sha, thumb in media_of(conversation, media):
-            index.add(sha, thumb)
-    contents = {content_key(c, media) for c in train}
+        for sha, thumb, path in media_of(conversation, media):
+            index.add(sha, thumb, (conversation.id, path))
+        clip = media.clip(conversation)
+        if clip is not None:
+            clips.setdefault(clip, (conversation.id, clip_folder(conversation)))
+    videos = ContentIndex(list(clips))
+    sources = list(clips.values())
+    contents: dict[str, str] = {}
+    for conversation in train:
+        contents.setdefault(content_key(conversation, media), conversation.id)
     same_id = same_media = same_content = hits = 0
     example: str | None = None
+    why: str | None = None
     for conversation in held:
+        reasons: list[str] = []
         by_id = conversation.id in ids
-        by_media = any(index.has(sha, thumb) for sha, thumb in media_of(conversation, media))
-        by_content = content_key(conversation, media) in contents
+        if by_id:
+            reasons.append("a training sample has this id")
+        by_media = False
+        for sha, thumb, path in media_of(conversation, media):
+            found = index.find(sha, thumb)
+            if found is not None:
+                by_media = True
+                reasons.insert(
+                    0,
+                    f"training {found[0]!r} has {path} too"
+                    if path == found[1]
+                    else f"{path} is the same picture as {found[1]} of training {found[0]!r}",
+                )
+                break
+        clip = media.clip(conversation)
+        if not by_media and clip is not None:
+            near = videos.matches(clip)
+            if near:
+                by_media = True
+                tid, folder = sources[near[0]]
+                reasons.insert(
+                    0,
+                    f"the clip {clip_folder(conversation)} is the same video as {folder} of "
+                    f"training {tid!r} (content fingerprint)",
+                )
+        trained = contents.get(content_key(conversation, media))
+        by_content = trained is not None
+        if by_content:
+            reasons.append(f"training {trained!r} has the same text and media")
         same_id += by_id
         same_media += by_media
         same_content += by_content
-        if by_id or by_media or by_content:
+        if reasons:
             hits += 1
-            example = example or conversation.id
-    return Overlap(hits, len(held), same_id, same_media, same_content, example)
+            if example is None:
+                example, why = conversation.id, reasons[0]
+    return Overlap(hits, len(held), same_id, same_media, same_content, example, why)
 
 
 __all__ = [
     "MediaKeys",
     "Overlap",
+    "clip_folder",
     "content_key",
     "find_overlap",
     "media_of",

@@ -50,6 +50,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mmrobust.atomicfile import write_bytes, write_text
 from mmrobust.finetune.tamper_split import (
     EVAL,
     TRAIN,
@@ -246,10 +247,10 @@ def _frames(
     names = []
     for i, jpeg in enumerate(clip.jpegs):
         name = f"{i:03d}.jpg"
-        (folder / name).write_bytes(jpeg)
+        write_bytes(folder / name, jpeg)
         names.append(name)
     record = {"frames": names, "video_metadata": timing, "made_from": made_from}
-    done.write_text(json.dumps(record), encoding="utf-8")  # last: a cut run redoes the clip
+    write_text(done, json.dumps(record))  # last: a cut run redoes the clip
     return [folder / n for n in names], timing
 
 
@@ -413,9 +414,7 @@ def build_tamper_data(
 
     for side in (TRAIN, EVAL):
         path = side_dirs[side] / "llava.json"
-        tmp = path.with_name(".llava.json.tmp")
-        tmp.write_text(json.dumps(records[side], indent=1), encoding="utf-8")
-        tmp.replace(path)
+        write_text(path, json.dumps(records[side], indent=1))
     per_task = {side: Counter(r["meta"]["task"] for r in records[side]) for side in (TRAIN, EVAL)}
     chance = chance_levels([r["meta"] for r in records[EVAL]])
     manifest = {
@@ -443,7 +442,7 @@ def build_tamper_data(
         },
         "errors": errors,
     }
-    (root / MANIFEST).write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
+    write_text(root / MANIFEST, json.dumps(manifest, indent=1, default=str))
     return TamperDataReport(
         root, [str(p) for p in train], [str(p) for p in held], per_task, clip_counts, errors,
         builds, chance,

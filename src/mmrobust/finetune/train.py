@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mmrobust.atomicfile import write_text
 from mmrobust.finetune.collate import ChatRenderer, Collator, Encoder, TemplateError, prepare_rows
 from mmrobust.finetune.config import TABLE10, FinetuneConfig
 from mmrobust.finetune.data import load_training_data
@@ -464,7 +465,7 @@ def run_finetune(
     }
     if main_process:
         write_json(out / CARD, card)
-        (out / "README.md").write_text(card_markdown(card), encoding="utf-8")
+        write_text(out / "README.md", card_markdown(card))
     result = card["result"]
     return FinetuneResult(
         out=out,

@@ -83,6 +83,74 @@ def video_fingerprint(path: str | Path, *, frames: int = FINGERPRINT_FRAMES) -> 
     return PREFIX + b"".join(_hash_frame(tiny[i]) for i in picks).hex()
 
 
+def frame_hash(frame: np.ndarray) -> bytes:
+    """The per-frame unit of a fingerprint for a picture already decoded: 9 bytes (the
+    64-bit dHash of its 9x8 luma cells, then its mean luma), as :func:`video_fingerprint`
+    hashes each sampled frame.
+
+    Args:
+        frame: ``(H, W)`` luma or ``(H, W, 3)`` BGR, ``uint8``, at least 1 x 1.
+
+    The frame is area-downscaled to 72x64 by OpenCV (``INTER_AREA``) where
+    :func:`video_fingerprint` has FFmpeg do it, so a hash of a decoded picture may differ
+    from the file's by a few bits: compare such hashes with each other
+    (:func:`frames_fingerprint`), not with a file's fingerprint.
+    """
+    import cv2
+
+    if frame.ndim == 3:
+        frame = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+    return _hash_frame(cv2.resize(frame, _DECODE, interpolation=cv2.INTER_AREA))
+
+
+def frames_fingerprint(hashes: Sequence[bytes], *, frames: int = FINGERPRINT_FRAMES) -> str:
+    """A fingerprint of a clip given as its frames' :func:`frame_hash` values, in order (pure).
+
+    ``frames`` of them are picked evenly (``round(linspace(0, n - 1, frames))``, repeats when
+    fewer), as :func:`video_fingerprint` picks from the decoded frames, so two clips sampled
+    with the same frame policy compare frame by frame with :func:`same_content`.
+
+    Raises:
+        ValueError: no hash, a hash that is not 9 bytes, or ``frames < 1``.
+    """
+    if frames < 1 or not hashes or any(len(h) != _BYTES for h in hashes):
+        raise ValueError("frames_fingerprint needs frames >= 1 and one 9-byte hash per frame")
+    picks = np.round(np.linspace(0, len(hashes) - 1, frames)).astype(int)
+    return PREFIX + b"".join(hashes[i] for i in picks).hex()
+
+
+class ContentIndex:
+    """Fingerprints to look up by :func:`same_content`, parsed once (for many lookups).
+
+    ``matches(fp)`` lists the indices of the stored fingerprints that :func:`same_content`
+    calls the same video as ``fp``; the thresholds are applied to all at once (NumPy), then
+    each candidate is confirmed by :func:`same_content` itself.
+
+    Raises:
+        ValueError: a malformed fingerprint, or fingerprints of different frame counts.
+    """
+
+    def __init__(self, fingerprints: Sequence[str]) -> None:
+        self.fingerprints = list(fingerprints)
+        parsed = [_parse(f) for f in self.fingerprints]
+        if len({bits.shape for bits, _ in parsed}) > 1:
+            raise ValueError("fingerprints of different frame counts cannot be compared")
+        self._bits = np.stack([b for b, _ in parsed]) if parsed else None  # (N, F, 64)
+        self._luma = np.stack([luma for _, luma in parsed]) if parsed else None  # (N, F)
+
+    def matches(self, fingerprint: str) -> list[int]:
+        """Indices (ascending) of the stored fingerprints of the same video as ``fingerprint``."""
+        if self._bits is None or self._luma is None:
+            return []
+        bits, luma = _parse(fingerprint)
+        if bits.shape != self._bits.shape[1:]:
+            raise ValueError("fingerprints of different frame counts cannot be compared")
+        share = (self._bits != bits).mean(axis=(1, 2))
+        luma_diff = np.abs(self._luma - luma).mean(axis=1)
+        near = np.flatnonzero((share <= MAX_BIT_SHARE + 1e-9) & (luma_diff <= MAX_LUMA_DIFF + 1e-9))
+        return [int(i) for i in near if same_content(fingerprint, self.fingerprints[i])]
+
+
 def _parse(fingerprint: str) -> tuple[np.ndarray, np.ndarray]:
     """``(bits (F, 64) bool, luma (F,) float)`` of a fingerprint.
 
@@ -168,8 +236,11 @@ __all__ = [
     "MAX_BIT_SHARE",
     "MAX_LUMA_DIFF",
     "PREFIX",
+    "ContentIndex",
     "content_groups",
     "fingerprint_distance",
+    "frame_hash",
+    "frames_fingerprint",
     "same_content",
     "video_fingerprint",
 ]

@@ -13,11 +13,11 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mmrobust.atomicfile import write_text
 from mmrobust.mmrdata.parse import GeneratedPair
 
 POLARITY_TYPE = {"positive": "POS", "negative": "NEG"}
@@ -26,9 +26,7 @@ POLARITY_TYPE = {"positive": "POS", "negative": "NEG"}
 def write_json(path: Path, data: Any) -> None:
     """Write ``data`` as indented UTF-8 JSON, atomically (temp file, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 def llava_records(

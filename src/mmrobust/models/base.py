@@ -53,6 +53,18 @@ e.g. to send them as they are). Both come from the same JPEGs
 (``Model.frame_encoding``), so the pixels are the same either way."""
 
 
+def repeat_seed(seed: int, repeat: int) -> int:
+    """The sampling seed of ``repeat`` (``Request.repeat``) for a backend seeded ``seed``:
+    ``seed`` itself for repeat 0 (a run without repeats draws as before), else a value
+    mixed from both (first 8 bytes of a SHA-256, as an unsigned integer below 2**63)."""
+    if repeat == 0:
+        return seed
+    import hashlib
+
+    digest = hashlib.sha256(f"{seed}\0repeat\0{repeat}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
 @dataclass(frozen=True)
 class Request:
     """Everything a model may see for one sample.
@@ -86,6 +98,9 @@ class Request:
             (VLMEvalKit's question / frames / instruction order in official
             mode). ``None``: the backend's default place. A backend that cannot
             interleave still sends the whole ``prompt``.
+        repeat: which of ``--repeats`` asks of this sample this request is (0: the first,
+            the only one without repeats). A sampling backend mixes it into its seed
+            (:func:`repeat_seed`), so each repeat is its own draw, reproducibly.
     """
 
     sample_id: str
@@ -103,6 +118,7 @@ class Request:
     image: Path | None = None
     media_offset: int | None = None
     frame_jpegs: tuple[bytes, ...] = ()
+    repeat: int = 0
 
 
 @dataclass
@@ -250,4 +266,5 @@ __all__ = [
     "Response",
     "media_refusal",
     "place_media",
+    "repeat_seed",
 ]

@@ -12,8 +12,10 @@ harness benchmarks and end-to-end tests of the frame path).
 
 Model args (both): ``media`` = ``none`` | ``frames`` | ``path``;
 ``delay_s`` = seconds to sleep per request (tests of resume and
-concurrency). ``random`` is deterministic per sample: the letter depends
-only on the seed and the sample id, so a resumed run answers the same.
+concurrency); ``temperature`` is accepted and ignored (``--temperature`` given to a
+suite of models), a rule draws no tokens. ``random`` is deterministic per sample: the letter depends
+only on the seed, the sample id and the repeat (``--repeats``; repeat 0 as
+without repeats), so a resumed run answers the same.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from mmrobust.models.base import FrameFormat, MediaInput, Model, Request, Respon
 
 
 def _parse_common(args: Mapping[str, str]) -> tuple[MediaInput, float]:
-    unknown = set(args) - {"media", "delay_s"}
+    unknown = set(args) - {"media", "delay_s", "temperature"}  # temperature: nothing to sample
     if unknown:
         raise ValueError(f"unknown --model-arg for baselines: {', '.join(sorted(unknown))}")
     media = args.get("media", "none")
@@ -114,7 +116,9 @@ class ConstantModel(_RuleModel):
 
 
 class RandomModel(_RuleModel):
-    """Picks a uniformly random option letter, deterministically per (seed, sample id)."""
+    """Picks a uniformly random option letter, deterministically per (seed, sample id,
+    repeat): each of ``--repeats`` asks draws anew, the same draw on every run; repeat 0
+    draws as a run without repeats."""
 
     def __init__(self, seed: int = 0, delay_s: float = 0.0) -> None:
         self.seed = seed
@@ -125,7 +129,8 @@ class RandomModel(_RuleModel):
         letters = list(req.options)
         if not letters:
             return ""
-        digest = hashlib.sha256(f"{self.seed}\0{req.sample_id}".encode()).digest()
+        key = f"{self.seed}\0{req.sample_id}" + (f"\0{req.repeat}" if req.repeat else "")
+        digest = hashlib.sha256(key.encode()).digest()
         return letters[int.from_bytes(digest[:8], "big") % len(letters)]
 
     def fingerprint(self) -> dict[str, Any]:

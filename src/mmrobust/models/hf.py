@@ -64,7 +64,7 @@ from mmrobust.models._reasoning import (
     is_reasoning_template,
 )
 from mmrobust.models._torchvision import torchvision_fix, torchvision_problem
-from mmrobust.models.base import MediaInput, Model, Placement, Request, Response
+from mmrobust.models.base import MediaInput, Model, Placement, Request, Response, repeat_seed
 from mmrobust.status import Status
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,8 @@ class HFOptions(BaseModel):
         batch_size: requests per ``generate`` call (left-padded).
         max_new_tokens: cap on generated tokens.
         temperature: 0 (greedy, default); > 0 samples with ``seed``.
-        seed: torch seed set before each generate call.
+        seed: torch seed set before each generate call (mixed with the repeat index under
+            ``--repeats``: ``models.base.repeat_seed``).
         video_input: ``images`` (frames as a list of images) or ``video``
             (the processor's native video input).
         image_max_side: pixels; frames are downscaled so the longer side is
@@ -432,7 +433,7 @@ class HFModel(Model):
             gen.update(do_sample=True, temperature=self.options.temperature)
         else:
             gen.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        torch.manual_seed(self.options.seed)
+        torch.manual_seed(repeat_seed(self.options.seed, chunk[0].repeat))  # one repeat a batch
         with torch.inference_mode():
             output = self.model.generate(**inputs, **gen)
         prompt_len = int(inputs["input_ids"].shape[1])

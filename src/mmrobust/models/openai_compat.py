@@ -39,7 +39,7 @@ from mmrobust.models._http import (
 from mmrobust.models._options import parse_options
 from mmrobust.models._prefill import place_prefill
 from mmrobust.models._reasoning import REASONING_NAME, default_max_tokens, separate_field
-from mmrobust.models.base import MediaInput, Model, Request, place_media
+from mmrobust.models.base import MediaInput, Model, Request, place_media, repeat_seed
 from mmrobust.redact import server_text
 from mmrobust.status import Status
 
@@ -169,7 +169,7 @@ class OpenAICompatModel(HttpModel):
             "max_tokens": o.max_tokens,
         }
         if o.seed is not None:
-            payload["seed"] = o.seed
+            payload["seed"] = repeat_seed(o.seed, request.repeat)  # each repeat its own draw
         if o.chat_template_kwargs:
             payload["chat_template_kwargs"] = dict(o.chat_template_kwargs)
         extra = {"n_media": len(media), **place_prefill(request, o.prefill, content, messages)}

@@ -44,7 +44,7 @@ from mmrobust.models.base import (
 from mmrobust.models.builtin import BUILT_IN_BACKENDS
 from mmrobust.models.credentials import check_spec, hold_args, is_secret_name, reveal
 from mmrobust.redact import MASK, redact
-from mmrobust.registry import Registry, origin_of
+from mmrobust.registry import Registry, UnknownNameError, origin_of
 
 if TYPE_CHECKING:
     from mmrobust.media.jpeg import FrameEncoding
@@ -136,9 +136,21 @@ def backend(name: str) -> BackendSpec:
     """The spec of backend ``name``.
 
     Raises:
-        UnknownNameError: unknown name (the message suggests close names).
+        UnknownNameError: unknown name (the message suggests close names; a name close to no
+            backend, such as ``gpt-4o``, is shown after the backends that take a model name).
     """
-    return MODELS.get(name)
+    try:
+        return MODELS.get(name)
+    except UnknownNameError as exc:
+        if "Did you mean" in str(exc):
+            raise
+        first = "hf" if "/" in name else "openai"
+        second = "openai" if first == "hf" else "hf"
+        head, _, known = str(exc).partition(" Known: ")
+        raise UnknownNameError(
+            f"{head} A model name goes after its backend: {first}:{name} or {second}:{name}"
+            f" (mmrobust list models). Known: {known}"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -332,7 +344,7 @@ def load_model(spec: str | ModelSpec, model_args: Mapping[str, str] | None = Non
     """
     parsed = spec if isinstance(spec, ModelSpec) else parse_spec(spec, model_args)
     # the one place a held password goes
-    return MODELS.get(parsed.name).make(parsed.arg, reveal(parsed.args))
+    return backend(parsed.name).make(parsed.arg, reveal(parsed.args))
 
 
 class UnloadedModel(Model):
@@ -369,7 +381,7 @@ def driver_model(spec: str | ModelSpec, model_args: Mapping[str, str] | None = N
         UnknownNameError, ValueError: as :func:`load_model` (a light backend's bad arguments).
     """
     parsed = spec if isinstance(spec, ModelSpec) else parse_spec(spec, model_args)
-    if MODELS.get(parsed.name).light:  # raises as a local load would (close names)
+    if backend(parsed.name).light:  # raises as a local load would (close names)
         return load_model(parsed)
     return UnloadedModel(parsed)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -45,7 +46,13 @@ from mmrobust.perturb.plan import (
     parse_effects,
     parse_severities,
 )
-from mmrobust.perturb.video import VIDEO_EFFECTS, build_video
+from mmrobust.perturb.video import (
+    EMPTY_WHEN_WHOLE,
+    SPANS,
+    VIDEO_EFFECTS,
+    build_video,
+    decode_clip,
+)
 from mmrobust.tamper.manifest import sha256_file
 
 
@@ -132,16 +139,34 @@ def _check_out(out: Path, data_hash: str) -> dict[str, Any]:
     return {}
 
 
+PROGRESS_NAME = ".perturb-progress.jsonl"
+"""One manifest line per file as it is built; read by the next run when a build was cut short
+(the manifest itself is written whole at the end), removed when the build ends."""
+
+
 def _earlier_manifest(out: Path) -> dict[str, dict[str, Any]]:
-    path = out / MANIFEST_NAME
-    if not path.is_file():
-        return {}
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    return {r["key"]: r for r in rows}
+    """Manifest lines of an earlier build: its manifest, then any progress log it left."""
+    rows: dict[str, dict[str, Any]] = {}
+    for name in (MANIFEST_NAME, PROGRESS_NAME):
+        path = out / name
+        if not path.is_file() or path.is_symlink():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:  # the last line of a log cut short
+                continue
+            if isinstance(row, dict) and "key" in row and row.get("sha256"):
+                rows[row["key"]] = row
+    return rows
 
 
 def _plan(
-    samples: Sequence[Any], effects: Sequence[str], severities: Sequence[int], seed: int
+    samples: Sequence[Any],
+    effects: Sequence[str],
+    severities: Sequence[int],
+    seed: int,
+    span: str = "window",
 ) -> tuple[list[MediaJob], list[tuple[Any, MediaJob, str | None]], int]:
     """Jobs (unique) and (sample, job, overlay letter) per question; samples skipped."""
     jobs: dict[str, MediaJob] = {}
@@ -173,7 +198,11 @@ def _plan(
                     continue
                 text = s.options[letter]
             avoid = answer_box(dict(s.meta)) if effect in ("typographic", "box_mask") else None
-            job = media_job(kind, source, sha, effect, severity, seed, text=text, avoid=avoid)
+            whole = kind == "video" and span == "whole" and effect not in (CLEAN, "frame_rate")
+            options = {"span": "whole"} if whole else None  # window: the names of before
+            job = media_job(
+                kind, source, sha, effect, severity, seed, text=text, avoid=avoid, options=options
+            )
             jobs.setdefault(job.key, job)
             questions.append((s, jobs[job.key], letter))
     return list(jobs.values()), questions, skipped
@@ -229,8 +258,8 @@ def _run_job(out: Path, job: MediaJob, earlier: dict[str, dict[str, Any]]) -> di
         "source_sha256": job.source_sha256,
     }
     old = earlier.get(job.key)
-    kept = old and old.get("sha256") and target.is_file() and not target.is_symlink()
-    if kept and sha256_file(target) == old["sha256"]:
+    kept = old is not None and old.get("sha256") and target.is_file() and not target.is_symlink()
+    if old is not None and kept and sha256_file(target) == old["sha256"]:
         return {**old, "resumed": True}
     try:
         _safe_folder(target.parent)
@@ -254,6 +283,7 @@ def perturb(
     severities: str | Sequence[int] = (1, 3, 5),
     seed: int = 0,
     jobs: int = 1,
+    span: str = "window",
     format: str | None = None,
     images: str | None = None,
     limit: int | None = None,
@@ -267,6 +297,8 @@ def perturb(
         effects: comma list or names (image and video effects; ``all``).
         out: output folder (new, or an earlier build of the same data: resumed).
         severities: levels 1-5. seed: build seed. jobs: files built at once.
+        span: where a video effect applies: ``"window"`` (centred, sized by the severity) or
+            ``"whole"`` (every frame); images ignore it.
         format, images: as ``eval --format / --images``. limit: the first N samples only.
         progress: ``(done, total)`` after each file.
 
@@ -281,11 +313,20 @@ def perturb(
     levels = parse_severities(severities)
     if jobs < 1:
         raise PerturbError(f"--jobs must be at least 1, not {jobs}")
+    if span not in SPANS:
+        raise PerturbError(f"--span takes {' or '.join(SPANS)}, not {span!r}")
+    if span == "whole":
+        empty = [e for e in names if e in EMPTY_WHEN_WHOLE]
+        if empty and names != known:
+            raise PerturbError(
+                f"{', '.join(empty)} over the whole clip leaves no frame; use --span window"
+            )
+        names = tuple(e for e in names if e not in EMPTY_WHEN_WHOLE)
     dataset = load_dataset(data, format, images=images)
     samples = dataset.samples[:limit] if limit else dataset.samples
     out = Path(out)
     _check_out(out, dataset.data_hash)
-    media_jobs, questions, skipped = _plan(samples, names, levels, seed)
+    media_jobs, questions, skipped = _plan(samples, names, levels, seed, span)
     if not questions:
         raise PerturbError(f"{data}: no sample has an image or a video to perturb")
     _safe_folder(out)
@@ -295,22 +336,38 @@ def perturb(
     earlier = _earlier_manifest(out)
     done = 0
 
+    log_path = out / PROGRESS_NAME
+    if log_path.is_symlink():
+        raise PerturbError(f"{log_path} is a link; perturb does not write through links")
+    log = log_path.open("a", encoding="utf-8")
+    lock = threading.Lock()
+
     def one(job: MediaJob) -> dict[str, Any]:
-        return _run_job(out, job, earlier)
+        row = _run_job(out, job, earlier)
+        if row.get("sha256") and not row.get("resumed"):
+            with lock:
+                log.write(json.dumps(row, sort_keys=True, default=str) + "\n")
+                log.flush()
+        return row
 
     rows: list[dict[str, Any]] = []
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for row in pool.map(one, media_jobs):
-            rows.append(row)
-            done += 1
-            if progress:
-                progress(done, len(media_jobs))
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for row in pool.map(one, media_jobs):
+                rows.append(row)
+                done += 1
+                if progress:
+                    progress(done, len(media_jobs))
+    finally:
+        decode_clip.cache_clear()
+        log.close()
     by_key = {r["key"]: r for r in rows}
     records = [_question(s, job, letter, by_key[job.key]) for s, job, letter in questions]
     manifest = [{k: v for k, v in r.items() if k != "resumed"} for r in rows]
     errors = [r for r in rows if r.get("error")]
     _write_jsonl(out / MANIFEST_NAME, manifest)
     _write_jsonl(out / QUESTIONS_NAME, records)
+    log_path.unlink(missing_ok=True)
     if errors:
         _write_jsonl(out / ERRORS_NAME, errors)
     elif (out / ERRORS_NAME).is_file():
@@ -330,6 +387,7 @@ def perturb(
         "data_hash": dataset.data_hash,
         "effects": list(names),
         "severities": list(levels),
+        "span": span,
         "seed": seed,
         "limit": limit,
         "samples": len({s.id for s, _, _ in questions}),

@@ -16,8 +16,8 @@ a wrong option written onto the image, away from the answer's box when one is gi
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -73,7 +73,6 @@ class ImageEffect:
     apply: Callable[[Pixels, float, EffectContext], tuple[Pixels, dict[str, Any]]]
     doc: str
     needs_text: bool = False
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def value(self, severity: int) -> float:
         """The parameter at ``severity`` (1-5).

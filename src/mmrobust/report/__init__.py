@@ -22,7 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from mmrobust.atomicfile import write_text
 from mmrobust.report.compare import Comparison, compare_runs
+from mmrobust.report.stability import stability_text
 from mmrobust.report.view import (
     ReportPaths,
     RunData,
@@ -63,6 +65,8 @@ def build_report(run_dirs: Sequence[str | Path | RunView], out_dir: str | Path) 
     ``f1_per_type.png``, heatmaps and ablations (:mod:`mmrobust.report.tamper`); the
     ``--task`` families ``task_<task>.csv`` and plots (:mod:`mmrobust.report.task_sections`);
     MMR ``mmr_table2.csv`` and each run's ``mmr/<label>/`` (:mod:`mmrobust.report.mmr`).
+    Runs asked with ``--repeats`` get a line each under "Sampling stability"
+    (:func:`mmrobust.report.stability.stability_text`).
     A run stopped before ``metrics.json`` is marked (``interrupted, 2 of 54``). All values
     in percent (:mod:`mmrobust.report.units`).
 
@@ -87,13 +91,20 @@ def build_report(run_dirs: Sequence[str | Path | RunView], out_dir: str | Path) 
         by_family.setdefault(g.benchmark, []).append(g)
     for family_groups in by_family.values():
         md += family_groups[0].family.markdown(family_groups, out, paths)
+    stable = [(lab, r, stability_text(r.metrics)) for lab, r in zip(labels, runs, strict=True)]
+    if any(text for *_, text in stable):  # --repeats runs, whatever their family
+        md += [
+            "## Sampling stability (each question asked K times; scores above: the first ask)",
+            "",
+        ]
+        md += [f"- {lab} on {r.dataset}: {text}" for lab, r, text in stable if text] + [""]
     for lab, r in zip(labels, runs, strict=True):
         defects = r.metrics.get("defects") or []
         if defects:
             md += [f"### Data defects: {lab} on {r.dataset}", ""]
             md += [f"- {d}" for d in defects[:50]] + [""]
     paths.plots = [f.path for f in paths.figures]
-    paths.markdown.write_text("\n".join(md) + "\n", encoding="utf-8")
+    write_text(paths.markdown, "\n".join(md) + "\n")
     return paths
 
 

@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mmrobust.atomicfile import write_text
+from mmrobust.report.stability import stability_entry, stability_line
 from mmrobust.report.view import RunView
 from mmrobust.safenames import folder_names
 
@@ -304,7 +306,9 @@ def card_data(
         ``run_dir`` (relative to the card), its scores, CIs and chance levels; ``detection``
         and ``mmr`` entries also carry ``published`` (``shown``, ``rows`` or ``why``). A
         family's own section (``CardSection`` with ``entries``) adds its rows under its
-        ``section`` key and its ``title``, ``columns`` and ``note`` to ``sections``.
+        ``section`` key and its ``title``, ``columns`` and ``note`` to ``sections``. Runs
+        asked with ``--repeats`` add a ``stability`` list (one row per run, any family:
+        :func:`mmrobust.report.stability.stability_entry` and its ``line``).
     """
     card_dir = report_dir / CARD_DIR
     data: dict[str, Any] = {"model": key, "units": "percent", "notes": [], "sections": []}
@@ -331,6 +335,10 @@ def card_data(
             data[section].extend({**where, **row} for row in _own_rows(run))
         else:
             data["notes"].append(f"{run.dataset_name}: {run.family.title} runs are not on the card")
+        stability = stability_entry(run.metrics)
+        if stability is not None:  # --repeats: every family's runs, one row each
+            row = {**where, "family": run.family.title, "line": stability_line(run.metrics)}
+            data.setdefault("stability", []).append({**row, **stability})
     return data
 
 
@@ -369,11 +377,11 @@ def write_cards(
     for key, model_runs in by_key.items():
         data = card_data(key, model_runs, out, audits)
         paths = CardPaths(key, card_dir / f"{names[key]}.html", card_dir / f"{names[key]}.json")
-        paths.json.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        write_text(paths.json, json.dumps(data, indent=2) + "\n")
         html = template.render(
             card=data, title=title, css=_asset("report.css"), json_name=paths.json.name
         )
-        paths.html.write_text(html, encoding="utf-8")
+        write_text(paths.html, html)
         written[key] = paths
     return written
 

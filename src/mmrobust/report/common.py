@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mmrobust.atomicfile import write_with
 from mmrobust.report.units import MISSING
 from mmrobust.schema import TABLE7_LABELS
 
@@ -74,7 +76,7 @@ def _save(plt: Any, fig: Any, path: str | Path, caption: str) -> Figure:
     try:
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, format="png", dpi=RENDER_DPI)
+        write_with(out, partial(fig.savefig, format="png", dpi=RENDER_DPI))
         width = round(fig.get_figwidth() * DISPLAY_DPI)
     finally:
         plt.close(fig)

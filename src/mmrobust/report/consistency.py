@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mmrobust.atomicfile import atomic_write
 from mmrobust.report.common import PALETTE, Figure, _pyplot, _save, safe_name
 from mmrobust.report.units import pct, pct_interval, pct_sign
 from mmrobust.report.view import ReportPaths, RunGroup
@@ -104,7 +105,7 @@ def plot_severity(runs: Mapping[str, Mapping[str, Any]], path: Path, title: str)
 
 
 def _write_csv(path: Path, runs: Mapping[str, Mapping[str, Any]]) -> None:
-    with path.open("w", newline="", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         w = csv.writer(f)
         w.writerow(["model", "effect", "severity", "pairs", *(k for k, _ in COLUMNS)])
         for label, m in runs.items():

@@ -31,7 +31,9 @@ import markupsafe
 import pandas as pd
 
 from mmrobust import __version__
+from mmrobust.atomicfile import write_text
 from mmrobust.report.browser import MAX_THUMBS, THUMB_SECONDS, build_payload, script_json
+from mmrobust.report.stability import stability_text
 from mmrobust.report.units import MISSING, pct_sign
 from mmrobust.report.view import RunView
 from mmrobust.store import StoredRow
@@ -218,6 +220,9 @@ def run_metadata(run: RunView) -> list[tuple[str, str]]:
         ),
         ("versions", versions or MISSING),
     ]
+    stability = stability_text(m)
+    if stability:  # --repeats: how far the answer moves between asks
+        lines.insert(-1, ("sampling stability", stability))
     ref = block.get("reference")
     if isinstance(ref, dict):  # official scoring: the reference code and version reproduced
         lines.insert(
@@ -390,6 +395,7 @@ def write_html(
             parts=parts,
             n_total=len(payload["samples"]),
             n_thumbs=n_thumbs,
+            has_video=any(s["v"] for s in payload["samples"]),
             browser_json=markupsafe.Markup(script_json(payload)),
             css=markupsafe.Markup(_asset("report.css")),
             js=markupsafe.Markup(_asset("browser.js")),
@@ -398,9 +404,7 @@ def write_html(
         )
     )
     path = out / INDEX_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(path)
+    write_text(path, html)
     return path
 
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mmrobust.atomicfile import write_text, write_with
 from mmrobust.datasets.hub import MMR_SHA256 as RELEASED_SHA256  # re-exported (the pin)
 from mmrobust.report.common import safe_name
 from mmrobust.report.plots import Figure, plot_mmr_accuracy
@@ -175,9 +176,9 @@ def write_mmr_report(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     md = out / "mmr_table.md"
-    md.write_text(f"## MMR: {label}\n\n{summary_markdown(label, metrics)}", encoding="utf-8")
+    write_text(md, f"## MMR: {label}\n\n{summary_markdown(label, metrics)}")
     csv = out / "mmr_table.csv"
-    table2({label: metrics}).to_csv(csv)
+    write_with(csv, table2({label: metrics}).to_csv)
     figure = plot_accuracy(metrics, out / "mmr_accuracy.png", label=label, dataset=dataset)
     if figures is not None:
         figures.append(figure)
@@ -206,7 +207,7 @@ def markdown_section(groups: Sequence[RunGroup], out: Path, paths: ReportPaths) 
     for i, g in enumerate(groups):
         frame = table2(g.metrics())
         p = out / ("mmr_table2.csv" if i == 0 else f"mmr_table2_{safe_name(g.dataset)}.csv")
-        frame.to_csv(p)
+        write_with(p, frame.to_csv)
         paths.mmr_csv.append(p)
         md += [
             f"## Leading questions on {g.where} (MMR Table 2 layout)",

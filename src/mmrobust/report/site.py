@@ -206,8 +206,9 @@ def build_site(
     panels += list(sections)
     tables = leaderboards(runs, labels, published=published)
     links = card_links(runs, labels, write_cards(runs, out, loaded, title=title), out)
-    for t in tables:  # each leaderboard row's model name links to its robustness card
-        t.links = links
+    for t in tables:  # each leaderboard row's model name links to its robustness card; a
+        # table of no model's rows (one model's per-effect table) gets no empty card column
+        t.links = {name: page for name, page in links.items() if any(r[0] == name for r in t.rows)}
     index = write_html(
         out,
         html_runs,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from mmrobust.families import get_family
 from mmrobust.metrics.chance import detection_chance_of_metrics
 from mmrobust.report.common import TABLE7_COLUMNS, to_markdown
+from mmrobust.report.stability import stability_line
 from mmrobust.report.units import (
     pct,
     pct_interval,
@@ -271,7 +272,8 @@ def summary_text(metrics: Mapping[str, Any]) -> str:
     (``BenchmarkFamily.summary``: tamper F1 per type and Overall with its 95% CI,
     window coverage, flags; MMR RA and MR with 95% CIs and the pair counts; the
     ``--task`` lines of :mod:`mmrobust.report.tasks`; generic accuracy), then the
-    parse-fail and error rates and the data defects. All values in percent
+    parse-fail and error rates, the sampling stability of a ``--repeats`` run
+    (:mod:`mmrobust.report.stability`) and the data defects. All values in percent
     (:mod:`mmrobust.report.units`).
 
     Raises:
@@ -290,6 +292,9 @@ def summary_text(metrics: Mapping[str, Any]) -> str:
         f"parse-fail {pct_sign(metrics.get('parse_fail_rate', 0))}  "
         f"errors {pct_sign(metrics.get('error_rate', 0))}"
     )
+    stability = stability_line(metrics)
+    if stability:  # --repeats: how far the answer moves between asks
+        lines.append(stability)
     if (metrics.get("reasoning") or {}).get("hint"):  # thinking model out of tokens
         lines.append(f"warning: {metrics['reasoning']['hint']}")
     if metrics.get("defects"):

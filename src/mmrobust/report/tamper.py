@@ -15,11 +15,13 @@ Called through the family seam (:mod:`mmrobust.families.tamper`):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from mmrobust.atomicfile import write_with
 from mmrobust.metrics.chance import detection_chance, detection_counts
 from mmrobust.metrics.tamper import tamper_metrics
 from mmrobust.records import ScoredRecord
@@ -117,7 +119,8 @@ def markdown_section(groups: Sequence[RunGroup], out: Path, paths: ReportPaths) 
             frame.insert(1, "Data", g.dataset)
         frames.append(frame)
     paths.table_csv = out / "table7.csv"
-    pd.concat(frames, ignore_index=True).to_csv(paths.table_csv, index=False)
+    table = pd.concat(frames, ignore_index=True)
+    write_with(paths.table_csv, partial(table.to_csv, index=False))
     for i, g in enumerate(groups):
         name = "f1_per_type.png" if i == 0 else f"f1_per_type_{safe_name(g.dataset)}.png"
         paths.figures.append(plot_f1_per_type(g.metrics(), out / name, dataset=g.dataset))
@@ -126,7 +129,7 @@ def markdown_section(groups: Sequence[RunGroup], out: Path, paths: ReportPaths) 
             if frame.empty:
                 continue
             p = out / f"per_task_{safe_name(lab)}.csv"
-            frame.to_csv(p, index=False)
+            write_with(p, partial(frame.to_csv, index=False))
             paths.per_task_csv.append(p)
             md += [f"### Per task x type F1: {lab} on {g.dataset}", "", to_markdown(frame)]
             paths.figures.append(
@@ -138,7 +141,7 @@ def markdown_section(groups: Sequence[RunGroup], out: Path, paths: ReportPaths) 
             frame = ablation_table(values, factor)
             suffix = "" if i == 0 else f"_{safe_name(g.dataset)}"
             p = out / f"ablation_{factor}{suffix}.csv"
-            frame.to_csv(p, index=False)
+            write_with(p, partial(frame.to_csv, index=False))
             paths.ablation_csv.append(p)
             md += [
                 f"## Ablation on {g.dataset}: {ABLATION_HEADINGS[factor]}, F1 overall (%)",

@@ -15,8 +15,10 @@ Tables and plots themselves are in :mod:`mmrobust.report.tasks`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
+from mmrobust.atomicfile import write_with
 from mmrobust.report import tasks as t
 from mmrobust.report.common import safe_name, to_markdown
 from mmrobust.report.html import Table, frame_to_table
@@ -39,14 +41,14 @@ def multiclass_markdown(
         runs, suffix = g.metrics(), _suffix(g, i)
         frame = t.multiclass_table(runs)
         p = out / f"task_{task}{suffix}.csv"
-        frame.to_csv(p, index=False)
+        write_with(p, partial(frame.to_csv, index=False))
         paths.task_csv.append(p)
         md += [f"## {TITLES[task]} on {g.where} (--task {task}, %)", "", to_markdown(frame)]
         md += [t.TYPE_NOTE if task == "type" else t.WHEN_NOTE, ""]
         if task == "when":
             per_type = t.accuracy_per_type_table(runs)
             p = out / f"task_when_per_type{suffix}.csv"
-            per_type.to_csv(p, index=False)
+            write_with(p, partial(per_type.to_csv, index=False))
             paths.task_csv.append(p)
             md += [f"### Accuracy per tamper type (%) on {g.dataset}", "", to_markdown(per_type)]
             for w in dict.fromkeys(w for m in runs.values() for w in m.get("warnings", [])):
@@ -69,7 +71,7 @@ def leading_markdown(groups: Sequence[RunGroup], out: Path, paths: ReportPaths) 
         summary = t.leading_summary(runs, text_only)
         for name, frame in (("task_leading", table), ("task_leading_summary", summary)):
             p = out / f"{name}{suffix}.csv"
-            frame.to_csv(p, index=False)
+            write_with(p, partial(frame.to_csv, index=False))
             paths.task_csv.append(p)
         md += [
             f"## Leading questions on {g.where} (--task leading, MMR Table 2 layout, %)",

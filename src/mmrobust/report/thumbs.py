@@ -26,6 +26,7 @@ import av.error
 import cv2
 import numpy as np
 
+from mmrobust.atomicfile import write_bytes
 from mmrobust.media import MediaError, probe
 from mmrobust.media._open import decode_video, describe_av_error, open_video
 from mmrobust.media.decode import _to_array
@@ -216,9 +217,7 @@ def _write_jpeg(target: Path, rgb: np.ndarray) -> None:
     )
     if not ok:  # pragma: no cover - OpenCV always encodes a valid uint8 image
         raise RuntimeError(f"could not encode {target}")
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{id(rgb)}.tmp")
-    tmp.write_bytes(buf.tobytes())
-    tmp.replace(target)
+    write_bytes(target, buf.tobytes())
 
 
 __all__ = [

@@ -188,6 +188,7 @@ def _score_stored(info: Mapping[str, Any], rows: Sequence[StoredRow]) -> dict[st
         seed=int(cfg.get("seed", 0)),
         defects=ds.get("defects", []),
         extract_mode=run.get("extraction") or cfg.get("extract") or "lenient",
+        repeats=int(cfg.get("repeats") or 1),
     )
     metrics["run"] = dict(run)
     metrics["complete"] = False
@@ -211,10 +212,14 @@ def load_run(run_dir: str | Path, *, samples: dict[str, Sample] | None = None) -
     mpath = d / folder.METRICS_FILE
     metrics = json.loads(mpath.read_text(encoding="utf-8")) if mpath.is_file() else {}
     with ResultStore(d, readonly=True) as store:
-        rows = store.rows(run.key, store.selection(run.key), samples=samples)  # as eval scored
+        asked = store.rows(run.key, store.selection(run.key), samples=samples)  # as eval scored
+    rows = [
+        r for r in asked if r.repeat == 0
+    ]  # the view's rows: repeat 0 (--repeats: the headline)
     if metrics:
         return RunView(d, info, metrics, rows)
-    return RunView(d, info, _score_stored(info, rows) if rows else {}, rows, n_stored=len(rows))
+    scored = _score_stored(info, asked) if asked else {}
+    return RunView(d, info, scored, rows, n_stored=len(rows))
 
 
 def run_labels(runs: Sequence[RunView]) -> list[str]:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -199,10 +200,38 @@ def sample_identity(sample: Sample) -> dict[str, object]:
     }
 
 
+def greedy_repeats(repeats: int, model: Model) -> str | None:
+    """The warning (logged on ``mmrobust``, and returned) for ``--repeats`` of a backend that
+    decodes greedily (its fingerprint's ``temperature`` is 0): the asks will agree unless the
+    server samples anyway; else ``None``."""
+    if repeats > 1 and model.fingerprint().get("temperature") == 0:
+        warning = (
+            f"--repeats {repeats} at temperature 0: greedy decoding gives the same answer each "
+            "time; pass --temperature T (> 0) to measure answer stability under sampling"
+        )
+        logging.getLogger("mmrobust").warning(warning)
+        return warning
+    return None
+
+
 def unfinished(
     store: ResultStore, key: RunKey, samples: Sequence[Sample], *, retry_failed: bool = False
 ) -> list[Sample]:
-    """Samples without a finished row under ``key``.
+    """Samples without a finished row under ``key`` (repeat 0: :func:`unfinished_repeats`)."""
+    return unfinished_repeats(store, key, samples, 1, retry_failed=retry_failed)[0]
+
+
+def unfinished_repeats(
+    store: ResultStore,
+    key: RunKey,
+    samples: Sequence[Sample],
+    repeats: int,
+    *,
+    retry_failed: bool = False,
+) -> list[list[Sample]]:
+    """For each repeat ``0 .. repeats-1`` (``--repeats``), the samples without a finished
+    row of that repeat under ``key``: a resumed run asks only the missing (sample, repeat)
+    pairs.
 
     A row counts as finished only if its status is not transient and the stored
     sample is the current one by :func:`sample_identity` (same content: the clip's
@@ -212,15 +241,17 @@ def unfinished(
     (``rejected``, ``empty_reply``, ``media_error`` ...; ``Status.is_error``).
     """
     stored = {
-        r.sample.id: r
+        (r.sample.id, r.repeat): r
         for r in store.rows(key)
         if r.status not in TRANSIENT and not (retry_failed and r.status.is_error)
     }
-    return [
-        s
-        for s in samples
-        if s.id not in stored or sample_identity(stored[s.id].sample) != sample_identity(s)
-    ]
+    identity = {s.id: sample_identity(s) for s in samples}
+
+    def done(s: Sample, k: int) -> bool:
+        row = stored.get((s.id, k))
+        return row is not None and sample_identity(row.sample) == identity[s.id]
+
+    return [[s for s in samples if not done(s, k)] for k in range(repeats)]
 
 
 def select_samples(dataset: Dataset, limit: int | None) -> list[Sample]:
@@ -235,6 +266,7 @@ __all__ = [
     "check_nonempty",
     "check_same_run",
     "check_usable",
+    "greedy_repeats",
     "media_kinds",
     "nothing_scored",
     "refusal",
@@ -243,4 +275,5 @@ __all__ = [
     "sample_identity",
     "select_samples",
     "unfinished",
+    "unfinished_repeats",
 ]

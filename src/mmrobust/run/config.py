@@ -9,6 +9,7 @@ frame cache. Nothing here touches a model, a dataset or the run folder.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,11 @@ class EvalConfig:
     ``detect`` (the paper's yes/no question, default), ``type``, ``when`` or
     ``leading`` (``mmrobust.tasks``, docs/tasks.md); ``seed`` also seeds their
     option order and the leading presuppositions.
+
+    ``repeats`` asks every question that many times (rows keyed by their repeat index;
+    the family's metrics on repeat 0, the ``stability`` block over all: docs/evaluation.md).
+    ``temperature``, when given, is the backend's ``temperature`` setting (the same as
+    ``--model-arg temperature=T``).
     """
 
     data: str
@@ -71,6 +77,8 @@ class EvalConfig:
     judge_args: dict[str, str] = field(default_factory=dict)
     reference: str | None = None
     retry_failed: bool = False
+    repeats: int = 1
+    temperature: float | None = None
 
     def validate(self) -> None:
         """Check every option before any work (the CLI and notebooks share it).
@@ -83,7 +91,9 @@ class EvalConfig:
                 (one line naming ``api_key_env``); an unknown ``extract`` mode or
                 ``option_style``; a negative ``--permute`` or ``--bootstrap``; ``--fps`` that is
                 not a finite positive number (``0``, ``inf``, ``nan``); bad ``--frames`` /
-                ``--max-frames``; task options that do not fit ``task``; a bad ``--cache-size``.
+                ``--max-frames``; task options that do not fit ``task``; a bad ``--cache-size``;
+                ``--repeats`` below 1; ``--temperature`` negative, not finite, or not the
+                ``temperature`` of ``--model-arg``.
             UnknownNameError: an unknown ``reference`` version or task.
         """
         from mmrobust.extract import EXTRACT_MODES
@@ -107,6 +117,7 @@ class EvalConfig:
             if value < 0:
                 raise ValueError(f"{name} must be 0 or more, not {value}")
         self.policy()  # --frames / --fps / --max-frames
+        self._check_sampling()
         check_task_options(self.task, prompt=self.prompt, official=self.official)
         if self.reference is not None:
             tamper_reference(self.reference)  # an unknown version fails before any work
@@ -114,6 +125,27 @@ class EvalConfig:
             from mmrobust.media.cache import parse_size
 
             parse_size(self.cache_size)
+
+    def _check_sampling(self) -> None:
+        """``--repeats`` and ``--temperature`` (which becomes ``model_args["temperature"]``)."""
+        if self.repeats < 1:
+            raise ValueError(f"--repeats must be 1 or more, not {self.repeats}")
+        if self.temperature is None:
+            return
+        t = self.temperature
+        if not math.isfinite(t) or t < 0:
+            raise ValueError(f"--temperature must be a finite number of 0 or more, not {t}")
+        given = self.model_args.get("temperature")
+        if given is not None:
+            try:
+                same = float(given) == t
+            except ValueError:
+                same = False
+            if not same:
+                raise ValueError(
+                    f"--temperature {t:g} and --model-arg temperature={given} disagree: give one"
+                )
+        self.model_args = {**self.model_args, "temperature": f"{t:g}"}
 
     def policy(self) -> FramePolicy:
         """The frame sampling policy these options describe.

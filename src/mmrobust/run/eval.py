@@ -34,19 +34,20 @@ from mmrobust.run.checks import (
     check_nonempty,
     check_same_run,
     check_usable,
+    greedy_repeats,
     nothing_scored,
     refusal,
     resolved,
     select_samples,
-    unfinished,
+    unfinished_repeats,
 )
 from mmrobust.run.config import EvalConfig, frame_cache
 from mmrobust.run.executors import (
     Executor,
     WorkItem,
-    batches,
     choose_executor,
     describe_executor,
+    repeat_batches,
 )
 from mmrobust.run.folder import DatasetInfo, RunInfo, write_metrics, write_run_info
 from mmrobust.run.interrupts import INTERRUPTS
@@ -69,8 +70,8 @@ class RunResult:
     Attributes:
         run_dir: the run folder.
         metrics: the contents of ``metrics.json``.
-        n_total: samples selected.
-        n_skipped: samples already finished (resumed).
+        n_total: questions to ask: samples selected (times ``--repeats``).
+        n_skipped: of those, already finished (resumed).
         n_new: rows written by this call.
         interrupted: the run stopped early (Ctrl-C, or aborted).
         aborted: why the runner stopped by itself (consecutive transient failures), else ``None``.
@@ -235,6 +236,7 @@ def _run_eval(
             raise ValueError(why)
         judge = load_judge(config.judge, config.judge_args) if config.judge else None
         key = run_key(model, pconf, policy, text_only=config.text_only, task=config.task)
+        greedy_repeats(config.repeats, model)  # warns: K asks of one greedy answer
         check_same_run(run_dir, key, dataset)  # under the lock: no other run can slip in
         return _evaluate(
             config,
@@ -312,7 +314,10 @@ def _evaluate(
     interrupted = False
     aborted: str | None = None
     try:
-        todo = unfinished(store, key, samples, retry_failed=config.retry_failed)
+        todo_by_repeat = unfinished_repeats(
+            store, key, samples, config.repeats, retry_failed=config.retry_failed
+        )
+        n_todo = sum(len(t) for t in todo_by_repeat)
         processor = SampleProcessor(
             model,
             key,
@@ -331,8 +336,8 @@ def _evaluate(
                 + (f" --task {config.task}" if config.task != "detect" else "")
                 + (" (text only)" if config.text_only else "")
             )
-            items = batches([] if INTERRUPTS.requested else todo, model.batch_size)
-            _drive(executor, processor, items, store, len(todo), progress, written, label=label)
+            items = repeat_batches([] if INTERRUPTS.requested else todo_by_repeat, model.batch_size)
+            _drive(executor, processor, items, store, n_todo, progress, written, label=label)
         except KeyboardInterrupt:  # a second Ctrl-C, or no handler (not the main thread)
             executor.cancel()
             if INTERRUPTS.count > 1:
@@ -348,7 +353,7 @@ def _evaluate(
         interrupted = interrupted or INTERRUPTS.requested
         selected = [s.id for s in samples]
         store.set_selection(key, selected)  # what rescore/report score
-        rows = store.rows(key, sample_ids=selected)
+        rows = [r for r in store.rows(key, sample_ids=selected) if r.repeat < config.repeats]
         metrics = score_rows(
             rows,
             benchmark=dataset.benchmark,
@@ -357,6 +362,7 @@ def _evaluate(
             seed=config.seed,
             defects=dataset.defects,
             extract_mode=config.extract_mode(),
+            repeats=config.repeats,
         )
         metrics["run"] = info.run
         info.aborted = aborted
@@ -364,7 +370,8 @@ def _evaluate(
         info.n_new = written[0]
         info.executor = describe_executor(executor)
         info.frame_cache = cache.stats() if cache is not None else None
-        _finish(run_dir, info, metrics, interrupted=interrupted, complete=len(rows) == len(samples))
+        n_asks = len(samples) * config.repeats
+        _finish(run_dir, info, metrics, interrupted=interrupted, complete=len(rows) == n_asks)
         if INTERRUPTS.requested and not interrupted:  # Ctrl-C while the files were written
             interrupted = True
             _finish(run_dir, info, metrics, interrupted=True, complete=False)
@@ -375,8 +382,8 @@ def _evaluate(
     return RunResult(
         run_dir,
         metrics,
-        len(samples),
-        len(samples) - len(todo),
+        len(samples) * config.repeats,
+        len(samples) * config.repeats - n_todo,
         written[0],
         interrupted,
         aborted,

@@ -23,16 +23,25 @@ from mmrobust.store import StoredRow
 
 @dataclass(frozen=True)
 class WorkItem:
-    """A batch of samples for one ``Model.generate`` call."""
+    """A batch of samples for one ``Model.generate`` call, all asked as the same repeat
+    (``--repeats``; 0: the first, the only one without repeats)."""
 
     samples: tuple[Sample, ...]
+    repeat: int = 0
 
 
-def batches(samples: Sequence[Sample], size: int) -> Iterator[WorkItem]:
-    """Cut samples into work items of at most ``size``."""
+def batches(samples: Sequence[Sample], size: int, *, repeat: int = 0) -> Iterator[WorkItem]:
+    """Cut samples into work items of at most ``size``, each asked as ``repeat``."""
     size = max(1, size)
     for i in range(0, len(samples), size):
-        yield WorkItem(tuple(samples[i : i + size]))
+        yield WorkItem(tuple(samples[i : i + size]), repeat)
+
+
+def repeat_batches(todo_by_repeat: Sequence[Sequence[Sample]], size: int) -> Iterator[WorkItem]:
+    """Work items of each repeat's samples (``todo_by_repeat[k]``: repeat ``k``), repeat by
+    repeat: the first ask of every sample comes before any second one."""
+    for k, todo in enumerate(todo_by_repeat):
+        yield from batches(todo, size, repeat=k)
 
 
 class Executor(Protocol):
@@ -156,4 +165,5 @@ __all__ = [
     "batches",
     "choose_executor",
     "describe_executor",
+    "repeat_batches",
 ]

@@ -157,8 +157,14 @@ def key_difference(ours: dict[str, Any], theirs: dict[str, Any]) -> str | None:
 
 
 def config_record(config: EvalConfig) -> dict[str, Any]:
-    """The ``config`` block of ``run.json``: the options, with secrets and URL credentials masked."""
+    """The ``config`` block of ``run.json``: the options, with secrets and URL credentials
+    masked; ``repeats`` and ``temperature`` only when given (a run without them records the
+    block it always did)."""
     record = asdict(config)
+    if record.get("repeats") == 1:
+        del record["repeats"]
+    if record.get("temperature") is None:
+        del record["temperature"]
     record["model_args"] = scrub_args(config.model_args)
     record["judge_args"] = scrub_args(config.judge_args)
     return record
@@ -171,7 +177,8 @@ def run_block(config: EvalConfig, model: Model, benchmark: str | None = None) ->
     extraction reproduces for ``benchmark``, else ``None``; an official tamper run also
     names ``prompt_reference`` (the version whose prompt was sent) and
     ``decision_reference`` (the version whose rules decided; ``rescore --reference`` changes
-    only this one), :func:`mmrobust.official.reference_versions`.
+    only this one), :func:`mmrobust.official.reference_versions`. ``repeats`` is there
+    only for a ``--repeats`` run (K > 1).
     """
     pc = config.prompt_config()
     official = config.extract_mode() == "official"
@@ -201,6 +208,8 @@ def run_block(config: EvalConfig, model: Model, benchmark: str | None = None) ->
         "failures": config.failures(),
         "text_only": config.text_only,
     }
+    if config.repeats > 1:  # a run without repeats keeps the block it always had
+        block["repeats"] = config.repeats
     ref = reference_block(benchmark or "", config.reference) if official else None
     return {
         **block,

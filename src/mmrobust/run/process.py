@@ -177,6 +177,7 @@ class SampleProcessor:
                 "answer": prompt.answer,
                 "options": prompt.options,
                 "prompt": prompt_record(prompt),
+                "repeat": item.repeat,
             }
             if sample.error:
                 rows[i] = self._row(
@@ -214,6 +215,7 @@ class SampleProcessor:
                 video=None if mode == "none" else sample.video,
                 image=None if mode == "none" else sample.image,
                 frame_jpegs=jpegs,
+                repeat=item.repeat,
             )
             meta: dict[str, Any] = dict(shown)
             derived = self.windows(sample) if mode != "none" else None
@@ -327,8 +329,14 @@ def score_rows(
     seed: int,
     defects: Sequence[str] = (),
     extract_mode: str = "lenient",
+    repeats: int = 1,
 ) -> dict[str, Any]:
     """Metrics over stored rows (the family of ``benchmark`` scores them); always has ``defects``.
+
+    ``repeats`` (``--repeats K``): the family scores repeat 0 (the headline, as a run
+    without repeats), and with ``K > 1`` the ``stability`` block
+    (:func:`mmrobust.metrics.stability.sampling_stability`) is added over repeats
+    ``0 .. K-1``; rows of other repeats (a run once asked with a larger ``K``) are ignored.
 
     Rows are scored in a canonical order (by sample id), so ``metrics.json``
     (confidence intervals included) is byte-identical whatever order the rows
@@ -337,7 +345,9 @@ def score_rows(
     by file position; tamper adds ``official_accuracy`` when ``failures`` is
     ``"wrong"``.
     """
-    records = [r.to_record() for r in sorted(rows, key=lambda r: r.sample.id)]
+    asked = sorted((r for r in rows if r.repeat < repeats), key=lambda r: (r.sample.id, r.repeat))
+    rows = [r for r in asked if r.repeat == 0]
+    records = [r.to_record() for r in rows]
     official = extract_mode == "official"
     kw = get_family(benchmark).score_options(
         ScoreOptions(failures, n_resamples, seed, tuple(defects), official)
@@ -352,6 +362,16 @@ def score_rows(
     derived = sum(1 for r in rows if "derived_window" in r.extra)
     if derived:
         metrics["windows_derived"] = derived  # released clips: windows by the released rule
+    if repeats > 1:
+        from mmrobust.metrics.stability import sampling_stability
+
+        metrics["stability"] = sampling_stability(
+            [(r.repeat, r.to_record()) for r in asked],
+            repeats=repeats,
+            failures=failures,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
     return metrics
 
 

@@ -116,7 +116,10 @@ def _rescore(
     stops = StopRules(ABORT_AFTER, judge_tail="nothing was changed")
     changed = 0
     with ResultStore(run_dir) as store:
-        rows = store.rows(info.key, store.selection(info.key))  # the samples eval scored
+        repeats = int(cfg.get("repeats") or 1)
+        rows = [  # the samples (and repeats) eval scored
+            r for r in store.rows(info.key, store.selection(info.key)) if r.repeat < repeats
+        ]
         updates = []
         for row in rows:
             if row.status.is_error and row.status is not Status.JUDGE_ERROR:
@@ -160,6 +163,7 @@ def _rescore(
         seed=cfg.get("seed", 0),
         defects=info.dataset.defects,
         extract_mode=mode,
+        repeats=repeats,
     )
     run = {**run, "extraction": mode, "failures": fail}
     run["reference"] = reference_block(benchmark, ref_name) if mode == "official" else None
@@ -169,7 +173,7 @@ def _rescore(
     run["judge"] = judge_model.describe() if judge_model is not None else None
     metrics["run"] = run
     n_selected = info.dataset.n_selected
-    metrics["complete"] = len(rows) == (len(rows) if n_selected is None else n_selected)
+    metrics["complete"] = len(rows) == (len(rows) if n_selected is None else n_selected * repeats)
     info.rescore = {  # what this rescore changed (``mmrobust rescore`` prints it)
         "extraction": [info.run.get("extraction"), mode],
         "failures": [info.run.get("failures"), fail],

@@ -111,7 +111,7 @@ class SuiteFile(BaseModel):
 
     models: list[ModelEntry] = flag(
         [], "--model", metavar="SPEC",
-        help="Model SPEC (repeatable): constant:A, openai:<m>, hf:<id> ...",
+        help="Model SPEC (repeatable): constant:A, openai:<m>, anthropic:<m>, gemini:<m>, hf:<id> ...",
     )  # fmt: skip
     data: list[DataEntry] = flag(
         [], "--data", help="Dataset (repeatable): anything eval --data takes, e.g. mmr-demo."
@@ -189,6 +189,14 @@ class SuiteFile(BaseModel):
     retry_failed: bool = flag(
         False, "--retry-failed", eval_key="retry_failed",
         help="On resume, also ask again rows that are final errors.",
+    )  # fmt: skip
+    repeats: int = flag(
+        1, "--repeats", min=1, eval_key="repeats",
+        help="Ask every question K times (with --temperature); the card shows its stability.",
+    )  # fmt: skip
+    temperature: float | None = flag(
+        None, "--temperature", eval_key="temperature",
+        help="Sampling temperature (= --model-arg temperature=T).",
     )  # fmt: skip
     title: str = flag("mmrobust report", "--title", help="Title of the report.")
     report: bool = flag(True, "--report/--no-report", help="Write OUT/report at the end.")

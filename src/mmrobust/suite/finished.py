@@ -48,7 +48,7 @@ def finished_run(config: EvalConfig, dataset: Dataset) -> Finished | None:
     ``dataset`` is ``config.data`` as loaded by the suite (before ``config.task``).
     Reads ``run.json``, ``metrics.json`` and the store; writes nothing.
     """
-    from mmrobust.run.checks import unfinished
+    from mmrobust.run.checks import unfinished_repeats
     from mmrobust.run.eval import selected
     from mmrobust.run.folder import read_run_info
     from mmrobust.run.keys import config_record
@@ -71,7 +71,10 @@ def finished_run(config: EvalConfig, dataset: Dataset) -> Finished | None:
         metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
         _, samples = selected(config, dataset)
         with ResultStore(run_dir, readonly=True) as store:
-            if unfinished(store, info.key, samples, retry_failed=config.retry_failed):
+            todo = unfinished_repeats(
+                store, info.key, samples, config.repeats, retry_failed=config.retry_failed
+            )
+            if any(todo):  # a missing (sample, repeat) row
                 return None
         return Finished(len(samples), metrics) if isinstance(metrics, dict) else None
     except (OSError, ValueError):

@@ -32,13 +32,12 @@ video only, on MMR's images) is skipped on it.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mmrobust.atomicfile import write_text
 from mmrobust.run.interrupts import INTERRUPTS
 from mmrobust.suite.config import SuiteConfig
 from mmrobust.suite.finished import finished_run
@@ -347,15 +346,7 @@ def _write_suite(
     if file is not None:
         record["config"] = file
     text = json.dumps(record, indent=2)
-    fd, tmp = tempfile.mkstemp(dir=result.out, prefix=f".{SUITE_FILE}.", suffix=".tmp")
-    try:  # a new file (O_EXCL: never a link's target), renamed over suite.json
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        os.replace(tmp, result.out / SUITE_FILE)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text(result.out / SUITE_FILE, text + "\n")  # never through a link at suite.json
     return records
 
 

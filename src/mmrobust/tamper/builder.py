@@ -110,7 +110,8 @@ def full_disk(reason: str) -> bool:
 def _remove_stale_temps(out_dir: Path) -> None:
     videos = out_dir / "videos"
     if videos.is_dir():
-        for tmp in list(videos.rglob(".*.part*")):
+        stale = [*videos.rglob(".*.part*"), *videos.rglob(".*.tmp.*")]  # writers; write_with
+        for tmp in stale:
             if tmp.is_dir():  # a segment work folder of a build before KEY_VERSION 5
                 shutil.rmtree(tmp, ignore_errors=True)
                 continue

@@ -9,13 +9,13 @@ annotation rows (see ``../shared/data/mvtamperbench/README.md``, "Released annot
 from __future__ import annotations
 
 import json
-import os
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
+from mmrobust.atomicfile import write_text
 from mmrobust.schema import TAMPER_ORIGINAL, TAMPER_QUESTION, ManifestEntry
 from mmrobust.schema.vocab import OFFICIAL_TOKENS as _TOKEN_OF
 
@@ -93,9 +93,7 @@ def write_mvtamperbench_json(out_dir: Path, entries: Iterable[ManifestEntry]) ->
     (out_dir / "json").mkdir(parents=True, exist_ok=True)
     for task, task_rows in rows.items():
         path = out_dir / "json" / f"{task}.json"
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        tmp.write_text(json.dumps(task_rows, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        write_text(path, json.dumps(task_rows, indent=1) + "\n")
     return {task: len(r) for task, r in rows.items()}
 
 

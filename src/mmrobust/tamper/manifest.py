@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from mmrobust.atomicfile import atomic_write
+from mmrobust.atomicfile import atomic_write, open_append
 from mmrobust.schema.manifest import ERRORS_NAME, MANIFEST_NAME, BuildError, Donor, ManifestEntry
 
 
@@ -63,8 +63,13 @@ def write_jsonl_atomic(path: Path, rows: Iterable[BaseModel], *, durable: bool =
 
 
 def append_jsonl(path: Path, rows: Iterable[BaseModel]) -> None:
-    """Append ``rows`` to ``path`` and flush them to disk (progress survives a crash)."""
-    with path.open("a", encoding="utf-8") as f:
+    """Append ``rows`` to ``path`` and flush them to disk (progress survives a crash).
+
+    Raises:
+        OSError: a link or a non-regular file is at ``path`` (:func:`open_append`: never
+            appended through), or the write fails.
+    """
+    with open_append(path) as f:
         for row in rows:
             f.write(row.model_dump_json() + "\n")
         f.flush()

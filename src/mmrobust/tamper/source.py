@@ -10,15 +10,16 @@ count than demuxing.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
+from mmrobust.atomicfile import write_with
 from mmrobust.media import MediaError
 from mmrobust.media.encoder import encodable_fps
 from mmrobust.schema import TAMPER_ORIGINAL
@@ -108,9 +109,7 @@ def build_source(
     if copy_original is not None:
         dst = out_dir / copy_original.relpath
         dst.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dst.with_name(f".{dst.name}.part{os.getpid()}")
-        shutil.copyfile(plan.path, tmp)
-        os.replace(tmp, dst)
+        write_with(dst, partial(shutil.copyfile, plan.path))  # never through a link at dst
         res.entries.append(
             make_entry(
                 plan,

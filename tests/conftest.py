@@ -27,7 +27,8 @@ next to each other (and on one worker under pytest-xdist); a cluster that cannot
 machine skips them with the reason, once (``MMROBUST_TEST_RAY=required``: fails the first).
 
 Under pytest-xdist (``-n N``) each test file runs on one worker (its module fixtures are built
-once), and the files marked ``ray`` on one worker between them (``xdist_group``).
+once), and the files with tests marked ``ray`` on one worker between them
+(``pytest_xdist_make_scheduler``).
 
 ``tests/synth.py`` has ``make_synthetic_video`` / ``read_frame_code`` for
 small synthetic clips that carry their frame index.
@@ -35,10 +36,13 @@ small synthetic clips that carry their frame index.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -74,17 +78,47 @@ _MAX_WORKERS = 4
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``ray`` move next to the first of them (one cluster start serves them all);
-    every item gets an ``xdist_group``: ``ray`` for those, its file for the others (under
-    ``--dist loadgroup`` a file's module fixtures are built on one worker, once)."""
+    """Tests marked ``ray`` move next to the first of them (one cluster start serves them all)."""
     ray = [item for item in items if item.get_closest_marker("ray")]
     if ray:
         first = items.index(ray[0])
         rest = [item for item in items if not item.get_closest_marker("ray")]
         items[:] = [*rest[:first], *ray, *rest[first:]]
-    for item in items:
-        group = "ray" if item.get_closest_marker("ray") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+
+
+_RAY_MARK = re.compile(r"^(pytestmark = .*pytest\.mark\.ray\b|@pytest\.mark\.ray\b)", re.M)
+
+
+@functools.cache
+def ray_file(path: str) -> bool:
+    """Whether the test file marks tests ``ray`` (its module ``pytestmark`` or a decorator)."""
+    try:
+        return bool(_RAY_MARK.search(Path(path).read_text(encoding="utf-8")))
+    except OSError:
+        return False
+
+
+def xdist_scope(nodeid: str, rootdir: Path) -> str:
+    """The xdist scope of a test: ``ray`` for the files with tests marked ``ray`` (one worker,
+    one cluster), else its file (its module fixtures are built once)."""
+    file = nodeid.split("::", 1)[0]
+    return "ray" if ray_file(str(rootdir / file)) else file
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Whole files to a worker, the ``ray`` files all to one. (xdist's ``xdist_group`` does
+    nothing under pytest 9: it renames ``item._nodeid``, which pytest 9 no longer reads, so every
+    test became its own group and two workers started Ray clusters side by side.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    rootdir = config.rootpath
+
+    class FilesAndRay(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid, rootdir)
+
+    return FilesAndRay(config, log)
 
 
 @pytest.hookimpl(trylast=True)

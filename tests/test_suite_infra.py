@@ -134,11 +134,8 @@ class _Item:
     def get_closest_marker(self, name: str) -> Any:
         return next((m for m in self.marks if m.name == name), None)
 
-    def add_marker(self, mark: Any) -> None:
-        self.marks.append(mark.mark)
 
-
-def test_ray_tests_run_together_in_one_xdist_group_and_each_file_in_its_own() -> None:
+def test_ray_tests_run_together_on_one_worker_and_each_file_on_one() -> None:
     items = [
         _Item("tests/test_a.py::t1", False),
         _Item("tests/test_crossings.py::c1", True),
@@ -150,15 +147,23 @@ def test_ray_tests_run_together_in_one_xdist_group_and_each_file_in_its_own() ->
     conftest.pytest_collection_modifyitems(None, items)  # type: ignore[arg-type]
     order = [i.nodeid.split("::")[1] for i in items]
     assert order == ["t1", "c1", "r1", "r2", "t2", "t3"]  # one cluster start serves the ray run
-    groups = [i.get_closest_marker("xdist_group").args[0] for i in items]
-    assert groups == [
-        "tests/test_a.py",
+    root = TESTS.parent
+    scopes = {
+        nodeid: conftest.xdist_scope(nodeid, root)
+        for nodeid in (
+            "tests/test_crossings.py::test_a_cell_equals_the_serial_run[random-detect-ray]",
+            "tests/test_ray.py::test_ctrl_c_keeps_rows_and_the_same_command_resumes",
+            "tests/test_card.py::test_card_values_chance_and_links",
+            "tests/test_suite_infra.py::test_ray_tests_run_together_on_one_worker_and_each_file_on_one",
+        )
+    }
+    assert list(scopes.values()) == [
         "ray",
         "ray",
-        "ray",
-        "tests/test_b.py",
-        "tests/test_b.py",
+        "tests/test_card.py",
+        "tests/test_suite_infra.py",
     ]
+    assert conftest.pytest_xdist_make_scheduler.pytest_impl["tryfirst"] is True  # type: ignore[attr-defined]
 
 
 def test_no_test_file_starts_a_ray_cluster_of_its_own() -> None:

@@ -245,11 +245,18 @@ def secret_forms(secret: str = SECRET, user: str = "u") -> tuple[bytes, ...]:
 
 
 def http_backends() -> list[str]:
-    """Every registered backend whose models are answered over HTTP (``placement="api"``):
-    the secret cells run on each, so a backend registered later joins them."""
+    """Every backend shipped with mmrobust whose models are answered over HTTP
+    (``placement="api"``): the secret cells run on each, so a backend added to the package
+    later joins them. Backends that other test modules register in-process (``echo`` in
+    test_backend_seam, answered without a server) are left out: which of them are registered
+    depends on which files a test worker collected first."""
     from mmrobust.models.spec import MODELS
 
-    return sorted(name for name in MODELS.names() if MODELS.get(name).placement == "api")
+    return sorted(
+        name
+        for name in MODELS.names()
+        if MODELS.get(name).placement == "api" and MODELS.origin(name) == "built-in"
+    )
 
 
 @dataclass(frozen=True)

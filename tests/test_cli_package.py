@@ -33,7 +33,7 @@ def test_commands_in_help_order() -> None:
     """The command modules register in the order ``mmrobust --help`` listed before the split."""
     names = [c.name for c in app.registered_commands]
     assert names == [
-        "tamper", "eval", "rescore", "report", "compare", "export", "audit", "mmr-data", "list",
+        "tamper", "perturb", "eval", "rescore", "report", "compare", "export", "audit", "mmr-data", "list",
         "finetune", "tamper-data", "run", "demo",
     ]  # fmt: skip
 

@@ -3,7 +3,7 @@ functions included (a lazy import is still a dependency).
 
 ``mmrobust.schema`` imports nothing of mmrobust but itself and the registry; ``media`` does not import
 ``datasets``; ``tasks`` does not import ``metrics``; ``datasets`` imports only the schema, the
-registry, ``paths`` and ``media``; the run does not reach into ``tamper/``; the manifest's
+registry, ``paths``, ``atomicfile`` and ``media``; the run does not reach into ``tamper/``; the manifest's
 entry model and the effect vocabulary exist once. Each of these failed before the re-layout.
 """
 
@@ -53,6 +53,8 @@ def _top(module: str) -> str:
                 "mmrobust.registry",
                 "mmrobust.paths",
                 "mmrobust.media",
+                # the base layer's one way to write a kept file (temp + rename, no link followed)
+                "mmrobust.atomicfile",
             },
         ),
         (("records",), {"mmrobust.schema", "mmrobust.status"}),

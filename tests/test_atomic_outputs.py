@@ -34,6 +34,9 @@ REPORT_FILES = (
     "f1_per_type.png",
     "cards/constant-A.json",
     "cards/constant-A.html",
+    "samples/chunk-000000.js",
+    "samples/index-0000.js",
+    "samples/ids-0000.js",
 )
 """What ``mmrobust report`` writes for one tamper run without media (hand-listed)."""
 SENTINEL = b"the user's own file\n"
@@ -94,6 +97,26 @@ def test_report_never_writes_through_a_planted_link(
     _assert_not_written_through(links)
     assert (rep / "table7.csv").read_text().startswith("Model,")
     assert not _temps(rep)
+
+
+def test_report_replaces_a_linked_samples_folder_and_leaves_its_target(
+    tamper_run: Path, tmp_path: Path
+) -> None:
+    """A link planted at the sample browser's folder is replaced by the report's own folder
+    (written whole, then renamed into place); the folder it pointed at is untouched."""
+    rep, outside = tmp_path / "rep", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "chunk-000000.js").write_bytes(SENTINEL)
+    rep.mkdir()
+    (rep / "samples").symlink_to(outside, target_is_directory=True)
+    _report(tamper_run, rep)
+    assert sorted(p.name for p in outside.iterdir()) == ["chunk-000000.js"]
+    assert (outside / "chunk-000000.js").read_bytes() == SENTINEL
+    assert not (rep / "samples").is_symlink()
+    assert sorted(p.name for p in (rep / "samples").iterdir()) == [
+        "chunk-000000.js", "ids-0000.js", "index-0000.js"]  # fmt: skip
+    assert (rep / "samples" / "chunk-000000.js").read_text().startswith('mmrobustChunk("chunk",0,')
+    assert not _temps(rep) and sorted(p.name for p in rep.iterdir() if p.name.startswith("."))== []
 
 
 def test_suite_json_is_not_written_through_a_link(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from mmrobust.cli import app
 from mmrobust.report import load_run
+from mmrobust.report.browser_files import read_browser
 from mmrobust.report.html import HtmlRun, write_html
 from mmrobust.report.site import build_site
 from tests.shared_data import MMR_JSON
@@ -149,10 +150,12 @@ def test_demo_on_the_official_mmr_file_reproduces_its_facts(demo_out: Path) -> N
     assert '<tr class="run"><td>constant:A (text only)</td><td>RA</td>' in page
 
 
-def _browser_data(page: str) -> dict:
+def _browser_data(report: Path) -> dict:
+    """The sample browser's samples of a report folder: the page's manifest, its chunk files."""
+    page = (report / "index.html").read_text()
     m = re.search(r'<script type="application/json" id="browser-data">(.*?)</script>', page, re.S)
     assert m is not None
-    return json.loads(m.group(1))
+    return read_browser(report, json.loads(m.group(1)))
 
 
 def test_report_numbers_match_metrics_json(demo_out: Path) -> None:
@@ -184,7 +187,7 @@ def test_report_numbers_match_metrics_json(demo_out: Path) -> None:
     # ... the toggle off: the demo's clips are not the released benchmarks (issue 28 item 3)
     assert '<input type="checkbox" id="show-published">' in page
     # the sample browser carries every sample once, as data, with its thumbnails beside the page
-    data = _browser_data(page)
+    data = _browser_data(demo_out / "report")
     n_official = 600 if MMR_JSON.is_file() else 0
     n_tasks = 54 + 54 + 2 * 54  # type, when, leading (a pair per clip) on tamper-positions
     assert len(data["samples"]) == 24 + 48 + n_tasks + n_official
@@ -212,15 +215,17 @@ def test_model_output_is_escaped(tmp_path: Path, demo_out: Path) -> None:
     page = site.index_html.read_text()
     assert INJECTED not in page
     assert "<script>document.title" not in page and "<img src=x" not in page
-    assert "\\u003cscript\\u003edocument.title=" in page  # inert inside the JSON data
-    assert INJECTED in [a[1] for s in _browser_data(page)["samples"] for a in s["r"]]
+    chunk = (tmp_path / "report" / "samples" / "chunk-000000.js").read_text()
+    assert INJECTED not in chunk  # the browser's data is beside the page, ...
+    assert "\\u003cscript\\u003edocument.title=" in chunk  # ... inert inside its JSON
+    assert INJECTED in [a[1] for s in _browser_data(tmp_path / "report")["samples"] for a in s["r"]]
 
 
 def test_html_without_runs_says_so(tmp_path: Path) -> None:
     index = write_html(tmp_path, [HtmlRun("m", "tamper", {}, {}, [])])
     page = index.read_text()
     assert '<p class="note">No stored answers.</p>' in page
-    assert _browser_data(page)["samples"] == []
+    assert _browser_data(tmp_path)["samples"] == []
 
 
 def _chromium() -> str | None:

@@ -345,6 +345,98 @@ class ResultStore:
             out = [r for r in out if r.sample.id in wanted]
         return out
 
+    def iter_rows(
+        self,
+        key: RunKey,
+        *,
+        repeat: int | None = 0,
+        by_id: bool = False,
+        media_only: bool = False,
+        limit: int | None = None,
+    ) -> Iterator[StoredRow]:
+        """Stream the rows of ``key`` that count (the selection of its last ``eval``, every
+        row when none is recorded, see :meth:`selection`), one at a time: memory does not
+        grow with the number of rows (the report reads a million rows this way).
+
+        Args:
+            key: the configuration key.
+            repeat: only this ``--repeats`` ask (0: the headline); ``None``: every ask.
+            by_id: in sample id order (SQLite's binary order of the UTF-8 text, which is
+                Python's ``str`` order), else in insertion order.
+            media_only: only rows whose sample has a video or an image.
+            limit: at most this many rows.
+        """
+        where = self._counted(key, repeat)
+        if where is None:
+            return
+        sql, params = f"SELECT r.* FROM results r WHERE {where[0]}", where[1]
+        if media_only:
+            sql += (
+                " AND (json_extract(r.sample, '$.video') IS NOT NULL"
+                " OR json_extract(r.sample, '$.image') IS NOT NULL)"
+            )
+        sql += " ORDER BY " + ("r.sample_id, r.rowid" if by_id else "r.rowid")
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = [*params, max(0, limit)]
+        for r in self._db.execute(sql, params):
+            yield _from_db(r)
+
+    def count_rows(self, key: RunKey, *, repeat: int | None = 0) -> int:
+        """How many rows :meth:`iter_rows` yields (one SQL count)."""
+        where = self._counted(key, repeat)
+        if where is None:
+            return 0
+        sql = f"SELECT COUNT(*) FROM results r WHERE {where[0]}"
+        return int(self._db.execute(sql, where[1]).fetchone()[0])
+
+    def tally(
+        self, key: RunKey, paths: Sequence[str], *, repeat: int | None = 0
+    ) -> list[tuple[tuple[Any, ...], int, int, int]]:
+        """The rows :meth:`iter_rows` yields, counted in SQL without reading them: grouped by
+        the values at the JSON ``paths`` of their sample (``$.tamper_type``,
+        ``$.meta.position``; ``None`` where absent), each group with its number of rows,
+        of rows whose window coverage is known, and of those covered."""
+        where = self._counted(key, repeat)
+        if where is None:
+            return []
+        cols = ", ".join("json_extract(r.sample, ?)" for _ in paths)
+        groups = ", ".join(str(i + 1) for i in range(len(paths)))
+        sql = (
+            f"SELECT {cols}, COUNT(*), SUM(r.window_covered IS NOT NULL), "
+            f"COALESCE(SUM(r.window_covered), 0) FROM results r WHERE {where[0]} GROUP BY {groups}"
+        )
+        n = len(paths)
+        return [
+            (tuple(r[:n]), int(r[n]), int(r[n + 1]), int(r[n + 2]))
+            for r in self._db.execute(sql, [*paths, *where[1]])
+        ]
+
+    def _counted(self, key: RunKey, repeat: int | None) -> tuple[str, list[Any]] | None:
+        """The ``WHERE`` clause (table alias ``r``) and parameters of the rows of ``key`` that
+        count; ``None`` when none can (``repeat`` > 0 in a store older than repeats)."""
+        k: list[Any] = [key.model_fp, key.prompt_fp, key.policy_fp]
+        where = "r.model_fp=? AND r.prompt_fp=? AND r.policy_fp=?"
+        if repeat is not None:
+            if "repeat" in {c[1] for c in self._db.execute("PRAGMA table_info(results)")}:
+                where += " AND r.repeat=?"
+                k.append(repeat)
+            elif repeat:  # an older store holds first asks only
+                return None
+        try:
+            selected = self._db.execute(
+                "SELECT 1 FROM selection WHERE model_fp=? AND prompt_fp=? AND policy_fp=? LIMIT 1",
+                k[:3],
+            ).fetchone()
+        except sqlite3.OperationalError:  # an older store opened read-only: no such table
+            selected = None
+        if selected is not None:
+            where += (
+                " AND EXISTS (SELECT 1 FROM selection s WHERE s.model_fp=r.model_fp AND "
+                "s.prompt_fp=r.prompt_fp AND s.policy_fp=r.policy_fp AND s.sample_id=r.sample_id)"
+            )
+        return where, k
+
     def set_selection(self, key: RunKey, sample_ids: Sequence[str]) -> None:
         """Record the samples the last ``eval`` of ``key`` selected (and scored), replacing
         the previous selection in one transaction. Rows of other samples stay stored (a

@@ -37,14 +37,15 @@ published tables, nothing above ``report``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mmrobust.atomicfile import write_text
 from mmrobust.report.stability import stability_entry, stability_line
-from mmrobust.report.view import RunView
+from mmrobust.report.view import RunView, tally_rows
 from mmrobust.safenames import folder_names
 
 CARD_DIR = "cards"
@@ -120,8 +121,32 @@ def _audit_ceiling(run: RunView, audits: Sequence[Mapping[str, Any]]) -> dict[st
     return None
 
 
+@dataclass
+class _Covered:
+    """Counts of tampered clips and their window coverage, gathered row by row."""
+
+    n: int = 0
+    known: int = 0
+    inside: int = 0
+
+    def add(self, row: Any) -> None:
+        """Count one row (a ``StoredRow`` or ``ScoredRecord``: its ``window_covered``)."""
+        self.n += 1
+        if row.window_covered is not None:
+            self.known += 1
+            self.inside += int(bool(row.window_covered))
+
+    @classmethod
+    def of(cls, rows: Iterable[Any]) -> _Covered:
+        """The counts of ``rows``."""
+        c = cls()
+        for r in rows:
+            c.add(r)
+        return c
+
+
 def _detection_entry(
-    position: str, metrics: Mapping[str, Any], rows: Sequence[Any], n_original: int
+    position: str, metrics: Mapping[str, Any], rows: Iterable[Any], n_original: int
 ) -> dict[str, Any]:
     """One detection row: the F1 of ``metrics`` (a tamper ``metrics.json``-shaped dict over
     ``rows``' tampered clips and the originals), its CI, the parse-fail rate over the same
@@ -132,14 +157,14 @@ def _detection_entry(
     from mmrobust.metrics.chance import detection_chance_of_metrics
 
     guess = detection_chance_of_metrics(metrics)
-    known = [r.window_covered for r in rows if r.window_covered is not None]
+    covered = _Covered.of(rows) if not isinstance(rows, _Covered) else rows
     return {
         "position": position,
         "f1": _pc((metrics.get("f1") or {}).get("overall")),
         "ci95": _ci((metrics.get("f1_ci95") or {}).get("overall")),
-        "n_tampered": len(rows),
+        "n_tampered": covered.n,
         "n_original": n_original,
-        "window_coverage": _pc(sum(known) / len(known)) if known else None,
+        "window_coverage": _pc(covered.inside / covered.known) if covered.known else None,
         "parse_fail_rate": _pc(metrics.get("parse_fail_rate")),
         "chance": {
             "coin_flip": _pc(guess["coin_flip"]["overall"]),
@@ -157,27 +182,35 @@ def _detection(run: RunView, audits: Sequence[Mapping[str, Any]]) -> list[dict[s
     boot = run.metrics.get("bootstrap") or {}
     n_boot, seed = int(boot.get("n_resamples", 1000)), int(boot.get("seed", 0))
     failures = run.metrics.get("failures", "exclude")
-    originals = [r.to_record() for r in run.rows if r.sample.tamper_type == "original"]
-    tampered = [r for r in run.rows if r.sample.tamper_type != "original"]
-    levels: dict[str, list[Any]] = {}
-    for row in tampered:
-        position = row.sample.meta.get("position")
-        if position:
-            levels.setdefault(str(position), []).append(row)
-    ceiling = _audit_ceiling(run, audits)
-    out = [_detection_entry("all", run.metrics, tampered, len(originals))]
-    order = {"start": 0, "middle": 1, "end": 2}
-    if len(levels) == 1 and len(next(iter(levels.values()))) == len(tampered):
-        levels = {}  # one position holds every tampered clip: its row would repeat "all"
-    for pos in sorted(levels, key=lambda p: (order.get(p, 3), p)):
-        rows = levels[pos]
-        m = tamper_metrics(
-            [*(r.to_record() for r in rows), *originals],
-            failures=failures,
-            n_resamples=n_boot,
-            seed=seed,
+    tampered, n_original, positions = _Covered(), 0, Counter[str]()
+    for (ttype, position), n, known, inside in tally_rows(
+        run.rows, ("$.tamper_type", "$.meta.position")
+    ):  # counted by SQLite for a run folder: no row is read
+        if ttype == "original":
+            n_original += n
+            continue
+        tampered.n, tampered.known, tampered.inside = (
+            tampered.n + n, tampered.known + known, tampered.inside + inside
         )
-        out.append(_detection_entry(pos, m, rows, len(originals)))
+        if position:
+            positions[str(position)] += n
+    ceiling = _audit_ceiling(run, audits)
+    out = [_detection_entry("all", run.metrics, tampered, n_original)]
+    if not positions or list(positions.values()) == [tampered.n]:  # one position with every
+        return [{**e, "leak_audit_ceiling": ceiling} for e in out]
+    # tampered clip would repeat "all"; else a second pass for the positions' F1 (records kept)
+    originals: list[Any] = []
+    levels: dict[str, list[Any]] = {}
+    for row in run.rows:
+        if row.sample.tamper_type == "original":
+            originals.append(row.to_record())
+        elif row.sample.meta.get("position"):
+            levels.setdefault(str(row.sample.meta["position"]), []).append(row.to_record())
+    order = {"start": 0, "middle": 1, "end": 2}
+    for pos in sorted(levels, key=lambda p: (order.get(p, 3), p)):
+        records = levels[pos]
+        m = tamper_metrics([*records, *originals], failures=failures, n_resamples=n_boot, seed=seed)
+        out.append(_detection_entry(pos, m, records, len(originals)))
     return [{**e, "leak_audit_ceiling": ceiling} for e in out]
 
 

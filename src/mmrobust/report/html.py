@@ -1,11 +1,12 @@
 """The self-contained HTML report (``index.html``): leaderboards, plots, metadata, sample browser.
 
 The page opens offline: no CDN, CSS and JS inline, images as files beside it
-(``thumbs/``, the PNG plots). Everything that comes from a model or a file
-name is escaped: Jinja2 autoescapes the tables and metadata, and the sample
-browser's data travels as JSON (``<`` escaped) that the page script only ever
-puts into the DOM as text. A model answer containing ``<script>`` renders as
-text and never runs.
+(``thumbs/``, the PNG plots), the sample browser's data in script files beside it
+(``samples/``, :mod:`mmrobust.report.browser_files`) so the page stays small at any number
+of rows. Everything that comes from a model or a file name is escaped: Jinja2
+autoescapes the tables and metadata, and the sample browser's data travels as JSON
+(``<`` escaped) that the page script only ever puts into the DOM as text. A model answer
+containing ``<script>`` renders as text and never runs.
 
 Extending the page: pass :class:`Section` objects (``sections=``) to add a
 panel of your own between the plots and the run metadata (its body rendered by
@@ -32,7 +33,8 @@ import pandas as pd
 
 from mmrobust import __version__
 from mmrobust.atomicfile import write_text
-from mmrobust.report.browser import MAX_THUMBS, THUMB_SECONDS, build_payload, script_json
+from mmrobust.report.browser import MAX_THUMBS, THUMB_SECONDS, script_json
+from mmrobust.report.browser_files import write_browser
 from mmrobust.report.stability import stability_text
 from mmrobust.report.units import MISSING, pct_sign
 from mmrobust.report.view import RunView
@@ -341,7 +343,11 @@ def write_html(
     max_thumbs: int = MAX_THUMBS,
     thumb_seconds: float | None = THUMB_SECONDS,
 ) -> Path:
-    """Write ``out_dir/index.html`` (and ``out_dir/thumbs/``) for ``runs``.
+    """Write ``out_dir/index.html`` (and ``out_dir/thumbs/``, ``out_dir/samples/``) for ``runs``.
+
+    The page carries the leaderboards, plots, panels and metadata; the sample browser's
+    data is in ``samples/`` beside it (:mod:`mmrobust.report.browser_files`), written from
+    the runs' rows streamed out of their stores, before the page.
 
     Args:
         out_dir: the report folder; created if missing.
@@ -359,7 +365,7 @@ def write_html(
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    payload = build_payload(runs, out, max_thumbs=max_thumbs, thumb_seconds=thumb_seconds)
+    browser = write_browser(runs, out, max_thumbs=max_thumbs, thumb_seconds=thumb_seconds)
     figs = []
     items = figures.items() if isinstance(figures, Mapping) else figures
     for f in items:
@@ -380,7 +386,6 @@ def write_html(
         for r in sorted(runs, key=lambda r: r.family.browser_rank)
     ]
     parts = dataset_parts(runs, list(tables), figs, meta)
-    n_thumbs = sum(1 for s in payload["samples"] if s["th"])
     html = (
         _env()
         .get_template("index.html.j2")
@@ -393,10 +398,10 @@ def write_html(
             sections=list(sections),
             meta=meta,
             parts=parts,
-            n_total=len(payload["samples"]),
-            n_thumbs=n_thumbs,
-            has_video=any(s["v"] for s in payload["samples"]),
-            browser_json=markupsafe.Markup(script_json(payload)),
+            n_total=browser.n_samples,
+            n_thumbs=browser.n_thumbs,
+            has_video=browser.has_video,
+            browser_json=markupsafe.Markup(script_json(browser.manifest)),
             css=markupsafe.Markup(_asset("report.css")),
             js=markupsafe.Markup(_asset("browser.js")),
             has_published=any(t.has_published for t in tables),

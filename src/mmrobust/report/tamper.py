@@ -37,7 +37,7 @@ from mmrobust.report.tables import (
     with_chance_rows,
 )
 from mmrobust.report.units import pct_sign
-from mmrobust.report.view import ReportPaths, RunGroup, RunView
+from mmrobust.report.view import ReportPaths, RunGroup, RunView, tally_rows
 from mmrobust.store import StoredRow
 
 ABLATION_HEADINGS = {
@@ -48,6 +48,20 @@ ABLATION_HEADINGS = {
 """Ablation factor -> the paper table it reproduces."""
 
 
+def _level_key(v: Any) -> str:
+    return f"{v:g}s" if isinstance(v, float) else str(v)
+
+
+def _level_names(run: RunView, factor: str) -> set[str]:
+    """The levels of a sample-meta factor among a tamper run's tampered rows, counted by
+    SQLite for a run folder (:func:`mmrobust.report.view.tally_rows`: no row is read)."""
+    return {
+        _level_key(v)
+        for (ttype, v), *_ in tally_rows(run.rows, ("$.tamper_type", f"$.meta.{factor}"))
+        if ttype != "original" and v is not None
+    }
+
+
 def _factor_levels(run: RunView, factor: str) -> dict[str, list[StoredRow]]:
     """A tamper run's tampered rows grouped by a sample-meta factor (``position``, ...)."""
     levels: dict[str, list[StoredRow]] = {}
@@ -56,8 +70,7 @@ def _factor_levels(run: RunView, factor: str) -> dict[str, list[StoredRow]]:
             continue
         v = row.sample.meta.get(factor)
         if v is not None:
-            key = f"{v:g}s" if isinstance(v, float) else str(v)
-            levels.setdefault(key, []).append(row)
+            levels.setdefault(_level_key(v), []).append(row)
     return levels
 
 
@@ -82,15 +95,14 @@ def ablations(runs: Sequence[RunView]) -> dict[str, dict[str, dict[str, float]]]
     out: dict[str, dict[str, dict[str, float]]] = {}
     tamper = [r for r in runs if r.family.tamper_clips and r.family.official_prompt]
     for factor in ("position", "duration_s"):
-        levels = [(run, _factor_levels(run, factor)) for run in tamper]
         seen: dict[str, set[str]] = {}
-        for run, lv in levels:
-            seen.setdefault(run.model, set()).update(lv)
+        for run in tamper:
+            seen.setdefault(run.model, set()).update(_level_names(run, factor))
         if all(len(v) <= 1 for v in seen.values()):
-            continue
+            continue  # the usual case at scale: nothing to read
         table: dict[str, dict[str, float]] = {}
-        for run, lv in levels:
-            table.setdefault(run.model, {}).update(_factor_f1(run, lv))
+        for run in tamper:  # the rows of each level are read only for a real ablation
+            table.setdefault(run.model, {}).update(_factor_f1(run, _factor_levels(run, factor)))
         out["duration" if factor == "duration_s" else factor] = table
     prompts: dict[str, dict[str, float]] = {}
     for run in tamper:

@@ -16,7 +16,7 @@ says how far it got (``"interrupted, 2 of 54"``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from mmrobust.report.common import Figure
 from mmrobust.run import folder
 from mmrobust.run.folder import RunInfo
 from mmrobust.schema import Sample
-from mmrobust.store import ResultStore, StoredRow
+from mmrobust.store import ResultStore, RunKey, StoredRow
 
 
 def read_run_info(run_dir: Path) -> RunInfo:
@@ -41,6 +41,86 @@ def read_run_info(run_dir: Path) -> RunInfo:
     return folder.read_run_info(run_dir)
 
 
+class StoredRows(Collection[StoredRow]):
+    """A run's rows that count (its selection, the first ask of each sample), read from its
+    ``results.sqlite`` each time they are iterated and never held: a report over a million
+    rows keeps one row at a time (:meth:`mmrobust.store.ResultStore.iter_rows`).
+
+    Args:
+        run_dir: the run folder.
+        key: the run's configuration key.
+    """
+
+    def __init__(self, run_dir: Path, key: RunKey) -> None:
+        self.run_dir, self.key = run_dir, key
+        self._n: int | None = None
+
+    def __iter__(self) -> Iterator[StoredRow]:
+        """The rows in the order they were stored."""
+        with ResultStore(self.run_dir, readonly=True) as store:
+            yield from store.iter_rows(self.key)
+
+    def by_id(self, *, media_only: bool = False, limit: int | None = None) -> Iterator[StoredRow]:
+        """The rows in sample id order (``str`` order); ``media_only``: only those of a sample
+        with a video or an image; ``limit``: at most that many."""
+        with ResultStore(self.run_dir, readonly=True) as store:
+            yield from store.iter_rows(self.key, by_id=True, media_only=media_only, limit=limit)
+
+    def tally(self, paths: Sequence[str]) -> list[tuple[tuple[Any, ...], int, int, int]]:
+        """See :func:`tally_rows`."""
+        with ResultStore(self.run_dir, readonly=True) as store:
+            return store.tally(self.key, paths)
+
+    def __len__(self) -> int:
+        if self._n is None:
+            with ResultStore(self.run_dir, readonly=True) as store:
+                self._n = store.count_rows(self.key)
+        return self._n
+
+    def __contains__(self, item: object) -> bool:
+        return any(r == item for r in self)
+
+
+def _at(row: StoredRow, path: str) -> Any:
+    """The value at a JSON path of the row's sample (``$.tamper_type``, ``$.meta.position``)."""
+    first, *rest = path.removeprefix("$.").split(".")
+    value: Any = getattr(row.sample, first, None)
+    for part in rest:
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def tally_rows(
+    rows: Collection[StoredRow], paths: Sequence[str]
+) -> list[tuple[tuple[Any, ...], int, int, int]]:
+    """``rows`` grouped by the values at JSON ``paths`` of their sample (``$.tamper_type``,
+    ``$.meta.position``; ``None`` where absent): ``(values, rows, window coverage known,
+    covered)`` per group, counted by SQLite for :class:`StoredRows` (no row is read into
+    Python), else in Python."""
+    if isinstance(rows, StoredRows):
+        return rows.tally(paths)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for r in rows:
+        g = groups.setdefault(tuple(_at(r, p) for p in paths), [0, 0, 0])
+        g[0] += 1
+        if r.window_covered is not None:
+            g[1] += 1
+            g[2] += int(r.window_covered)
+    return [(k, v[0], v[1], v[2]) for k, v in groups.items()]
+
+
+def rows_by_id(
+    rows: Collection[StoredRow], *, media_only: bool = False, limit: int | None = None
+) -> Iterator[StoredRow]:
+    """``rows`` in sample id order: streamed from the store for :class:`StoredRows`, else
+    sorted (stable: a sample's rows keep their order); ``media_only`` and ``limit`` as
+    :meth:`StoredRows.by_id`."""
+    if isinstance(rows, StoredRows):
+        return rows.by_id(media_only=media_only, limit=limit)
+    kept = [r for r in rows if not media_only or r.sample.video or r.sample.image]
+    return iter(sorted(kept, key=lambda r: r.sample.id)[:limit])
+
+
 @dataclass
 class RunView:
     """One run as the report sees it.
@@ -50,7 +130,8 @@ class RunView:
         info: ``run.json``.
         metrics: ``metrics.json`` (scored from the stored rows when the run stopped
             before writing it; empty when there are none).
-        rows: the stored rows of the run's configuration key (as the last eval scored).
+        rows: the stored rows of the run's configuration key (as the last eval scored):
+            :class:`StoredRows` (streamed from the store at each pass) from :func:`load_run`.
         label: the display label, when a page has given it one (else the model spec).
         bench: the family id when given explicitly (else read from the files).
         dataset_label: the dataset's display name in the page (else ``run.json``'s).
@@ -61,7 +142,7 @@ class RunView:
     run_dir: Path
     info: Mapping[str, Any]
     metrics: Mapping[str, Any]
-    rows: Sequence[StoredRow] = field(default_factory=list)
+    rows: Collection[StoredRow] = field(default_factory=list)
     label: str = ""
     bench: str = ""
     dataset_label: str = ""
@@ -211,13 +292,11 @@ def load_run(run_dir: str | Path, *, samples: dict[str, Sample] | None = None) -
     info = run.as_dict()
     mpath = d / folder.METRICS_FILE
     metrics = json.loads(mpath.read_text(encoding="utf-8")) if mpath.is_file() else {}
-    with ResultStore(d, readonly=True) as store:
+    with ResultStore(d, readonly=True) as store:  # a missing or unreadable store: an error
+        if metrics:  # the rows are streamed when read (StoredRows), never all in memory
+            return RunView(d, info, metrics, StoredRows(d, run.key))
         asked = store.rows(run.key, store.selection(run.key), samples=samples)  # as eval scored
-    rows = [
-        r for r in asked if r.repeat == 0
-    ]  # the view's rows: repeat 0 (--repeats: the headline)
-    if metrics:
-        return RunView(d, info, metrics, rows)
+    rows = [r for r in asked if r.repeat == 0]  # the view's rows: repeat 0 (the headline)
     scored = _score_stored(info, asked) if asked else {}
     return RunView(d, info, scored, rows, n_stored=len(rows))
 
@@ -297,9 +376,12 @@ __all__ = [
     "RunData",
     "RunGroup",
     "RunView",
+    "StoredRows",
     "dataset_names",
     "group_runs",
     "load_run",
     "read_run_info",
+    "rows_by_id",
     "run_labels",
+    "tally_rows",
 ]

@@ -1,17 +1,70 @@
-// The sample browser. Data: the JSON in #browser-data (see mmrobust/report/browser.py).
-// Filters run over every sample in memory; only one page of cards is in the DOM.
+// The sample browser. Data: the manifest in #browser-data and the script files beside the
+// page (samples/, see mmrobust/report/browser_files.py), each calling mmrobustChunk(kind, k,
+// data): a browser runs a <script src> from file:// where it refuses fetch(), so the report
+// opens from disk. With no filter a page of cards needs one or two chunk files; a filter
+// loads the compact index (and the ids, for the id search), selects the samples, then loads
+// the chunks of the page it shows. Only one page of cards is in the DOM.
 // Every string from the data goes into the page as text (textContent), never as HTML.
 (function () {
   "use strict";
   var t0 = performance.now();
-  var data = JSON.parse(document.getElementById("browser-data").textContent);
+  var M = JSON.parse(document.getElementById("browser-data").textContent);
   document.body.setAttribute("data-parse-ms", Math.round(performance.now() - t0));
-  var runs = data.runs, prompts = data.prompts, samples = data.samples;
+  var runs = M.runs, R = runs.length, N = M.n;
   var $ = function (id) { return document.getElementById(id); };
   var fType = $("f-type"), fRun = $("f-run"), fCorrect = $("f-correct"), fStatus = $("f-status"),
       fId = $("f-id"), fSize = $("f-size"), count = $("count"), cards = $("cards"),
       pageInfo = $("page-info"), prev = $("prev"), next = $("next");
-  var page = 0, matches = [];
+  var page = 0, matches = null, fGen = 0, rGen = 0, first = true;  // matches: null (no filter) or indices
+
+  // The files: each is added once as a <script>; its call fills the cache and runs what waits.
+  var cache = {chunk: {}, index: {}, ids: {}}, waiting = {}, nCached = 0;
+  function fileName(kind, k) {
+    var s = String(k), width = kind === "chunk" ? 6 : 4;
+    while (s.length < width) { s = "0" + s; }
+    return M.dir + "/" + kind + "-" + s + ".js";
+  }
+  window.mmrobustChunk = function (kind, k, data) {
+    if (kind === "chunk") {
+      data.samples.forEach(function (s) { s.P = data.prompts; });
+      cache.chunk[k] = data.samples;
+      nCached += 1;
+    } else if (kind === "index") {
+      cache.index[k] = data;
+    } else if (kind === "ids") {
+      cache.ids[k] = data.map(function (x) { return String(x).toLowerCase(); });
+    }
+    var cbs = waiting[kind + k] || [];
+    delete waiting[kind + k];
+    cbs.forEach(function (cb) { cb(); });
+  };
+  function need(kind, ks, done) {  // done() once every file of ks is in
+    var left = 1;
+    var one = function () { left -= 1; if (left === 0) { done(); } };
+    ks.forEach(function (k) {
+      if (cache[kind][k] !== undefined) { return; }
+      left += 1;
+      if (waiting[kind + k]) { waiting[kind + k].push(one); return; }
+      waiting[kind + k] = [one];
+      var s = document.createElement("script"), name = fileName(kind, k);
+      s.src = name;
+      s.onload = function () { s.remove(); };
+      s.onerror = function () {
+        s.remove();
+        delete waiting[kind + k];
+        count.textContent = "cannot read " + name + ": keep the " + M.dir +
+          "/ folder beside index.html";
+        count.className = "warn";
+      };
+      document.head.appendChild(s);
+    });
+    one();
+  }
+  function blocks(step) {
+    var out = [];
+    for (var k = 0; k * step < N; k++) { out.push(k); }
+    return out;
+  }
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -37,9 +90,7 @@
   function runName(i) { return runs[i].label + " · " + runs[i].dataset; }
 
   // Filter options: types in order of first appearance, runs labelled with their dataset.
-  var types = [];
-  samples.forEach(function (s) { if (s.t && types.indexOf(s.t) < 0) { types.push(s.t); } });
-  types.forEach(function (t) { option(fType, t, t); });
+  M.types.forEach(function (t) { if (t) { option(fType, t, t); } });
   runs.forEach(function (r, i) { option(fRun, String(i), runName(i)); });
 
   // Answer filter. With one model chosen: its answer is correct / incorrect. With Model = all,
@@ -70,14 +121,47 @@
     if (correct === "correct") { return run ? right : (right.length === base.length ? base : []); }
     return right.length ? [] : base;  // all-incorrect: every (remaining) run got it wrong
   }
-  function filter() {
-    var type = fType.value, q = fId.value.trim().toLowerCase();
-    matches = [];
-    samples.forEach(function (s) {
-      if (type && s.t !== type) { return; }
-      if (q && s.id.toLowerCase().indexOf(q) < 0) { return; }
-      var shown = visibleAnswers(s);
-      if (shown.length) { matches.push([s, shown]); }
+  // The index's code of (sample, run): 0 no answer, else 1 + 2 x status group + correct.
+  function keep(c, off, run, status, correct) {
+    var nBase = 0, nRight = 0;
+    for (var r = 0; r < R; r++) {
+      var code = c.charCodeAt(off + r) - 48;
+      if (!code || (run >= 0 && r !== run) || (status >= 0 && ((code - 1) >> 1) !== status)) { continue; }
+      nBase += 1;
+      nRight += (code - 1) & 1;
+    }
+    if (!nBase) { return false; }
+    if (!correct) { return true; }  // the same rules as visibleAnswers
+    if (correct === "incorrect") { return nRight < nBase; }
+    if (correct === "correct") { return run >= 0 ? nRight > 0 : nRight === nBase; }
+    return nRight === 0;
+  }
+  function active() {
+    return fType.value || fRun.value || fCorrect.value || fStatus.value || fId.value.trim();
+  }
+  function filter(done) {  // matches: the indices of the samples the filters keep
+    var my = ++fGen, q = fId.value.trim().toLowerCase(), bs = blocks(M.block);
+    if (!active()) { matches = null; done(); return; }
+    count.textContent = "filtering " + N + " samples…";
+    need("index", bs, function () {
+      var go = function () {
+        if (my !== fGen) { return; }
+        var type = fType.value ? M.types.indexOf(fType.value) : -1;
+        var run = fRun.value === "" ? -1 : parseInt(fRun.value, 10);
+        var status = {"": -1, ok: 0, parse_fail: 1, error: 2}[fStatus.value];
+        var correct = fCorrect.value, out = new Int32Array(N), m = 0;
+        bs.forEach(function (b) {
+          var ix = cache.index[b], ids = q ? cache.ids[b] : null, base = b * M.block;
+          var t = ix.t, c = ix.c;
+          for (var j = 0; j < t.length; j++) {
+            if ((type >= 0 && t[j] !== type) || (ids && ids[j].indexOf(q) < 0)) { continue; }
+            if (keep(c, j * R, run, status, correct)) { out[m++] = base + j; }
+          }
+        });
+        matches = out.subarray(0, m);
+        done();
+      };
+      if (q) { need("ids", bs, go); } else { go(); }
     });
   }
 
@@ -155,7 +239,7 @@
       var sum = el("summary", null, distinct.length === 1 ? "Prompt sent" :
                    "Prompt sent to " + who.join(", "));
       d.appendChild(sum);
-      d.appendChild(el("pre", null, prompts[pi]));
+      d.appendChild(el("pre", null, s.P[pi]));
       box.appendChild(d);
     });
     return box;
@@ -211,8 +295,8 @@
       c.appendChild(strip);
     } else if (s.m) {
       c.appendChild(el("p", "nothumb", s.te ? "media unreadable: " + s.te :
-        "no thumbnail (the report draws at most " + data.max_thumbs +
-        (data.thumb_seconds ? " within " + data.thumb_seconds + " s" : "") +
+        "no thumbnail (the report draws at most " + M.max_thumbs +
+        (M.thumb_seconds ? " within " + M.thumb_seconds + " s" : "") +
         "; mmrobust report --thumbs N --thumb-seconds S): " + s.m));
     }
     if (s.v && s.n && (s.w || shown.some(function (a) { return a[8] || a[9] >= 0; }))) {
@@ -224,28 +308,61 @@
     return c;
   }
 
-  function render() {
-    var size = parseInt(fSize.value, 10) || 50, pages = Math.max(1, Math.ceil(matches.length / size));
-    page = Math.min(page, pages - 1);
-    cards.textContent = "";
-    var frag = document.createDocumentFragment();
-    matches.slice(page * size, (page + 1) * size).forEach(function (m) { frag.appendChild(card(m[0], m[1])); });
-    cards.appendChild(frag);
-    count.textContent = matches.length + " of " + samples.length + " samples";
-    pageInfo.textContent = "page " + (page + 1) + " of " + pages;
-    prev.disabled = page === 0;
-    next.disabled = page >= pages - 1;
+  function render(done) {  // draw the page of cards (after loading its chunks)
+    var my = ++rGen, size = parseInt(fSize.value, 10) || 50;
+    var n = matches === null ? N : matches.length, pages = Math.max(1, Math.ceil(n / size));
+    page = Math.max(0, Math.min(page, pages - 1));
+    var idx = [], ks = [];
+    for (var i = page * size; i < Math.min(n, (page + 1) * size); i++) {
+      var s = matches === null ? i : matches[i], k = Math.floor(s / M.chunk);
+      idx.push(s);
+      if (ks.indexOf(k) < 0) { ks.push(k); }
+    }
+    need("chunk", ks, function () {
+      if (my !== rGen) { return; }
+      cards.textContent = "";
+      var frag = document.createDocumentFragment();
+      idx.forEach(function (s) {
+        var smp = cache.chunk[Math.floor(s / M.chunk)][s % M.chunk];
+        frag.appendChild(card(smp, visibleAnswers(smp)));
+      });
+      cards.appendChild(frag);
+      count.removeAttribute("class");
+      count.textContent = n + " of " + N + " samples";
+      pageInfo.textContent = "page " + (page + 1) + " of " + pages;
+      prev.disabled = page === 0;
+      next.disabled = page >= pages - 1;
+      if (nCached > 64) {  // keep the memory of a few pages
+        Object.keys(cache.chunk).forEach(function (k) {
+          if (ks.indexOf(Number(k)) < 0) { delete cache.chunk[k]; nCached -= 1; }
+        });
+      }
+      if (done) { done(); }
+    });
   }
-  function update() {  // data-ms: how long filtering every sample and drawing a page took
+  // data-ms: how long filtering every sample and drawing a page took (loading the files
+  // it needed included); the body's data-first-ms: when the first page was drawn.
+  function update(keepPage) {
     var t = performance.now();
-    page = 0; filter(); render();
-    count.setAttribute("data-ms", Math.round(performance.now() - t));
+    if (keepPage !== true) { page = 0; }
+    filter(function () {
+      render(function () {
+        count.setAttribute("data-ms", Math.round(performance.now() - t));
+        if (first) {
+          first = false;
+          document.body.setAttribute("data-first-ms", Math.round(performance.now()));
+        }
+      });
+    });
   }
   // A filtered view can be linked: index.html#run=0&answer=incorrect&type=rotation&status=ok&id=v1
-  var fromHash = {type: fType, run: fRun, answer: fCorrect, status: fStatus, id: fId};
+  // (and &page=3, &size=100)
+  var fromHash = {type: fType, run: fRun, answer: fCorrect, status: fStatus, id: fId, size: fSize};
   location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
-    var i = kv.indexOf("="), f = fromHash[decodeURIComponent(kv.slice(0, i))];
-    if (i > 0 && f) { f.value = decodeURIComponent(kv.slice(i + 1)); }
+    var i = kv.indexOf("="), name = decodeURIComponent(kv.slice(0, i)), f = fromHash[name];
+    var value = decodeURIComponent(kv.slice(i + 1));
+    if (i > 0 && f) { f.value = value; }
+    if (i > 0 && name === "page") { page = Math.max(0, (parseInt(value, 10) || 1) - 1); }
   });
   labelAnswers();
   fRun.addEventListener("change", labelAnswers);
@@ -273,5 +390,5 @@
   });
   var target = unfold(decodeURIComponent(location.hash.slice(1)));
   if (target) { target.scrollIntoView(); }
-  update();
+  update(true);
 }());

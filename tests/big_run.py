@@ -42,7 +42,11 @@ def _seed_run(out: Path, model: str) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "seed.jsonl"
-        common = {"benchmark": "tamper", "question": "Tampered?", "options": {"A": "Yes", "B": "No"}}
+        common = {
+            "benchmark": "tamper",
+            "question": "Tampered?",
+            "options": {"A": "Yes", "B": "No"},
+        }
         data.write_text("".join(
             json.dumps({**common, "id": f"v0__{t}", "tamper_type": t, "group": "v0",
                         "answer": "B" if t == "original" else "A"}) + "\n" for t in TYPES

@@ -116,7 +116,7 @@ def test_report_replaces_a_linked_samples_folder_and_leaves_its_target(
     assert sorted(p.name for p in (rep / "samples").iterdir()) == [
         "chunk-000000.js", "ids-0000.js", "index-0000.js"]  # fmt: skip
     assert (rep / "samples" / "chunk-000000.js").read_text().startswith('mmrobustChunk("chunk",0,')
-    assert not _temps(rep) and sorted(p.name for p in rep.iterdir() if p.name.startswith("."))== []
+    assert not _temps(rep) and sorted(p.name for p in rep.iterdir() if p.name.startswith(".")) == []
 
 
 def test_suite_json_is_not_written_through_a_link(tmp_path: Path) -> None:

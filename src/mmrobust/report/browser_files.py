@@ -151,7 +151,9 @@ def _replace_dir(new: Path, target: Path) -> None:
     points at)."""
     old: Path | None = None
     if target.is_symlink() or target.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", suffix=".tmp", dir=target.parent))
+        old = Path(
+            tempfile.mkdtemp(prefix=f".{target.name}.old.", suffix=".tmp", dir=target.parent)
+        )
         os.rename(target, old / "x")
     os.rename(new, target)
     if old is not None:
@@ -239,7 +241,9 @@ def read_browser(out_dir: Path, manifest: Mapping[str, Any]) -> dict[str, Any]:
     for k in range((n + block - 1) // block):
         _, _, data = _calls(folder / chunk_name("index", k))
         codes = data["c"]
-        index += [(manifest["types"][t], codes[i * r : (i + 1) * r]) for i, t in enumerate(data["t"])]
+        index += [
+            (manifest["types"][t], codes[i * r : (i + 1) * r]) for i, t in enumerate(data["t"])
+        ]
         ids += _calls(folder / chunk_name("ids", k))[2]
     return {
         "runs": manifest["runs"],

@@ -146,7 +146,7 @@ class _Covered:
 
 
 def _detection_entry(
-    position: str, metrics: Mapping[str, Any], rows: Iterable[Any], n_original: int
+    position: str, metrics: Mapping[str, Any], rows: Iterable[Any] | _Covered, n_original: int
 ) -> dict[str, Any]:
     """One detection row: the F1 of ``metrics`` (a tamper ``metrics.json``-shaped dict over
     ``rows``' tampered clips and the originals), its CI, the parse-fail rate over the same
@@ -190,7 +190,9 @@ def _detection(run: RunView, audits: Sequence[Mapping[str, Any]]) -> list[dict[s
             n_original += n
             continue
         tampered.n, tampered.known, tampered.inside = (
-            tampered.n + n, tampered.known + known, tampered.inside + inside
+            tampered.n + n,
+            tampered.known + known,
+            tampered.inside + inside,
         )
         if position:
             positions[str(position)] += n

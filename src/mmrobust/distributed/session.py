@@ -46,6 +46,11 @@ LOCAL_OBJECT_STORE_BYTES = 256 * 2**20
 """Object store of a Ray started for one run: only rows, configs and manifests pass through it
 (frames are decoded where they are used)."""
 
+LOCAL_SYSTEM_CONFIG = {"prestart_worker_first_driver": False}
+"""Ray settings of a Ray started for one run: no idle worker prestarted per CPU when the driver
+connects (each is a Python process importing Ray, seconds of CPU, and the replicas, actors
+with their own runtime environment, never use one)."""
+
 FORWARDED_ENV = (
     "HF_HUB_OFFLINE",
     "TRANSFORMERS_OFFLINE",
@@ -140,6 +145,7 @@ def _init_kwargs(started: bool, env: Mapping[str, str]) -> dict[str, Any]:
     }
     if started:
         kwargs["object_store_memory"] = LOCAL_OBJECT_STORE_BYTES
+        kwargs["_system_config"] = dict(LOCAL_SYSTEM_CONFIG)
     return kwargs
 
 

@@ -231,7 +231,7 @@ class ClusterCPU:
                 cpu = t.user + t.system
                 self._first.setdefault(key, cpu)
                 self._last[key] = cpu
-                self._kinds.setdefault(key, process_kind(proc))
+                self._kinds[key] = process_kind(proc)  # the latest title
 
     def _loop(self) -> None:
         while not self._done.wait(self.every):
@@ -289,7 +289,7 @@ class MarkedCPU:
                 key = (proc.pid, proc.create_time())
                 t = proc.cpu_times()
                 self._last[key] = t.user + t.system
-                self._names.setdefault(key, process_kind(proc))
+                self._names[key] = process_kind(proc)  # the latest title
 
     def _loop(self) -> None:
         while not self._done.wait(self.every):

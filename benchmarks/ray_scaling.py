@@ -416,11 +416,14 @@ def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
     return y1 - per * n1, per
 
 
-def break_even(ray: tuple[float, float], local: tuple[float, float]) -> float | None:
-    """Items from which Ray's line (``fixed, per item``) is below local's; ``None``: never."""
-    if ray[1] >= local[1]:
+def break_even(
+    ray: tuple[float, float], local: tuple[float, float], factor: float = 1.0
+) -> float | None:
+    """Items from which Ray's line (``fixed, per item``) is at most ``factor`` times local's;
+    ``None``: never."""
+    if ray[1] >= factor * local[1]:
         return None
-    return max(0.0, (ray[0] - local[0]) / (local[1] - ray[1]))
+    return max(0.0, (ray[0] - factor * local[0]) / (factor * local[1] - ray[1]))
 
 
 def compare(runs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
@@ -443,6 +446,9 @@ def compare(runs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
                 line["wall_s"], lines["local"]["wall_s"]
             )
             out[name]["cpu_break_even_items"] = break_even(line["cpu_s"], lines["local"]["cpu_s"])
+            out[name]["cpu_within_2x_items"] = break_even(
+                line["cpu_s"], lines["local"]["cpu_s"], factor=2.0
+            )
             out[name]["cpu_vs_local"] = {
                 n: by_n["cpu_s"] / runs["local"][n]["cpu_s"] for n, by_n in runs[name].items()
             }
@@ -493,7 +499,7 @@ def main() -> None:
         help="one section only",
     )
     ap.add_argument(
-        "--sizes", default="800,6400", help="item counts of the break-even runs (two or more)"
+        "--sizes", default="800,12800", help="item counts of the break-even runs (two or more)"
     )
     ap.add_argument("--keep", type=Path, default=None, help="keep the outputs in this folder")
     a = ap.parse_args()

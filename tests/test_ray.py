@@ -243,12 +243,12 @@ def test_a_task_on_ray_computes_the_drivers_key_and_equals_serial(
     """Issue 20: the replicas fold ``--task`` into the run key as the driver does. A light
     backend's key is the spec's: no probe replica is started for it (the replicas' rows are
     checked against the driver's key as they arrive)."""
-    import mmrobust.distributed.eval as ray_eval
+    from mmrobust.distributed.pipeline import ReplicaPool
 
     def no_probe(*_a: object, **_k: object) -> None:
         raise AssertionError("a probe replica was started for a light backend")
 
-    monkeypatch.setattr(ray_eval, "probe_model", no_probe)
+    monkeypatch.setattr(ReplicaPool, "probe", no_probe)
     pids = _watch_replicas(monkeypatch)
     runs = {}
     for name, extra in (("serial", []), ("ray", _ray_args(cluster))):
@@ -484,27 +484,39 @@ def test_a_node_lost_during_the_path_check_is_left_out(
     assert checked == 2  # the two real nodes; the lost one is left out, not a traceback
 
 
-def test_the_eval_index_blocks_are_made_on_the_driver_without_a_ray_task(
-    cluster: LoopbackCluster, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The eval dataset's blocks of item indices are made on the driver, exactly as cut.
-    ``ray.data.from_numpy`` made them in one Ray task per block: a worker process per node
-    that imported Ray Data, seconds of CPU on every run before the first replica started."""
-    import numpy as np
-    import ray.data.read_api
+def test_a_replica_imports_only_what_its_model_needs(tmp_path: Path) -> None:
+    """What a replica process of a text-only ``random:0`` eval imports on top of Ray (whose
+    serializers import numpy, pyarrow and pydantic in every Ray process): no Ray Data, pandas,
+    torch or transformers (Ray Data's import alone was seconds of CPU per replica and in the
+    driver, on every run). Runs the replica's start-up in a fresh interpreter: its module, the
+    spec unpickled as the actor receives it, the model loaded."""
+    import pickle
+    import subprocess
+    import sys
 
-    from mmrobust.distributed import RayOptions, session
-    from mmrobust.distributed.pipeline import index_dataset
+    from mmrobust.distributed.replicas import ReplicaSpec
+    from mmrobust.run.config import EvalConfig
 
-    def no_task(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("a Ray task made the index blocks")
-
-    monkeypatch.setattr(ray.data.read_api, "cached_remote_fn", no_task)
-    blocks = [np.arange(0, 3), np.arange(3, 6), np.arange(6, 7)]
-    with session.ray_session(RayOptions(address=cluster.address)):
-        ds = index_dataset(blocks)
-        got = [b["data"].tolist() for b in ds.iter_batches(batch_size=None, batch_format="numpy")]
-    assert got == [[0, 1, 2], [3, 4, 5], [6]]
+    cfg = EvalConfig(data="x", model="random:0", out=str(tmp_path / "run"), text_only=True)
+    spec = ReplicaSpec(model="random:0", model_args={}, cwd=str(tmp_path), eval_config=cfg)
+    (tmp_path / "spec.pkl").write_bytes(pickle.dumps(spec))
+    code = (
+        "import pickle, sys\n"
+        "from mmrobust.distributed.pipeline import ReplicaStage\n"
+        "import ray\n"
+        "from mmrobust.distributed.replicas import Replica\n"
+        f"spec = pickle.loads(open({str(tmp_path / 'spec.pkl')!r}, 'rb').read())\n"
+        "replica = Replica(spec)\n"
+        "assert replica.error is None, replica.error\n"
+        "heavy = ('ray.data', 'pandas', 'torch', 'transformers', 'sklearn', 'matplotlib')\n"
+        "print(sorted(m for m in sys.modules if m in heavy))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_more_replicas_than_fit_fails_before_starting_any(
@@ -601,7 +613,7 @@ def test_eval_on_ray_equals_serial_row_for_row(
     assert (ex["name"], ex["replicas"], ex["dispatch"]) == (
         "ray",
         2,
-        "ray.data map_batches (actor pool)",
+        "ray actors (one per replica, blocks of items)",
     )
 
 
@@ -718,3 +730,88 @@ def test_perturb_on_ray_is_byte_identical_to_the_serial_build(
     # a + clip: clean + 2 effects each = 6 files, the corrupt photo's 3 failed
     assert sum(n.startswith("media/") for n in local) == 6
     assert len(local["errors.jsonl"].splitlines()) == 3
+
+
+def _marked(mark: str) -> list[Any]:
+    """The live (not zombie) processes whose environment holds ``MMROBUST_TEST_MARK=mark``: a
+    process inherits it from the one that started it, so every process of a Ray that the
+    marked ``mmrobust`` started (GCS, raylet, agents, workers and replicas) has it."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            marked = proc.environ().get("MMROBUST_TEST_MARK") == mark
+            if marked and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+    return found
+
+
+def test_no_process_of_a_ray_mmrobust_started_outlives_the_run(tmp_path: Path) -> None:
+    """Issue 42: ``eval --executor ray`` without ``--ray-address`` starts its own Ray. One run
+    whose replica is SIGKILLed mid-run (Ray restarts it: a new process) and which is then
+    interrupted by Ctrl-C as a terminal sends it (SIGINT to the whole process group, Ray's
+    processes included): exit 130, the rows kept, and within a minute no process of that
+    Ray (every one carries the run's mark in its environment) is left, replicas included."""
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+    import uuid
+
+    import psutil
+
+    data = tmp_path / "text.jsonl"
+    sample = {"benchmark": "generic", "options": {"A": "yes", "B": "no"}, "answer": "A"}
+    lines = [json.dumps({"id": f"s{i:02d}", "question": f"q{i}", **sample}) for i in range(24)]
+    data.write_text("\n".join(lines) + "\n")
+    out, mark = tmp_path / "run", uuid.uuid4().hex
+    args = ["eval", "--data", str(data), "--model", "random:7", "--model-arg", "delay_s=0.3"]
+    args += ["--out", str(out), "-q", "--workers", "1", "--bootstrap", "0"]
+    args += ["--executor", "ray", "--replicas", "1", "--ray-cpus-per-worker", "0.5"]
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env.update(MMROBUST_TEST_MARK=mark, PYTHONPATH=os.pathsep.join(sys.path))
+    temp = tempfile.mkdtemp(prefix="mmr-ray-")  # short: Ray's socket paths have a length limit
+    env["RAY_TMPDIR"] = temp  # this Ray's session folder
+    cmd = [sys.executable, "-c", "from mmrobust.cli import app; app()", *args]
+    proc = subprocess.Popen(
+        cmd, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    killed: list[int] = []
+
+    def kill_the_replica() -> None:
+        for p in _marked(mark):
+            with contextlib.suppress(psutil.Error):
+                if "ReplicaStage" in " ".join(p.cmdline()):
+                    killed.append(p.pid)
+                    p.kill()
+
+    try:
+        with (
+            _when_rows(out, 6, kill_the_replica) as first,
+            _when_rows(out, 12, lambda: os.killpg(proc.pid, signal.SIGINT)) as second,
+        ):
+            output = proc.communicate(timeout=600)[0].decode(errors="replace")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        shutil.rmtree(temp, ignore_errors=True)
+    assert first[0] and second[0] and killed, output
+    assert proc.returncode == 130, output
+    info = _run_info(out)
+    assert info["interrupted"] and 12 <= info["n_new"] < 24, info
+    assert info["executor"]["replica_failures"] >= 1, info["executor"]
+    deadline = time.monotonic() + 60  # a condition, not a pause
+    while (left := _marked(mark)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    described = []
+    for p in left:
+        with contextlib.suppress(psutil.Error):
+            described.append(f"{p.pid} ppid={p.ppid()} {' '.join(p.cmdline())[:80]}")
+    for p in left:  # leave nothing behind on the test machine either
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    assert described == [], f"processes of the run's Ray outlived it: {described}"

@@ -146,12 +146,12 @@ def test_a_task_on_ray_computes_the_drivers_key_and_equals_serial(
     """Issue 20: the replicas fold ``--task`` into the run key as the driver does. A light
     backend's key is the spec's: no probe replica is started for it (the replicas' rows are
     checked against the driver's key as they arrive)."""
-    import mmrobust.distributed.eval as ray_eval
+    from mmrobust.distributed.pipeline import ReplicaPool
 
     def no_probe(*_a: object, **_k: object) -> None:
         raise AssertionError("a probe replica was started for a light backend")
 
-    monkeypatch.setattr(ray_eval, "probe_model", no_probe)
+    monkeypatch.setattr(ReplicaPool, "probe", no_probe)
     pids = watch_replicas(monkeypatch)
     runs = {}
     for name, extra in (("serial", []), ("ray", on_ray(cluster))):
@@ -330,27 +330,39 @@ def test_a_node_lost_during_the_path_check_is_left_out(
     assert checked == 2  # the two real nodes; the lost one is left out, not a traceback
 
 
-def test_the_eval_index_blocks_are_made_on_the_driver_without_a_ray_task(
-    cluster: LoopbackCluster, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The eval dataset's blocks of item indices are made on the driver, exactly as cut.
-    ``ray.data.from_numpy`` made them in one Ray task per block: a worker process per node
-    that imported Ray Data, seconds of CPU on every run before the first replica started."""
-    import numpy as np
-    import ray.data.read_api
+def test_a_replica_imports_only_what_its_model_needs(tmp_path: Path) -> None:
+    """What a replica process of a text-only ``random:0`` eval imports on top of Ray (whose
+    serializers import numpy, pyarrow and pydantic in every Ray process): no Ray Data, pandas,
+    torch or transformers (Ray Data's import alone was seconds of CPU per replica and in the
+    driver, on every run). Runs the replica's start-up in a fresh interpreter: its module, the
+    spec unpickled as the actor receives it, the model loaded."""
+    import pickle
+    import subprocess
+    import sys
 
-    from mmrobust.distributed import RayOptions, session
-    from mmrobust.distributed.pipeline import index_dataset
+    from mmrobust.distributed.replicas import ReplicaSpec
+    from mmrobust.run.config import EvalConfig
 
-    def no_task(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("a Ray task made the index blocks")
-
-    monkeypatch.setattr(ray.data.read_api, "cached_remote_fn", no_task)
-    blocks = [np.arange(0, 3), np.arange(3, 6), np.arange(6, 7)]
-    with session.ray_session(RayOptions(address=cluster.address)):
-        ds = index_dataset(blocks)
-        got = [b["data"].tolist() for b in ds.iter_batches(batch_size=None, batch_format="numpy")]
-    assert got == [[0, 1, 2], [3, 4, 5], [6]]
+    cfg = EvalConfig(data="x", model="random:0", out=str(tmp_path / "run"), text_only=True)
+    spec = ReplicaSpec(model="random:0", model_args={}, cwd=str(tmp_path), eval_config=cfg)
+    (tmp_path / "spec.pkl").write_bytes(pickle.dumps(spec))
+    code = (
+        "import pickle, sys\n"
+        "from mmrobust.distributed.pipeline import ReplicaStage\n"
+        "import ray\n"
+        "from mmrobust.distributed.replicas import Replica\n"
+        f"spec = pickle.loads(open({str(tmp_path / 'spec.pkl')!r}, 'rb').read())\n"
+        "replica = Replica(spec)\n"
+        "assert replica.error is None, replica.error\n"
+        "heavy = ('ray.data', 'pandas', 'torch', 'transformers', 'sklearn', 'matplotlib')\n"
+        "print(sorted(m for m in sys.modules if m in heavy))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_more_replicas_than_fit_fails_before_starting_any(
@@ -427,7 +439,7 @@ def test_eval_on_ray_equals_serial_row_for_row(
     assert (ex["name"], ex["replicas"], ex["dispatch"]) == (
         "ray",
         2,
-        "ray.data map_batches (actor pool)",
+        "ray actors (one per replica, blocks of items)",
     )
 
 

@@ -1,6 +1,7 @@
 """``--executor ray`` when something fails mid-run, on the session's two-node loopback cluster
 (``conftest.ray_cluster``; ``tests/ray_cluster.py``): a node removed, a replica process
-killed, the driver killed, Ctrl-C. Each evaluates ``tests.ray_runs.SLOW`` (``random:7``
+killed, the driver killed, Ctrl-C; and a Ray that ``eval`` starts itself, which leaves no
+process behind after a killed replica and Ctrl-C. Each evaluates ``tests.ray_runs.SLOW`` (``random:7``
 decoding 2 frames of each of the 24 real clips, sleeping ``delay_s`` per request, so the
 fault lands mid-run whatever the machine's speed while costing next to no CPU) and ends equal
 to the serial run of the same command, every row written once, no replica left running.
@@ -12,9 +13,12 @@ its own worker with its own cluster, beside the other Ray files (``conftest.xdis
 from __future__ import annotations
 
 import _thread
+import contextlib
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -180,3 +184,88 @@ def test_a_killed_driver_resumes_and_equals_serial(
     invoke(args)
     assert run_info_of(out)["n_new"] == 24 - kept  # only the rest was asked
     same_run(out, serial_slow)
+
+
+def _marked(mark: str) -> list[Any]:
+    """The live (not zombie) processes whose environment holds ``MMROBUST_TEST_MARK=mark``: a
+    process inherits it from the one that started it, so every process of a Ray that the
+    marked ``mmrobust`` started (GCS, raylet, agents, workers and replicas) has it."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            marked = proc.environ().get("MMROBUST_TEST_MARK") == mark
+            if marked and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+    return found
+
+
+def test_no_process_of_a_ray_mmrobust_started_outlives_the_run(tmp_path: Path) -> None:
+    """Issue 42: ``eval --executor ray`` without ``--ray-address`` starts its own Ray. One run
+    whose replica is SIGKILLed mid-run (Ray restarts it: a new process) and which is then
+    interrupted by Ctrl-C as a terminal sends it (SIGINT to the whole process group, Ray's
+    processes included): exit 130, the rows kept, and within a minute no process of that
+    Ray (every one carries the run's mark in its environment) is left, replicas included."""
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+    import uuid
+
+    import psutil
+
+    data = tmp_path / "text.jsonl"
+    sample = {"benchmark": "generic", "options": {"A": "yes", "B": "no"}, "answer": "A"}
+    lines = [json.dumps({"id": f"s{i:02d}", "question": f"q{i}", **sample}) for i in range(24)]
+    data.write_text("\n".join(lines) + "\n")
+    out, mark = tmp_path / "run", uuid.uuid4().hex
+    args = ["eval", "--data", str(data), "--model", "random:7", "--model-arg", "delay_s=0.3"]
+    args += ["--out", str(out), "-q", "--workers", "1", "--bootstrap", "0"]
+    args += ["--executor", "ray", "--replicas", "1", "--ray-cpus-per-worker", "0.5"]
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env.update(MMROBUST_TEST_MARK=mark, PYTHONPATH=os.pathsep.join(sys.path))
+    temp = tempfile.mkdtemp(prefix="mmr-ray-")  # short: Ray's socket paths have a length limit
+    env["RAY_TMPDIR"] = temp  # this Ray's session folder
+    cmd = [sys.executable, "-c", "from mmrobust.cli import app; app()", *args]
+    proc = subprocess.Popen(
+        cmd, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    killed: list[int] = []
+
+    def kill_the_replica() -> None:
+        for p in _marked(mark):
+            with contextlib.suppress(psutil.Error):
+                if "ReplicaStage" in " ".join(p.cmdline()):
+                    killed.append(p.pid)
+                    p.kill()
+
+    try:
+        with (
+            when_rows(out, 6, kill_the_replica) as first,
+            when_rows(out, 12, lambda: os.killpg(proc.pid, signal.SIGINT)) as second,
+        ):
+            output = proc.communicate(timeout=600)[0].decode(errors="replace")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        shutil.rmtree(temp, ignore_errors=True)
+    assert first[0] and second[0] and killed, output
+    assert proc.returncode == 130, output
+    info = run_info_of(out)
+    assert info["interrupted"] and 12 <= info["n_new"] < 24, info
+    assert info["executor"]["replica_failures"] >= 1, info["executor"]
+    deadline = time.monotonic() + 60  # a condition, not a pause
+    while (left := _marked(mark)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    described = []
+    for p in left:
+        with contextlib.suppress(psutil.Error):
+            described.append(f"{p.pid} ppid={p.ppid()} {' '.join(p.cmdline())[:80]}")
+    for p in left:  # leave nothing behind on the test machine either
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    assert described == [], f"processes of the run's Ray outlived it: {described}"

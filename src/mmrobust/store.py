@@ -346,26 +346,13 @@ class ResultStore:
         return out
 
     def iter_rows(
-        self,
-        key: RunKey,
-        *,
-        repeat: int | None = 0,
-        by_id: bool = False,
-        media_only: bool = False,
-        limit: int | None = None,
-    ) -> Iterator[StoredRow]:
-        """Stream the rows of ``key`` that count (the selection of its last ``eval``, every
-        row when none is recorded, see :meth:`selection`), one at a time: memory does not
-        grow with the number of rows (the report reads a million rows this way).
-
-        Args:
-            key: the configuration key.
-            repeat: only this ``--repeats`` ask (0: the headline); ``None``: every ask.
-            by_id: in sample id order (SQLite's binary order of the UTF-8 text, which is
-                Python's ``str`` order), else in insertion order.
-            media_only: only rows whose sample has a video or an image.
-            limit: at most this many rows.
-        """
+        self, key: RunKey, *, repeat: int | None = 0, by_id: bool = False,
+        media_only: bool = False, limit: int | None = None,
+    ) -> Iterator[StoredRow]:  # fmt: skip
+        """Stream the rows of ``key`` that count (its selection, see :meth:`selection`) one at
+        a time, so memory does not grow with the rows: ``repeat`` (``None``: every ask),
+        ``by_id`` (sample id order, SQLite's binary UTF-8 order = ``str`` order; else insertion
+        order), ``media_only`` (samples with a video or image), ``limit`` (at most so many)."""
         where = self._counted(key, repeat)
         if where is None:
             return
@@ -384,19 +371,15 @@ class ResultStore:
 
     def count_rows(self, key: RunKey, *, repeat: int | None = 0) -> int:
         """How many rows :meth:`iter_rows` yields (one SQL count)."""
-        where = self._counted(key, repeat)
-        if where is None:
-            return 0
-        sql = f"SELECT COUNT(*) FROM results r WHERE {where[0]}"
-        return int(self._db.execute(sql, where[1]).fetchone()[0])
+        w = self._counted(key, repeat)
+        return 0 if w is None else int(self._db.execute(
+            f"SELECT COUNT(*) FROM results r WHERE {w[0]}", w[1]).fetchone()[0])  # fmt: skip
 
     def tally(
         self, key: RunKey, paths: Sequence[str], *, repeat: int | None = 0
     ) -> list[tuple[tuple[Any, ...], int, int, int]]:
-        """The rows :meth:`iter_rows` yields, counted in SQL without reading them: grouped by
-        the values at the JSON ``paths`` of their sample (``$.tamper_type``,
-        ``$.meta.position``; ``None`` where absent), each group with its number of rows,
-        of rows whose window coverage is known, and of those covered."""
+        """The rows of :meth:`iter_rows` counted in SQL, grouped by the values at JSON ``paths``
+        of their sample (``$.meta.position``): ``(values, rows, coverage known, covered)``."""
         where = self._counted(key, repeat)
         if where is None:
             return []
@@ -423,14 +406,12 @@ class ResultStore:
                 k.append(repeat)
             elif repeat:  # an older store holds first asks only
                 return None
-        try:
-            selected = self._db.execute(
-                "SELECT 1 FROM selection WHERE model_fp=? AND prompt_fp=? AND policy_fp=? LIMIT 1",
-                k[:3],
-            ).fetchone()
-        except sqlite3.OperationalError:  # an older store opened read-only: no such table
-            selected = None
-        if selected is not None:
+        try:  # an older store opened read-only has no selection table
+            sel = self._db.execute("SELECT 1 FROM selection WHERE model_fp=? AND prompt_fp=? AND "
+                                   "policy_fp=? LIMIT 1", k[:3]).fetchone()  # fmt: skip
+        except sqlite3.OperationalError:
+            sel = None
+        if sel is not None:
             where += (
                 " AND EXISTS (SELECT 1 FROM selection s WHERE s.model_fp=r.model_fp AND "
                 "s.prompt_fp=r.prompt_fp AND s.policy_fp=r.policy_fp AND s.sample_id=r.sample_id)"

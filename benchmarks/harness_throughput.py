@@ -91,8 +91,11 @@ def serve(port_q: Any) -> None:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    class Server(ThreadingHTTPServer):
+        request_queue_size = 256  # 64 clients connecting at once: the default 5 resets some
+        daemon_threads = True
+
+    server = Server(("127.0.0.1", 0), Handler)
     port_q.put(server.server_address[1])
     server.serve_forever()
 

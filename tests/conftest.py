@@ -20,15 +20,15 @@ session's own, so frame sampling, the MMR demo set and unzipped hub data never r
 the user's ``~/.cache/mmrobust`` (``mmrobust.paths.cache_root``; Ray workers get the
 variable from ``distributed.session``).
 
-``ray_cluster``: the session's one loopback Ray cluster (``tests/ray_cluster.SharedCluster``:
+``ray_cluster``: the process's one loopback Ray cluster (``tests/ray_cluster.SharedCluster``:
 two nodes on 127.0.0.1, started by the first test that uses it, reset to two nodes after each
-test, stopped after the last test marked ``ray``). Tests that use it are marked ``ray`` and run
-next to each other (and on one worker under pytest-xdist); a cluster that cannot start on a busy
-machine skips them with the reason, once (``MMROBUST_TEST_RAY=required``: fails the first).
+test, stopped after the last test marked ``ray`` in a row). Tests that use it are marked ``ray``
+and run next to each other; a cluster that cannot start on a busy machine skips them with the
+reason, once (``MMROBUST_TEST_RAY=required``: fails the first).
 
 Under pytest-xdist (``-n N``) each test file runs on one worker (its module fixtures are built
-once), and the files with tests marked ``ray`` on one worker between them
-(``pytest_xdist_make_scheduler``).
+once); the files with tests marked ``ray`` are handed out first, each to its own worker, which
+starts its own cluster (``pytest_xdist_make_scheduler``).
 
 ``tests/synth.py`` has ``make_synthetic_video`` / ``read_frame_code`` for
 small synthetic clips that carry their frame index.
@@ -40,6 +40,7 @@ import functools
 import os
 import re
 import shutil
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -52,14 +53,13 @@ from mmrobust.media import sample_clips
 from tests.ray_cluster import SharedCluster
 
 _RAY = SharedCluster(nodes=2, strict=os.environ.get("MMROBUST_TEST_RAY") == "required")
-"""The session's loopback Ray cluster (one per process: one per xdist worker that runs a test
-marked ``ray``, and every such test runs on the same worker)."""
+"""The process's loopback Ray cluster (one per xdist worker that runs a file marked ``ray``)."""
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """Workers for ``-n auto`` (the default): none (in this process) when the run names fewer
-    than ``_FEW_FILES`` test files, else one per CPU plus one (the suite waits on subprocesses,
-    servers and Ray as much as it computes), at most ``_MAX_WORKERS``.
+    than ``_FEW_FILES`` test files, else one per CPU plus ``_RAY_WORKERS`` (each Ray file holds
+    a worker for its whole length while mostly waiting on its cluster), at most ``_MAX_WORKERS``.
     ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` decide instead."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
@@ -70,11 +70,13 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     if files < _FEW_FILES:
         return 0
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return min((cpus or 1) + 1, _MAX_WORKERS)
+    return min((cpus or 1) + _RAY_WORKERS, _MAX_WORKERS)
 
 
 _FEW_FILES = 6
-_MAX_WORKERS = 4
+_RAY_WORKERS = 3
+"""The test files marked ``ray`` (``tests/test_crossings.py``, ``test_ray.py``, ``test_ray_faults.py``)."""
+_MAX_WORKERS = 5
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -99,22 +101,40 @@ def ray_file(path: str) -> bool:
 
 
 def xdist_scope(nodeid: str, rootdir: Path) -> str:
-    """The xdist scope of a test: ``ray`` for the files with tests marked ``ray`` (one worker,
-    one cluster), else its file (its module fixtures are built once)."""
+    """The xdist scope of a test: its file (its module fixtures are built once), named
+    ``ray:FILE`` for a file with tests marked ``ray`` (its worker starts its own cluster)."""
     file = nodeid.split("::", 1)[0]
-    return "ray" if ray_file(str(rootdir / file)) else file
+    return f"ray:{file}" if ray_file(str(rootdir / file)) else file
+
+
+class RayFirst(OrderedDict[str, Any]):
+    """xdist's work queue of scopes (``LoadScopeScheduling.workqueue``: by test count, most
+    first) that hands out the ``ray:`` scopes before the others."""
+
+    def popitem(self, last: bool = True) -> tuple[str, Any]:
+        if not last:
+            for scope in self:
+                if scope.startswith("ray:"):
+                    return scope, self.pop(scope)
+        return super().popitem(last)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Whole files to a worker, the ``ray`` files all to one. (xdist's ``xdist_group`` does
-    nothing under pytest 9: it renames ``item._nodeid``, which pytest 9 no longer reads, so every
-    test became its own group and two workers started Ray clusters side by side.)"""
+    """Whole files to a worker; the ``ray`` files first, each on its own worker with its own
+    cluster. They are the longest files and mostly wait (on replicas starting, on a run in
+    progress), so they run beside each other and beside the rest; one worker holding all of them
+    in a row was most of the suite's wall time. (xdist's ``xdist_group`` does nothing under
+    pytest 9: it renames ``item._nodeid``, which pytest 9 no longer reads.)"""
     from xdist.scheduler import LoadScopeScheduling
 
     rootdir = config.rootpath
 
     class FilesAndRay(LoadScopeScheduling):  # type: ignore[misc]
+        def __init__(self, config: pytest.Config, log: Any) -> None:
+            super().__init__(config, log)
+            self.workqueue = RayFirst()
+
         def _split_scope(self, nodeid: str) -> str:
             return xdist_scope(nodeid, rootdir)
 

@@ -6,12 +6,10 @@ GPU-less machine simulating GPUs: Ray schedules on the declared ``GPU``
 resource; the tiny ``hf:`` model runs on ``device=cpu``) and a custom
 resource ``accel``. Every check compares with the local (serial) path:
 the tamper build byte for byte, ``metrics.json`` for the forensic detector
-and a tiny random Idefics3 checkpoint, each row written once. Fault and
-interrupt tests remove a node, kill a replica or the driver, or press Ctrl-C
-mid-run; they evaluate ``SLOW``: ``random:7`` decoding 2 frames of each of the
-24 real clips and sleeping ``delay_s`` per request, so every run lasts a few
-seconds after its first rows whatever the machine's speed (the fault lands
-mid-run) while costing next to no CPU. The cluster is the session's
+and a tiny random Idefics3 checkpoint, each row written once. The fault and
+interrupt tests (a node removed, a replica or the driver killed, Ctrl-C) are in
+``tests/test_ray_faults.py``, which runs on its own worker and cluster under
+pytest-xdist; the helpers both files use are ``tests/ray_runs.py``. The cluster is the session's
 (``conftest.ray_cluster``), put back to its two nodes after each test; at the
 end of the session every Ray process it started is stopped and its ports are
 checked closed.
@@ -19,13 +17,10 @@ checked closed.
 
 from __future__ import annotations
 
-import _thread
-import contextlib
 import json
 import os
-import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +31,17 @@ from mmrobust.cli import app
 from tests.hf_tiny import build_tiny_idefics3
 from tests.plugin_package import install_site, mmrobust, write_pope_data
 from tests.ray_cluster import LoopbackCluster, SharedCluster
+from tests.ray_runs import (
+    assert_replicas_gone,
+    eval_argv,
+    invoke,
+    metrics_of,
+    on_ray,
+    run_info_of,
+    same_run,
+    tree_bytes,
+    watch_replicas,
+)
 from tests.runs import stored_rows
 from tests.synth import make_synthetic_video
 
@@ -51,12 +57,6 @@ TAMPER_ARGS = [
 ]
 """The options of ``conftest.real_tamper_set`` (the serial build compared with)."""
 
-SLOW = ("random:7", "--model-arg", "media=frames", "--model-arg", "delay_s=0.2")
-SLOW += ("--frames", "2", "--workers", "1", "--bootstrap", "200")
-"""The fault tests' model and options (their serial reference, ``serial_slow``, too): 24
-samples in 8 blocks of 3 (one request at a time per replica), each request 0.2 s (``delay_s``
-changes no answer and no fingerprint)."""
-
 
 @pytest.fixture()
 def cluster(ray_cluster: SharedCluster) -> Iterator[LoopbackCluster]:
@@ -66,108 +66,11 @@ def cluster(ray_cluster: SharedCluster) -> Iterator[LoopbackCluster]:
     ray_cluster.reset()
 
 
-def _ray_args(c: LoopbackCluster, *extra: str) -> list[str]:
-    return ["--executor", "ray", "--ray-address", c.address, *extra]
-
-
-def _invoke(args: list[str], code: int = 0) -> Any:
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == code, f"{result.output}\n{result.exception!r}"
-    return result
-
-
-def _files(root: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
-    }
-
-
-def _eval(data: Path, out: Path, model: str, *extra: str) -> Any:
-    return ["eval", "--data", str(data), "--model", model, "--out", str(out), "-q", *extra]
-
-
-def _metrics(run: Path) -> dict[str, Any]:
-    return dict(json.loads((run / "metrics.json").read_text()))
-
-
-def _run_info(run: Path) -> dict[str, Any]:
-    return dict(json.loads((run / "run.json").read_text()))
-
-
-def _watch_replicas(monkeypatch: pytest.MonkeyPatch) -> set[int]:
-    """The pids of the replica processes that return blocks from now on (filled as they do)."""
-    from mmrobust.distributed import pipeline
-
-    pids: set[int] = set()
-    real = pipeline.PipelineStats.saw
-
-    def saw(self: Any, ip: str, node_id: str, actor: str, pid: int) -> None:
-        pids.add(int(pid))
-        real(self, ip, node_id, actor, pid)
-
-    monkeypatch.setattr(pipeline.PipelineStats, "saw", saw)
-    return pids
-
-
-def _assert_replicas_gone(pids: set[int], timeout: float = 60.0) -> None:
-    """Every replica process in ``pids`` (on this machine: the loopback cluster's nodes) ends
-    within ``timeout`` seconds of the run (Ray ends a job's actors when its driver leaves)."""
-    import psutil
-
-    assert pids, "no replica returned a block"
-    procs = []
-    for pid in pids:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            procs.append(psutil.Process(pid))
-    _, alive = psutil.wait_procs(procs, timeout=timeout)
-    left = []
-    for proc in alive:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            if proc.status() != psutil.STATUS_ZOMBIE:
-                left.append(f"{proc.pid} {' '.join(proc.cmdline())[:80]}")
-    assert left == [], f"replica processes outlived their run: {left}"
-
-
-@contextlib.contextmanager
-def _when_rows(run: Path, n: int, action: Callable[[], None]) -> Iterator[list[bool]]:
-    """Call ``action`` from a thread once ``run``'s store holds ``n`` rows; yields ``[fired]``."""
-    fired = [False]
-    stop = threading.Event()
-
-    def watch() -> None:
-        while not stop.wait(0.1):
-            try:
-                with contextlib.closing(sqlite3.connect(run / "results.sqlite", timeout=1)) as db:
-                    count = db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
-            except sqlite3.Error:
-                continue
-            if count >= n:
-                fired[0] = True
-                action()
-                return
-
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    try:
-        yield fired
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def serial_slow(real_tamper_set: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``SLOW`` on the real tamper set, serial: the reference of the fault tests."""
-    out = tmp_path_factory.mktemp("serial-slow") / "run"
-    _invoke(_eval(real_tamper_set, out, *SLOW))
-    return out
-
-
 @pytest.fixture(scope="module")
 def serial_forensic(real_tamper_set: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The forensic detector on the real tamper set, serial (the reference of the Ray runs)."""
     out = tmp_path_factory.mktemp("serial-forensic") / "run"
-    _invoke(_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"))
+    invoke(eval_argv(real_tamper_set, out, "forensic", "--bootstrap", "200"))
     return out
 
 
@@ -176,9 +79,9 @@ def test_tamper_on_ray_is_byte_identical_to_the_serial_build(
 ) -> None:
     out = tmp_path / "ray-set"
     args = ["tamper", *map(str, real_clips.values()), "--out", str(out), *TAMPER_ARGS]
-    result = _invoke([*args, *_ray_args(cluster, "--ray-resource", "accel=1")])
+    result = invoke([*args, *on_ray(cluster, "--ray-resource", "accel=1")])
     assert "built on 2 node(s) (127.0.0.1: 4)" in result.output
-    ours, theirs = _files(out), _files(real_tamper_set)
+    ours, theirs = tree_bytes(out), tree_bytes(real_tamper_set)
     assert sorted(ours) == sorted(theirs)
     assert len([f for f in ours if f.endswith(".mp4")]) == 24
     assert [f for f in ours if ours[f] != theirs[f]] == []
@@ -197,26 +100,26 @@ def test_tamper_bytes_do_not_depend_on_the_cpus_of_the_driver_or_the_workers(
     were restricted to the driver's CPU count to match it."""
     pair = [str(real_clips[n]) for n in ("carphone_pristine", "carphone_distorted")]
     builds = {name: tmp_path / name for name in ("all-cpus", "one-cpu", "ray-one-cpu")}
-    _invoke(["tamper", *pair, *TAMPER_ARGS, "--out", str(builds["all-cpus"])])
+    invoke(["tamper", *pair, *TAMPER_ARGS, "--out", str(builds["all-cpus"])])
     cpus = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(cpus)})  # the driver now has 1 CPU; the Ray workers have 2
     try:
-        _invoke(["tamper", *pair, *TAMPER_ARGS, "--out", str(builds["one-cpu"])])
+        invoke(["tamper", *pair, *TAMPER_ARGS, "--out", str(builds["one-cpu"])])
         args = ["tamper", *pair, *TAMPER_ARGS, "--out", str(builds["ray-one-cpu"])]
-        _invoke([*args, *_ray_args(cluster)])
+        invoke([*args, *on_ray(cluster)])
     finally:
         os.sched_setaffinity(0, cpus)
-    one, ray_one = _files(builds["one-cpu"]), _files(builds["ray-one-cpu"])
-    assert len(one) == 12 + 2 and one == ray_one == _files(builds["all-cpus"])
+    one, ray_one = tree_bytes(builds["one-cpu"]), tree_bytes(builds["ray-one-cpu"])
+    assert len(one) == 12 + 2 and one == ray_one == tree_bytes(builds["all-cpus"])
 
 
 def test_eval_forensic_on_ray_equals_serial_and_writes_each_row_once(
     cluster: LoopbackCluster, real_tamper_set: Path, serial_forensic: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
-    _invoke([*_eval(real_tamper_set, out, "forensic", "--bootstrap", "200"), *_ray_args(cluster)])
-    assert _metrics(out) == _metrics(serial_forensic)
-    info = _run_info(out)
+    invoke([*eval_argv(real_tamper_set, out, "forensic", "--bootstrap", "200"), *on_ray(cluster)])
+    assert metrics_of(out) == metrics_of(serial_forensic)
+    info = run_info_of(out)
     ex = info["executor"]
     assert (ex["name"], ex["replicas"], ex["n_nodes"], ex["nodes"]) == (
         "ray",
@@ -226,7 +129,7 @@ def test_eval_forensic_on_ray_equals_serial_and_writes_each_row_once(
     )
     assert ex["resources_per_replica"] == {"CPU": 1.0}
     assert (info["n_new"], info["n_rows"]) == (24, 24)  # 24 writes for 24 samples
-    assert _run_info(serial_forensic)["executor"] == {"name": "serial"}
+    assert run_info_of(serial_forensic)["executor"] == {"name": "serial"}
     rows, ref = stored_rows(out), stored_rows(serial_forensic)
     assert sorted(rows) == sorted(ref)
     for sid, row in rows.items():
@@ -243,22 +146,22 @@ def test_a_task_on_ray_computes_the_drivers_key_and_equals_serial(
     """Issue 20: the replicas fold ``--task`` into the run key as the driver does. A light
     backend's key is the spec's: no probe replica is started for it (the replicas' rows are
     checked against the driver's key as they arrive)."""
-    import mmrobust.distributed.eval as ray_eval
+    from mmrobust.distributed.pipeline import ReplicaPool
 
     def no_probe(*_a: object, **_k: object) -> None:
         raise AssertionError("a probe replica was started for a light backend")
 
-    monkeypatch.setattr(ray_eval, "probe_model", no_probe)
-    pids = _watch_replicas(monkeypatch)
+    monkeypatch.setattr(ReplicaPool, "probe", no_probe)
+    pids = watch_replicas(monkeypatch)
     runs = {}
-    for name, extra in (("serial", []), ("ray", _ray_args(cluster))):
+    for name, extra in (("serial", []), ("ray", on_ray(cluster))):
         runs[name] = tmp_path / name
-        args = _eval(real_tamper_set, runs[name], "constant:none", "--task", "type")
-        _invoke([*args, "--bootstrap", "0", *extra])
-    _assert_replicas_gone(pids)  # no replica outlives a run that ended normally
-    assert _metrics(runs["ray"]) == _metrics(runs["serial"])
-    assert _metrics(runs["ray"])["benchmark"] == "tamper-type"
-    assert _run_info(runs["ray"])["key"] == _run_info(runs["serial"])["key"]
+        args = eval_argv(real_tamper_set, runs[name], "constant:none", "--task", "type")
+        invoke([*args, "--bootstrap", "0", *extra])
+    assert_replicas_gone(pids)  # no replica outlives a run that ended normally
+    assert metrics_of(runs["ray"]) == metrics_of(runs["serial"])
+    assert metrics_of(runs["ray"])["benchmark"] == "tamper-type"
+    assert run_info_of(runs["ray"])["key"] == run_info_of(runs["serial"])["key"]
 
 
 def test_eval_hf_replicas_on_simulated_gpus_equal_serial(
@@ -272,12 +175,12 @@ def test_eval_hf_replicas_on_simulated_gpus_equal_serial(
     # The random checkpoint's replies match no option: every row is parse_fail, so both runs
     # end with exit 1 ("no sample could be scored") after writing their rows.
     for result in (
-        _invoke([*_eval(real_tamper_set, local, f"hf:{ckpt}", *common)], code=1),
-        _invoke([*_eval(real_tamper_set, remote, f"hf:{ckpt}", *common), *_ray_args(cluster)], 1),
+        invoke([*eval_argv(real_tamper_set, local, f"hf:{ckpt}", *common)], code=1),
+        invoke([*eval_argv(real_tamper_set, remote, f"hf:{ckpt}", *common), *on_ray(cluster)], 1),
     ):
         assert "no sample could be scored: 6 of 6 rows" in result.output
-    assert _metrics(remote) == _metrics(local)
-    ex = _run_info(remote)["executor"]
+    assert metrics_of(remote) == metrics_of(local)
+    ex = run_info_of(remote)["executor"]
     # one replica per (declared) GPU, by default for hf: models
     assert (ex["replicas"], ex["n_nodes"], ex["resources_per_replica"]) == (
         2,
@@ -285,69 +188,12 @@ def test_eval_hf_replicas_on_simulated_gpus_equal_serial(
         {"CPU": 1.0, "GPU": 1.0},
     )
     rows, ref = stored_rows(remote), stored_rows(local)
-    assert len(rows) == 6 and _run_info(remote)["n_new"] == 6
+    assert len(rows) == 6 and run_info_of(remote)["n_new"] == 6
     for sid, row in rows.items():  # frames decoded on the workers: the same frames, same replies
         assert (row["raw_text"], row["frame_indices"]) == (
             ref[sid]["raw_text"],
             ref[sid]["frame_indices"],
         )
-
-
-def _remove_a_replica_node(c: LoopbackCluster) -> None:
-    """Kill (no graceful stop) a worker node that hosts an eval replica."""
-    from ray._private import state
-
-    for actor in state.actors().values():
-        node_id = actor.get("Address", {}).get("NodeID")
-        if "ReplicaStage" not in str(actor.get("ActorClassName")) or actor.get("State") != "ALIVE":
-            continue
-        node = next((n for n in c.cluster.worker_nodes if n.node_id == node_id), None)
-        if node is not None:
-            c.cluster.remove_node(node, allow_graceful=False)
-            return
-    raise AssertionError("no replica on a worker node")
-
-
-def test_eval_survives_losing_a_node_mid_run(
-    cluster: LoopbackCluster, real_tamper_set: Path, serial_slow: Path, tmp_path: Path
-) -> None:
-    cluster.add_node()  # 3 nodes for 2 replicas: one on a worker node, one slot spare
-    out = tmp_path / "run"
-    args = [*_eval(real_tamper_set, out, *SLOW), *_ray_args(cluster)]
-    with _when_rows(out, 3, lambda: _remove_a_replica_node(cluster)) as fired:
-        _invoke([*args, "--replicas", "2"])
-    assert fired[0]
-    info = _run_info(out)
-    ex = info["executor"]
-    assert ex["replica_failures"] >= 1, ex  # Ray restarted it and re-ran its block
-    assert (info["n_new"], info["n_rows"]) == (24, 24)  # nothing lost, nothing written twice
-    assert _metrics(out) == _metrics(serial_slow)
-
-
-def test_ctrl_c_keeps_rows_and_the_same_command_resumes(
-    cluster: LoopbackCluster,
-    real_tamper_set: Path,
-    serial_slow: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    out = tmp_path / "run"
-    pids = _watch_replicas(monkeypatch)
-    args = [*_eval(real_tamper_set, out, *SLOW), *_ray_args(cluster)]
-    args += ["--replicas", "2"]  # a node removed by the fault test may still count as alive
-    with _when_rows(out, 4, _thread.interrupt_main) as fired:
-        first = CliRunner().invoke(app, args)
-    assert fired[0]
-    assert first.exit_code == 130, first.output
-    assert "interrupted" in first.output
-    _assert_replicas_gone(pids)  # nor one stopped by Ctrl-C
-    done = _run_info(out)
-    assert done["interrupted"] and 4 <= done["n_new"] < 24
-    assert _metrics(out)["complete"] is False
-    _invoke(args)
-    again = _run_info(out)
-    assert again["n_new"] == 24 - done["n_new"]  # only the rest was asked
-    assert _metrics(out) == _metrics(serial_slow)
 
 
 def test_a_path_a_worker_cannot_see_fails_early_in_one_line(
@@ -361,7 +207,7 @@ def test_a_path_a_worker_cannot_see_fails_early_in_one_line(
         path = f"/proc/self/fd/{high}"
         assert Path(path).is_file()
         result = CliRunner().invoke(
-            app, ["tamper", path, "--out", str(tmp_path / "set"), *_ray_args(cluster)]
+            app, ["tamper", path, "--out", str(tmp_path / "set"), *on_ray(cluster)]
         )
     finally:
         os.close(high)
@@ -389,12 +235,12 @@ def test_mmr_data_on_ray_writes_what_a_local_run_writes(
     (folder / "broken.jpg").write_bytes(b"not an image")
     outs = {}
     with FakeOpenAIServer(responder=responder) as server:  # on 127.0.0.1, asked by the replicas
-        for name, extra in (("local", []), ("ray", [*_ray_args(cluster), "--replicas", "2"])):
+        for name, extra in (("local", []), ("ray", [*on_ray(cluster), "--replicas", "2"])):
             outs[name] = tmp_path / name
             args = ["mmr-data", str(folder), "--model", "openai:fake", "--pairs", "2"]
             args += ["--model-arg", f"base_url={server.base_url}", "--model-arg", "max_retries=0"]
-            _invoke([*args, "--out", str(outs[name]), *extra])
-    local, remote = _files(outs["local"]), _files(outs["ray"])
+            invoke([*args, "--out", str(outs[name]), *extra])
+    local, remote = tree_bytes(outs["local"]), tree_bytes(outs["ray"])
     assert sorted(local) == sorted(remote) and len(local) == 5 + 4  # 5 items + 4 outputs
     for name in local:
         if name != "summary.json":  # it names its own folder
@@ -422,7 +268,7 @@ def test_an_unreachable_cluster_fails_at_once_in_one_line(
         sock.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{sock.getsockname()[1]}"
     # data and a model that can run: both are checked before the cluster is contacted
-    args = _eval(Path("mmr-demo"), tmp_path / "run", "constant:A")
+    args = eval_argv(Path("mmr-demo"), tmp_path / "run", "constant:A")
     result = CliRunner().invoke(app, [*args, "--executor", "ray", "--ray-address", address])
     assert result.exit_code == 2
     assert result.output.strip() == (
@@ -484,34 +330,46 @@ def test_a_node_lost_during_the_path_check_is_left_out(
     assert checked == 2  # the two real nodes; the lost one is left out, not a traceback
 
 
-def test_the_eval_index_blocks_are_made_on_the_driver_without_a_ray_task(
-    cluster: LoopbackCluster, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The eval dataset's blocks of item indices are made on the driver, exactly as cut.
-    ``ray.data.from_numpy`` made them in one Ray task per block: a worker process per node
-    that imported Ray Data, seconds of CPU on every run before the first replica started."""
-    import numpy as np
-    import ray.data.read_api
+def test_a_replica_imports_only_what_its_model_needs(tmp_path: Path) -> None:
+    """What a replica process of a text-only ``random:0`` eval imports on top of Ray (whose
+    serializers import numpy, pyarrow and pydantic in every Ray process): no Ray Data, pandas,
+    torch or transformers (Ray Data's import alone was seconds of CPU per replica and in the
+    driver, on every run). Runs the replica's start-up in a fresh interpreter: its module, the
+    spec unpickled as the actor receives it, the model loaded."""
+    import pickle
+    import subprocess
+    import sys
 
-    from mmrobust.distributed import RayOptions, session
-    from mmrobust.distributed.pipeline import index_dataset
+    from mmrobust.distributed.replicas import ReplicaSpec
+    from mmrobust.run.config import EvalConfig
 
-    def no_task(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("a Ray task made the index blocks")
-
-    monkeypatch.setattr(ray.data.read_api, "cached_remote_fn", no_task)
-    blocks = [np.arange(0, 3), np.arange(3, 6), np.arange(6, 7)]
-    with session.ray_session(RayOptions(address=cluster.address)):
-        ds = index_dataset(blocks)
-        got = [b["data"].tolist() for b in ds.iter_batches(batch_size=None, batch_format="numpy")]
-    assert got == [[0, 1, 2], [3, 4, 5], [6]]
+    cfg = EvalConfig(data="x", model="random:0", out=str(tmp_path / "run"), text_only=True)
+    spec = ReplicaSpec(model="random:0", model_args={}, cwd=str(tmp_path), eval_config=cfg)
+    (tmp_path / "spec.pkl").write_bytes(pickle.dumps(spec))
+    code = (
+        "import pickle, sys\n"
+        "from mmrobust.distributed.pipeline import ReplicaStage\n"
+        "import ray\n"
+        "from mmrobust.distributed.replicas import Replica\n"
+        f"spec = pickle.loads(open({str(tmp_path / 'spec.pkl')!r}, 'rb').read())\n"
+        "replica = Replica(spec)\n"
+        "assert replica.error is None, replica.error\n"
+        "heavy = ('ray.data', 'pandas', 'torch', 'transformers', 'sklearn', 'matplotlib')\n"
+        "print(sorted(m for m in sys.modules if m in heavy))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_more_replicas_than_fit_fails_before_starting_any(
     cluster: LoopbackCluster, real_tamper_set: Path, tmp_path: Path
 ) -> None:
-    args = _eval(real_tamper_set, tmp_path / "run", "forensic")
-    result = CliRunner().invoke(app, [*args, *_ray_args(cluster, "--replicas", "9")])
+    args = eval_argv(real_tamper_set, tmp_path / "run", "forensic")
+    result = CliRunner().invoke(app, [*args, *on_ray(cluster, "--replicas", "9")])
     assert result.exit_code == 2
     line = result.output.strip()
     assert line.startswith(
@@ -531,17 +389,17 @@ def test_an_openai_model_on_ray_keys_the_run_like_a_local_run(
     runs = {}
     with FakeOpenAIServer() as server:  # answers "A"; on 127.0.0.1, asked by the replicas
         model_args = ["--model-arg", f"base_url={server.base_url}", "--model-arg", "max_retries=0"]
-        for name, extra in (("local", []), ("ray", _ray_args(cluster))):
+        for name, extra in (("local", []), ("ray", on_ray(cluster))):
             runs[name] = tmp_path / name
-            args = _eval(
+            args = eval_argv(
                 real_tamper_set, runs[name], "openai:fake", "--frames", "4", "--limit", "6"
             )
-            _invoke([*args, *model_args, "--bootstrap", "50", *extra])
+            invoke([*args, *model_args, "--bootstrap", "50", *extra])
         n_requests = len(server.chat_requests)
-        local, remote = _run_info(runs["local"]), _run_info(runs["ray"])
-        a, b = _metrics(runs["local"]), _metrics(runs["ray"])
+        local, remote = run_info_of(runs["local"]), run_info_of(runs["ray"])
+        a, b = metrics_of(runs["local"]), metrics_of(runs["ray"])
         # the ray run resumes locally: same key, nothing asked again
-        again = _invoke([*_eval(real_tamper_set, runs["ray"], "openai:fake", "--frames", "4"),
+        again = invoke([*eval_argv(real_tamper_set, runs["ray"], "openai:fake", "--frames", "4"),
                          "--limit", "6", *model_args, "--bootstrap", "50"])  # fmt: skip
         assert "0 new rows, 6 resumed" in again.output
         assert len(server.chat_requests) == n_requests == 12
@@ -549,26 +407,6 @@ def test_an_openai_model_on_ray_keys_the_run_like_a_local_run(
     assert remote["executor"]["name"] == "ray"
     assert remote["run"]["frame_encoding"] == "JPEG q90, longer side <= 1024 px"
     assert a == b
-
-
-def _same_rows(run: Path, ref: Path) -> None:
-    """The stored rows of ``run`` equal ``ref``'s, column by column, less timestamps and
-    latencies."""
-    rows, want = stored_rows(run), stored_rows(ref)
-    assert sorted(rows) == sorted(want)
-    for sid, row in rows.items():
-        for column, value in row.items():
-            if column not in ("created_at", "latency_s"):
-                assert value == want[sid][column], (sid, column)
-
-
-def _same_run(run: Path, ref: Path) -> None:
-    """Equal rows, and ``metrics.json`` equal less the executor block (issue 29)."""
-    _same_rows(run, ref)
-    ours, theirs = _metrics(run), _metrics(ref)
-    assert ours == theirs
-    info = _run_info(run)
-    assert info["n_rows"] == len(stored_rows(ref))
 
 
 @pytest.mark.parametrize("backend", ["random-frames", "openai"])
@@ -590,88 +428,19 @@ def test_eval_on_ray_equals_serial_row_for_row(
         else:
             model = "random:7"
         runs = {}
-        for name, more in (("serial", []), ("ray", _ray_args(cluster, "--replicas", "2"))):
+        for name, more in (("serial", []), ("ray", on_ray(cluster, "--replicas", "2"))):
             runs[name] = tmp_path / name
-            _invoke([*_eval(real_tamper_set, runs[name], model, *extra), *more])
+            invoke([*eval_argv(real_tamper_set, runs[name], model, *extra), *more])
         if backend == "openai":
             assert len(server.chat_requests) == 2 * 12
             assert {len(r.image_urls) for r in server.chat_requests} == {3}
-    _same_run(runs["ray"], runs["serial"])
-    ex = _run_info(runs["ray"])["executor"]
+    same_run(runs["ray"], runs["serial"])
+    ex = run_info_of(runs["ray"])["executor"]
     assert (ex["name"], ex["replicas"], ex["dispatch"]) == (
         "ray",
         2,
-        "ray.data map_batches (actor pool)",
+        "ray actors (one per replica, blocks of items)",
     )
-
-
-def _kill_a_replica_process() -> None:
-    """SIGKILL the process of one live eval replica (Ray restarts it: a new process)."""
-    import signal
-
-    from ray._private import state
-
-    for actor in state.actors().values():
-        alive = actor.get("State") == "ALIVE" and actor.get("Pid")
-        if "ReplicaStage" in str(actor.get("ActorClassName")) and alive:
-            os.kill(int(actor["Pid"]), signal.SIGKILL)
-            return
-    raise AssertionError("no live replica")
-
-
-def test_eval_survives_a_killed_replica_process(
-    cluster: LoopbackCluster,
-    real_tamper_set: Path,
-    serial_slow: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Issue 29: a replica killed mid-run is restarted by Ray and its block re-run: every row
-    written once, equal to serial; neither the restarted replica nor the others outlive it."""
-    out = tmp_path / "run"
-    args = [*_eval(real_tamper_set, out, *SLOW), *_ray_args(cluster)]
-    pids = _watch_replicas(monkeypatch)
-    with _when_rows(out, 2, _kill_a_replica_process) as fired:
-        _invoke([*args, "--replicas", "2"])
-    assert fired[0]
-    _assert_replicas_gone(pids)
-    info = _run_info(out)
-    assert (info["n_new"], info["n_rows"]) == (24, 24)
-    assert info["executor"]["replica_failures"] >= 1, info["executor"]
-    _same_run(out, serial_slow)
-
-
-def test_a_killed_driver_resumes_and_equals_serial(
-    cluster: LoopbackCluster, real_tamper_set: Path, serial_slow: Path, tmp_path: Path
-) -> None:
-    """Issue 29: the driver SIGKILLed mid-run keeps every committed block; the same command
-    then asks only for the rest, and the run equals serial."""
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    out = tmp_path / "run"
-    args = [*_eval(real_tamper_set, out, *SLOW), *_ray_args(cluster)]
-    args += ["--replicas", "2"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    cmd = [sys.executable, "-c", "from mmrobust.cli import app; app()", *args]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        with _when_rows(out, 1, lambda: proc.send_signal(signal.SIGKILL)) as fired:
-            deadline = time.monotonic() + 600
-            while proc.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.2)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-    assert fired[0] and proc.returncode == -signal.SIGKILL
-    kept = len(stored_rows(out))
-    assert 1 <= kept < 24
-    _invoke(args)
-    assert _run_info(out)["n_new"] == 24 - kept  # only the rest was asked
-    _same_run(out, serial_slow)
 
 
 def test_ray_workers_load_the_plugins(cluster: LoopbackCluster, tmp_path: Path) -> None:
@@ -709,9 +478,9 @@ def test_perturb_on_ray_is_byte_identical_to_the_serial_build(
     clip_data = _short_clip(real_clips, tmp_path / "clip")  # 20 frames of carphone
     data.write_text(data.read_text() + clip_data.read_text())
     args = ["perturb", str(data), "--effects", "box_mask,gaussian_noise", "--severity", "1"]
-    _invoke([*args, "--out", str(tmp_path / "local")], code=1)  # the corrupt photo
-    _invoke([*args, "--out", str(tmp_path / "ray"), *_ray_args(cluster)], code=1)
-    local, remote = _files(tmp_path / "local"), _files(tmp_path / "ray")
+    invoke([*args, "--out", str(tmp_path / "local")], code=1)  # the corrupt photo
+    invoke([*args, "--out", str(tmp_path / "ray"), *on_ray(cluster)], code=1)
+    local, remote = tree_bytes(tmp_path / "local"), tree_bytes(tmp_path / "ray")
     assert sorted(local) == sorted(remote)
     for name in local:
         assert local[name] == remote[name], name

@@ -4,8 +4,9 @@ unscorable types are null (not 0), and a dataset nobody can answer fails fast.""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,8 +14,9 @@ from mmrobust.datasets import DatasetError
 from mmrobust.metrics.tamper import tamper_metrics
 from mmrobust.models.base import Model, Request, Response
 from mmrobust.records import ScoredRecord
-from mmrobust.runner import ABORT_AFTER, EvalConfig, RunConflictError, run_eval
+from mmrobust.runner import ABORT_AFTER, EvalConfig, RunConflictError, WorkItem, run_eval
 from mmrobust.status import Status
+from mmrobust.store import ResultStore, StoredRow
 
 YN = {"A": "Yes", "B": "No"}
 
@@ -144,3 +146,49 @@ def test_broken_run_folders_give_one_line_errors(tmp_path: Path) -> None:
         res = runner.invoke(app, args)
         assert res.exit_code == 2, (args, res.output)
         assert message in res.output and "Traceback" not in res.output
+
+
+class _Grouped:
+    """An executor that yields the rows of ``size`` items at once, as ``ThreadExecutor`` does
+    when several items finished while the driver was storing."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def run(self, fn: Callable[[WorkItem], list[StoredRow]], items: Iterable[WorkItem]) -> Any:
+        group: list[StoredRow] = []
+        for n, item in enumerate(items, 1):
+            group += fn(item)
+            if n % self.size == 0:
+                yield group
+                group = []
+        if group:
+            yield group
+
+    def cancel(self) -> None:
+        pass
+
+
+def test_rows_that_arrive_together_are_committed_in_one_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _write(tmp_path / "d.jsonl", [f"q{i}" for i in range(25)])
+    commits: list[int] = []
+    put_many = ResultStore.put_many
+    monkeypatch.setattr(
+        ResultStore,
+        "put_many",
+        lambda self, rows: (commits.append(len(rows)), put_many(self, rows)),
+    )
+    cfg = EvalConfig(data=str(data), model="constant:A", out=str(tmp_path / "run"), n_resamples=0)
+    res = run_eval(cfg, progress=False, executor=_Grouped(10))
+    assert res.n_new == 25 and [n for n in commits if n] == [10, 10, 5]
+
+
+def test_a_failure_streak_stops_at_the_limit_when_more_rows_arrive_at_once(tmp_path: Path) -> None:
+    data = _write(tmp_path / "d.jsonl", [f"q{i}" for i in range(30)])
+    cfg = EvalConfig(data=str(data), model="down", out=str(tmp_path / "run"), n_resamples=0)
+    res = run_eval(cfg, progress=False, model=_Down(), executor=_Grouped(12))
+    assert res.aborted is not None and "stopped after 8 consecutive failed samples" in res.aborted
+    assert res.n_new == ABORT_AFTER == 8  # 12 computed at once; stored up to the 8th
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["n_rows"] == 8

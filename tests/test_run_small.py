@@ -158,8 +158,11 @@ def test_ctrl_c_while_run_prepares_is_one_line(
 def test_ctrl_c_while_the_command_imports_is_one_line() -> None:
     """The handler ``mmrobust.cli`` installs first when the process is the ``mmrobust``
     command: a SIGINT while its modules import prints one line and exits 130."""
+    # A command started from a terminal has Python's SIGINT handler; the test process may
+    # ignore SIGINT (a test before it on the same worker), which the child would inherit.
     code = (
         "import os, signal, sys, time\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "sys.orig_argv = [sys.executable, '/usr/bin/mmrobust', 'run']\n"
         "from mmrobust.cli import _startup\n"
         "os.kill(os.getpid(), signal.SIGINT)\n"

@@ -135,7 +135,7 @@ class _Item:
         return next((m for m in self.marks if m.name == name), None)
 
 
-def test_ray_tests_run_together_on_one_worker_and_each_file_on_one() -> None:
+def test_ray_tests_run_together_and_each_file_on_one_worker() -> None:
     items = [
         _Item("tests/test_a.py::t1", False),
         _Item("tests/test_crossings.py::c1", True),
@@ -158,12 +158,31 @@ def test_ray_tests_run_together_on_one_worker_and_each_file_on_one() -> None:
         )
     }
     assert list(scopes.values()) == [
-        "ray",
-        "ray",
+        "ray:tests/test_crossings.py",
+        "ray:tests/test_ray.py",
         "tests/test_card.py",
         "tests/test_suite_infra.py",
     ]
     assert conftest.pytest_xdist_make_scheduler.pytest_impl["tryfirst"] is True  # type: ignore[attr-defined]
+
+
+def test_the_ray_files_are_handed_out_first_each_to_its_own_worker() -> None:
+    """The scheduler's work queue gives the ``ray:`` scopes before the larger files (xdist
+    orders scopes by test count) and leaves the rest in xdist's order."""
+    queue = conftest.RayFirst()
+    for scope, n in (("tests/test_big.py", 50), ("ray:tests/test_ray.py", 9),
+                     ("tests/test_mid.py", 20), ("ray:tests/test_ray_faults.py", 4)):  # fmt: skip
+        queue[scope] = dict.fromkeys(range(n), False)
+    order = [queue.popitem(last=False)[0] for _ in range(4)]
+    assert order == [
+        "ray:tests/test_ray.py",
+        "ray:tests/test_ray_faults.py",
+        "tests/test_big.py",
+        "tests/test_mid.py",
+    ]
+    ray_files = sorted(p.name for p in TESTS.glob("test_*.py") if conftest.ray_file(str(p)))
+    assert ray_files == ["test_crossings.py", "test_ray.py", "test_ray_faults.py"]
+    assert len(ray_files) == conftest._RAY_WORKERS
 
 
 def test_no_test_file_starts_a_ray_cluster_of_its_own() -> None:

@@ -8,15 +8,15 @@ not installed" message given without Ray. What runs where (docs/scaling.md):
   writes every file of the run folder (``results.sqlite``, ``run.json``,
   ``metrics.json``; ``manifest.jsonl`` / ``errors.jsonl``; ``items/*.json``)
   and shows the progress bar;
-* model replicas (``distributed/replicas.py``) are the actors of a Ray Data
-  actor pool (``distributed/pipeline.py``) that load the model once and turn
-  blocks of work items into rows, decoding frames themselves;
+* model replicas (``distributed/replicas.py``) are a fixed pool of Ray actors
+  (``distributed/pipeline.py``) that load the model once and turn blocks of
+  work items into rows, decoding frames themselves;
 * tamper sources are Ray tasks (``distributed/tamper.py``) that write their
   clips through the same atomic temporary-file + rename as a local build.
 
 Modules: ``session.py`` (connect, nodes, path checks), ``replicas.py`` (one
-loaded model), ``pipeline.py`` (the Ray Data pipeline: blocks, actor pool,
-streaming back), ``eval.py``, ``tamper.py``, ``mmrdata.py`` (the three commands).
+loaded model), ``pipeline.py`` (the replica actors: blocks, dispatch,
+results streamed back), ``eval.py``, ``tamper.py``, ``mmrdata.py`` (the three commands).
 """
 
 from __future__ import annotations

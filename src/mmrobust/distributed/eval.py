@@ -1,13 +1,14 @@
-"""``mmrobust eval --executor ray``: model replicas in a Ray Data pipeline, the store on the driver.
+"""``mmrobust eval --executor ray``: model replicas in a pool of Ray actors, the store on the driver.
 
-:func:`run_eval_ray` loads the model once in a probe task with a replica's
-resources (name, fingerprint, run key), then runs the ordinary
+:func:`run_eval_ray` learns the model's name, fingerprint and run key from the
+spec on the driver (a ``light`` backend) or from the first replica, started
+before the others (the probe), then runs the ordinary
 :func:`mmrobust.run.eval.run_eval` with two stand-ins: a :class:`RemoteModel`
 on the driver that carries the replicas' name, fingerprint, media input,
 frame encoding and batch size (so the run key, ``run.json`` and resume are
 exactly those of a local run), and a :class:`RayEvalExecutor` that runs the
-unfinished ``WorkItem`` s through ``distributed/pipeline.py`` (a Ray Data
-``map_batches`` over an actor pool of replicas) and yields each block's rows.
+unfinished ``WorkItem`` s through ``distributed/pipeline.py`` (blocks of items
+over a fixed pool of replica actors) and yields each block's rows.
 The driver alone writes ``results.sqlite``, one transaction per block; metrics
 are computed from the store as in a local run.
 """
@@ -25,7 +26,7 @@ from ray.exceptions import RayError
 
 from mmrobust.datasets import Dataset
 from mmrobust.distributed import RayOptions
-from mmrobust.distributed.pipeline import PipelineStats, probe_model, stream
+from mmrobust.distributed.pipeline import PipelineStats, ReplicaPool
 from mmrobust.distributed.replicas import ReplicaSpec
 from mmrobust.distributed.session import RaySession, check_paths, ray_session, worker_request
 from mmrobust.media.jpeg import FrameEncoding
@@ -129,10 +130,11 @@ def media_paths(items: Sequence[WorkItem]) -> list[str]:
 @dataclass
 class Replicas:
     """The model replicas of a run: what they load, what each reserves, how many, and what
-    the probe load reported (``Replica.ready``: name, fingerprint, run key ...).
+    the probe reported (``Replica.ready``: name, fingerprint, run key ...).
 
-    The replicas themselves are the actors of a Ray Data pool started by :meth:`stream`
-    (``distributed/pipeline.py``).
+    The replicas themselves are the actors of ``pool`` (``distributed/pipeline.py``): the
+    probe replica, if any, already started; the others start with :meth:`stream`.
+    :meth:`close` ends them all (``stream`` does when it ends).
     """
 
     session: RaySession
@@ -140,6 +142,7 @@ class Replicas:
     request: dict[str, float]
     stats: PipelineStats
     info: dict[str, Any]
+    pool: ReplicaPool
 
     def check_paths(self, paths: Sequence[str]) -> None:
         """Check on every node that could host a replica that it sees ``paths``.
@@ -153,11 +156,12 @@ class Replicas:
     def stream(
         self, items: Sequence[Any], *, method: str, args: tuple[Any, ...] = (), concurrency: int = 1
     ) -> Iterator[list[tuple[Any, Any]]]:
-        """``pipeline.stream`` over these replicas (blocks of ``(item, result)``)."""
-        return stream(
-            self.session, self.spec, self.request, self.stats, items,
-            method=method, args=args, concurrency=concurrency,
-        )  # fmt: skip
+        """``ReplicaPool.stream`` over these replicas (blocks of ``(item, result)``)."""
+        return self.pool.stream(items, method=method, args=args, concurrency=concurrency)
+
+    def close(self) -> None:
+        """End every replica actor (none is left on a long-lived cluster)."""
+        self.pool.close()
 
     def concurrency(self) -> int:
         """Items a replica works on at once: ``--workers``, else the model's ``max_concurrency``."""
@@ -165,7 +169,7 @@ class Replicas:
 
 
 class RayEvalExecutor:
-    """An ``Executor`` (``mmrobust.run.executors``) whose work runs in a Ray Data pipeline.
+    """An ``Executor`` (``mmrobust.run.executors``) whose work runs in Ray replica actors.
 
     Before the first item it checks that the replicas computed the driver's run
     key and that every node that could host one sees the first media file. It
@@ -232,13 +236,12 @@ class RayEvalExecutor:
         finally:
             close = getattr(blocks, "close", None)
             if close is not None:
-                close()  # shuts Ray Data's executor down (blocks in flight are dropped)
+                close()  # ends the replica actors (blocks in flight are dropped)
 
     def request_stop(self) -> None:
         """End after the next block that arrives (signal-safe: sets a flag; Ctrl-C). The other
-        blocks in flight are dropped (a re-run asks for them again): Ray Data cannot finish
-        the blocks it holds without starting new ones, nor be woken while it waits for one
-        (a second Ctrl-C ends at once)."""
+        blocks in flight are dropped (a re-run asks for them again); the driver is not woken
+        while it waits for a block (a second Ctrl-C ends at once)."""
         self._stop = True
 
     def cancel(self) -> None:
@@ -305,8 +308,10 @@ def start_replicas(
     eval_config: EvalConfig | None = None,
     concurrency: int | None = None,
 ) -> Replicas:
-    """Size the replicas of ``model`` (resources of ``options``) and load the model once in a
-    probe task with a replica's resources (its name, fingerprint and run key).
+    """Size the replicas of ``model`` (resources of ``options``) and learn its name,
+    fingerprint and run key: on the driver for a ``light`` backend (:func:`driver_info`),
+    else from the first replica, started now (``ReplicaPool.probe``; it stays for the run).
+    The caller ends the replicas (``Replicas.close``).
 
     Raises:
         ValueError, WorkerPathError: bad spec, no room, a replica that cannot load or see a path;
@@ -326,10 +331,12 @@ def start_replicas(
         eval_config=eval_config,
         concurrency=concurrency,
     )
-    info = driver_info(spec, eval_config)  # a light backend: no probe replica
+    stats = PipelineStats(n, dict(request))
+    pool = ReplicaPool(session, replica, request, stats)
+    info = driver_info(spec, eval_config)  # a light backend: no replica started yet
     if info is None:
-        info = probe_model(session, replica, request)
-    return Replicas(session, replica, request, PipelineStats(n, dict(request)), info)
+        info = pool.probe()  # the first replica, kept for the run
+    return Replicas(session, replica, request, stats, info, pool)
 
 
 def driver_info(spec: ModelSpec, eval_config: EvalConfig | None) -> dict[str, Any] | None:
@@ -417,11 +424,16 @@ def run_eval_ray(
             eval_config=config,
             concurrency=config.workers,
         )
-        executor = RayEvalExecutor(replicas)
-        encoding = frame_encoding_of(config.model, config.model_args)
-        model = RemoteModel.from_info(replicas.info, encoding)
-        check_same_key(config, model, replicas.info)
-        return run_eval(config, progress=progress, model=model, executor=executor, dataset=dataset)
+        try:
+            executor = RayEvalExecutor(replicas)
+            encoding = frame_encoding_of(config.model, config.model_args)
+            model = RemoteModel.from_info(replicas.info, encoding)
+            check_same_key(config, model, replicas.info)
+            return run_eval(
+                config, progress=progress, model=model, executor=executor, dataset=dataset
+            )
+        finally:
+            replicas.close()  # nothing left to ask, or a refusal before the first block
 
 
 __all__ = [

@@ -1,98 +1,83 @@
-"""Eval and ``mmr-data`` work as a Ray Data pipeline over an actor pool of model replicas.
+"""Eval and ``mmr-data`` work over a fixed pool of Ray actors, one model replica each.
 
-The driver hands :func:`stream` the work it still has to do (after the resume
-check): eval ``WorkItem`` s (one ``Model.generate`` batch each, cut by the
-model's ``batch_size`` exactly as a local run cuts them) or ``mmr-data``
-image paths. The items are put in the object store once; the dataset is their
-indices, in blocks of :func:`block_items` items, made on the driver
-(:func:`index_dataset`: ``ray.data.from_blocks``; no Ray task runs to make them). One stage,
-``map_batches(ReplicaStage, concurrency=replicas, num_cpus/num_gpus/resources
-from --ray-*)``, runs over a fixed pool of actors that each load the model
-once (``replicas.Replica``) and turn a block of items into their results
-(prompt, frames decoded on the replica, model call, extraction), with up to
-``concurrency`` items of a block at once (API backends). Results stream back
-to the driver block by block (``iter_batches``); the caller writes each block
-in one store transaction.
+The driver hands :meth:`ReplicaPool.stream` the work it still has to do (after the resume
+check): eval ``WorkItem`` s (one ``Model.generate`` batch each, cut by the model's
+``batch_size`` exactly as a local run cuts them) or ``mmr-data`` image paths, cut into
+blocks of :func:`block_items` items. Each replica is a plain Ray actor
+(:class:`ReplicaStage`: ``max_restarts=-1``, ``max_task_retries=-1``, the ``--ray-*``
+resources, spread over the nodes) that loads the model once (``replicas.Replica``) and
+turns a block of items into their results (prompt, frames decoded on the replica, model
+call, extraction), with up to ``concurrency`` items of a block at once (API backends). The
+driver keeps ``IN_FLIGHT_PER_REPLICA`` blocks queued at each replica (one running, the next
+waiting: a replica never idles while the driver writes) and takes each block's results as
+it finishes (``ray.wait``, any order); the caller writes each block in one store transaction.
 
-What Ray Data does for us (and the old dispatcher did by hand): scheduling
-blocks to idle actors, backpressure, restarting an actor whose process or
-node died and re-running the block it held (its actor-pool defaults,
-``max_restarts=-1`` and ``max_task_retries=-1``: a bounded count gave up
-while a lost node's actor was still "unavailable", before Ray had restarted
-it). A block's results reach the driver once or not at all, so a row is never
-lost or written twice. What it cannot express (docs/scaling.md): a typed
-per-item failure for an item that kills its worker every time (Ray retries
-its block without end; the old dispatcher wrote ``model_error`` rows after 3
-deaths), and an attempt count per item.
-An exception raised for one item (not a dead worker) is returned as that
-item's result (the caller records typed ``model_error`` rows).
+The first replica is also the probe: for a backend whose run key only a loaded model can
+tell (``hf:``, ``openai:`` ...), :meth:`ReplicaPool.probe` starts it and asks it what it
+loaded (name, fingerprint, run key) before the resume check, and the pipeline then uses it
+like the others: the model is loaded once per replica, never once more for the probe.
 
-Ray 2.60 logs "has constructor arguments in the object store and max_restarts > 0"
-once per replica actor: Ray Data passes its own wrapped UDF and ``DataContext`` to
-each actor by object reference (ray-project/ray#57733), whatever our constructor
-arguments (``ReplicaSpec`` and one reference to the items, about 600 bytes pickled);
-only ``max_restarts=0`` silences it, giving up the restarts above (docs/scaling.md).
+What Ray does for us: restarting an actor whose process or node died and running the
+blocks it held again (``max_restarts=-1``, ``max_task_retries=-1``: a bounded count gave up
+while a lost node's actor was still "unavailable", before Ray had restarted it). A block's
+results reach the driver once or not at all, so a row is never lost or written twice. What
+it cannot express (docs/scaling.md): a typed per-item failure for an item that kills its
+worker every time (Ray retries its block without end), and an attempt count per item.
+An exception raised for one item (not a dead worker) is returned as that item's result (the
+caller records typed ``model_error`` rows).
+
+Until this module used plain actors it was a Ray Data pipeline (``map_batches`` over an
+actor pool): Ray Data's import (pandas, pyarrow) in every replica and in the driver, its
+three helper actors on the cluster and its executor's polling cost more CPU than a short
+run's work (docs/scaling.md, "What a run costs"). The pool is ended at the end of every run
+(``ray.kill`` of each actor), on a long-lived cluster too.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import os
-import pickle
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import ray
+from ray.exceptions import RayError
 
 from mmrobust.distributed.replicas import Replica, ReplicaSpec
 from mmrobust.distributed.session import RaySession, ray_resource_args
 
 BLOCK_ITEMS_MAX = 256
 """Most work items in one block (a killed driver or replica loses at most the blocks in flight;
-each block costs the driver a fixed amount of Ray Data bookkeeping, so fewer blocks cost less)."""
+each block costs the driver one ``ray.wait`` and one store transaction, so fewer cost less)."""
 BLOCKS_PER_REPLICA = 4
 """Blocks per replica at least, while items last (so a slow replica does not hold the tail)."""
+IN_FLIGHT_PER_REPLICA = 2
+"""Blocks queued at a replica at once: the one it works on and the next."""
 START_TIMEOUT_S = 1800.0
-"""How long the driver waits for the model probe (one load of the model) before giving up."""
+"""How long the driver waits for the probe replica (one load of the model) before giving up."""
 STAGE_NAME = "ReplicaStage"
-"""The stage's class name (Ray names its actors ``MapWorker(MapBatches(ReplicaStage))``)."""
+"""The actors' class name (in Ray's actor table and their process titles)."""
+DISPATCH = "ray actors (one per replica, blocks of items)"
+"""``run.json``'s ``executor.dispatch``."""
 
 
 class ReplicaStage:
-    """Ray Data callable class: one loaded model per actor; a block of item indices -> results.
+    """The Ray actor of one replica: one loaded model; a block of items -> their results.
+
+    A failure to load is kept (:meth:`ready` reports it, :meth:`run` raises it), so the
+    probe can name it in one line.
 
     Args:
-        spec: what to load (``ReplicaSpec``).
-        items: ``[ObjectRef]`` of the list of work items (wrapped so Ray does not resolve it
-            into every actor's constructor message).
-        method: ``"eval_item"`` or ``"mmr_image"`` (a ``Replica`` method).
-        args: extra arguments of ``method``.
-        concurrency: items of one block processed at once (threads).
-
-    Raises:
-        RuntimeError: the model cannot be loaded or a path is not visible (the actor dies
-            during start-up; Ray Data counts it and the run stops with this message).
+        spec: what to load (``ReplicaSpec``; a restarted actor loads it again).
     """
 
-    def __init__(
-        self,
-        spec: ReplicaSpec,
-        items: list[Any],
-        method: str,
-        args: tuple[Any, ...],
-        concurrency: int,
-    ) -> None:
+    def __init__(self, spec: ReplicaSpec) -> None:
         self.replica = Replica(spec)
-        if self.replica.error:
-            raise RuntimeError(f"replica cannot load the model: {self.replica.error}")
-        self.items: list[Any] = ray.get(items[0])
-        self.fn = getattr(self.replica, method)
-        self.args = args
-        self.threads = ThreadPoolExecutor(concurrency) if concurrency > 1 else None
+        self.threads: ThreadPoolExecutor | None = None
+        self.n_threads = 0
         ctx = ray.get_runtime_context()
         self.where = (
             ray.util.get_node_ip_address(),
@@ -101,28 +86,40 @@ class ReplicaStage:
             os.getpid(),
         )
 
-    def _one(self, i: int) -> Any:
-        try:
-            return self.fn(self.items[i], *self.args)
-        except Exception as exc:  # one item's failure is its typed result, not the block's
-            return RuntimeError(f"{type(exc).__name__}: {_first_line(exc)}")
+    def ready(self) -> dict[str, Any]:
+        """``Replica.ready``: where it runs, what it loaded, ``error`` when loading failed."""
+        return self.replica.ready()
 
-    def __call__(self, batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """``{"data": (n,) int64 item indices}`` -> one row: the pickled ``(indices, results)``
-        and where it ran (node ip, node id, actor id, pid)."""
-        idx = [int(i) for i in batch["data"]]
-        if self.threads is not None:
-            results = list(self.threads.map(self._one, idx))
-        else:
-            results = [self._one(i) for i in idx]
-        ip, node, actor, pid = self.where
-        return {
-            "results": np.array([pickle.dumps((idx, results))], dtype=object),
-            "node": np.array([ip]),
-            "node_id": np.array([node]),
-            "actor": np.array([actor]),
-            "pid": np.array([pid], dtype=np.int64),
-        }
+    def run(
+        self, method: str, items: Sequence[Any], args: tuple[Any, ...], concurrency: int
+    ) -> tuple[list[Any], tuple[str, str, str, int]]:
+        """``Replica.<method>(item, *args)`` for each item, ``concurrency`` at once.
+
+        Returns:
+            ``(results in item order, (node ip, node id, actor id, pid))``; a result is the
+            method's return value or the exception it raised for that item.
+
+        Raises:
+            RuntimeError: the model did not load (the run stops with this message).
+        """
+        if self.replica.error:
+            raise RuntimeError(f"replica cannot load the model: {self.replica.error}")
+        fn = getattr(self.replica, method)
+
+        def one(item: Any) -> Any:
+            try:
+                return fn(item, *args)
+            except Exception as exc:  # one item's failure is its typed result, not the block's
+                return RuntimeError(f"{type(exc).__name__}: {_first_line(exc)}")
+
+        if concurrency > 1 and len(items) > 1:
+            if self.threads is None or self.n_threads != concurrency:
+                self.threads, self.n_threads = ThreadPoolExecutor(concurrency), concurrency
+            return list(self.threads.map(one, items)), self.where
+        return [one(item) for item in items], self.where
+
+
+_REMOTE_STAGE = ray.remote(ReplicaStage)
 
 
 def block_items(n: int, replicas: int, concurrency: int) -> int:
@@ -130,20 +127,6 @@ def block_items(n: int, replicas: int, concurrency: int) -> int:
     ``BLOCK_ITEMS_MAX``, at least ``concurrency`` (one block keeps a replica's slots busy)."""
     spread = math.ceil(n / max(1, replicas * BLOCKS_PER_REPLICA))
     return max(1, concurrency, min(BLOCK_ITEMS_MAX, spread))
-
-
-def configure_data_context() -> Any:
-    """Ray Data on the driver: no progress bars, no execution banners or stats in the log."""
-    from ray.data import DataContext
-
-    ctx = DataContext.get_current()
-    ctx.enable_progress_bars = False
-    ctx.print_on_execution_start = False
-    ctx.enable_auto_log_stats = False
-    ctx.execution_options.preserve_order = False
-    for name in ("ray.data", "ray.data._internal"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    return ctx
 
 
 @dataclass
@@ -197,160 +180,152 @@ class PipelineStats:
             "replica_failures": max(
                 self.restarts, sum(max(0, len(p) - 1) for _, _, p in self.seen.values())
             ),
-            "dispatch": "ray.data map_batches (actor pool)",
+            "dispatch": DISPATCH,
         }
 
 
-def probe_model(
-    session: RaySession,
-    spec: ReplicaSpec,
-    request: Mapping[str, float],
-    *,
-    timeout: float = START_TIMEOUT_S,
-) -> dict[str, Any]:
-    """Load the model once in a Ray task with a replica's resources; return ``Replica.ready``
-    (name, fingerprint, media input, batch size, run key): what the driver needs before the
-    resume check.
+class ReplicaPool:
+    """The replicas of one run: Ray actors started on first need, ended by :meth:`close`.
 
-    Raises:
-        WorkerPathError: the replica cannot see a path in ``spec.must_see``.
-        ValueError: the model does not load (its first error line), or no node gave the
-            task its resources within ``timeout`` seconds.
+    Args:
+        session: the driver's connection.
+        spec: what each replica loads.
+        request: Ray resources each replica reserves.
+        stats: what the driver sees of the pool (``run.json``); ``stats.replicas`` actors.
     """
-    from ray.exceptions import GetTimeoutError, RayTaskError
 
-    from mmrobust.distributed.session import raise_path_problems
+    def __init__(
+        self,
+        session: RaySession,
+        spec: ReplicaSpec,
+        request: Mapping[str, float],
+        stats: PipelineStats,
+    ) -> None:
+        self.session, self.spec, self.request, self.stats = session, spec, dict(request), stats
+        self.actors: list[Any] = []
 
-    task = ray.remote(max_retries=1)(_probe).options(
-        runtime_env=session.runtime_env(), **ray_resource_args(request)
-    )
-    ref = task.remote(spec)
-    try:
-        info: dict[str, Any] = ray.get(ref, timeout=timeout)
-    except RayTaskError as exc:  # the task could not even run (mmrobust missing on the node)
-        cause = exc.cause if isinstance(exc.cause, BaseException) else exc
-        raise ValueError(
-            f"a Ray replica cannot start: {type(cause).__name__}: {_last_line(cause)} "
-            "(install the same mmrobust on every node)"
-        ) from None
-    except GetTimeoutError:
-        ray.cancel(ref, force=True)
-        asks = ", ".join(f"{k}={v:g}" for k, v in request.items())
-        raise ValueError(
-            f"no Ray replica ({asks}) started within {timeout:.0f} s; "
-            "the cluster may be busy or lack these resources"
-        ) from None
-    error = info.get("error")
-    if error and error.startswith("path: "):
-        raise_path_problems([(info["node_ip"], [error.removeprefix("path: ")])])
-    if error:
-        raise ValueError(f"replica on {info['node_ip']} cannot load the model: {error}")
-    return info
+    def _start(self, n: int) -> None:
+        """Start actors until there are ``n`` (each loads the model in its own process)."""
+        cls = _REMOTE_STAGE.options(
+            max_restarts=-1,
+            max_task_retries=-1,
+            scheduling_strategy="SPREAD",
+            runtime_env=self.session.runtime_env(),
+            **ray_resource_args(self.request),
+        )
+        while len(self.actors) < n:
+            self.actors.append(cls.remote(self.spec))
+
+    def probe(self, *, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
+        """Start the first replica and return its ``Replica.ready`` (name, fingerprint, media
+        input, batch size, run key): what the driver needs before the resume check. The
+        replica then works like the others.
+
+        Raises:
+            WorkerPathError: the replica cannot see a path in ``spec.must_see``.
+            ValueError: the model does not load (its first error line), the actor cannot
+                start (mmrobust missing on the node), or no node gave it its resources
+                within ``timeout`` seconds.
+        """
+        from ray.exceptions import GetTimeoutError, RayTaskError
+
+        from mmrobust.distributed.session import raise_path_problems
+
+        self._start(1)
+        try:
+            info: dict[str, Any] = ray.get(self.actors[0].ready.remote(), timeout=timeout)
+        except GetTimeoutError:
+            self.close()
+            asks = ", ".join(f"{k}={v:g}" for k, v in self.request.items())
+            raise ValueError(
+                f"no Ray replica ({asks}) started within {timeout:.0f} s; "
+                "the cluster may be busy or lack these resources"
+            ) from None
+        except RayError as exc:  # the actor could not even start (mmrobust missing on the node)
+            self.close()
+            cause = exc.cause if isinstance(exc, RayTaskError) else exc
+            line = _last_line(cause) if isinstance(cause, BaseException) else ""
+            raise ValueError(
+                f"a Ray replica cannot start: {type(cause).__name__}: {line} "
+                "(install the same mmrobust on every node)"
+            ) from None
+        error = info.get("error")
+        if error:
+            self.close()
+        if error and error.startswith("path: "):
+            raise_path_problems([(info["node_ip"], [error.removeprefix("path: ")])])
+        if error:
+            raise ValueError(f"replica on {info['node_ip']} cannot load the model: {error}")
+        return info
+
+    def stream(
+        self,
+        items: Sequence[Any],
+        *,
+        method: str,
+        args: tuple[Any, ...] = (),
+        concurrency: int = 1,
+    ) -> Iterator[list[tuple[Any, Any]]]:
+        """Run ``Replica.<method>(item, *args)`` over ``items`` on ``stats.replicas`` actors;
+        yield each block's ``[(item, result), ...]`` as it finishes (any order). ``result``
+        is the method's return value or the exception it raised for that item. Closing the
+        generator (or its end) ends every actor of the pool; blocks in flight are dropped.
+
+        Raises:
+            ray.exceptions.RayError: a replica cannot load the model, or the cluster went away.
+        """
+        if not items:
+            self.close()
+            return
+        n, conc = len(items), max(1, concurrency)
+        k = block_items(n, self.stats.replicas, conc)
+        self.stats.items_per_block = k
+        queue = deque(range(0, n, k))
+        pending: dict[Any, tuple[int, int]] = {}
+
+        def submit(a: int) -> None:
+            if queue:
+                lo = queue.popleft()
+                block = list(items[lo : lo + k])
+                pending[self.actors[a].run.remote(method, block, tuple(args), conc)] = (a, lo)
+
+        try:
+            self._start(self.stats.replicas)
+            for _ in range(IN_FLIGHT_PER_REPLICA):
+                for a in range(len(self.actors)):
+                    submit(a)
+            while pending:
+                [ref], _ = ray.wait(list(pending), num_returns=1)
+                a, lo = pending.pop(ref)
+                results, (ip, node_id, actor, pid) = ray.get(ref)
+                self.stats.saw(str(ip), str(node_id), str(actor), int(pid))
+                submit(a)  # before the caller writes: the replica keeps two blocks queued
+                yield list(zip(items[lo : lo + k], results, strict=True))
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """End every actor of the pool (no restart); record where they ran first."""
+        if not self.actors:
+            return
+        actors, self.actors = self.actors, []
+        self.stats.placed(_pool_actors(actors))
+        for actor in actors:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:  # the cluster went away: nothing left to end
+                continue
 
 
-def _probe(spec: ReplicaSpec) -> dict[str, Any]:
-    replica = Replica(spec)
-    try:
-        return replica.ready()
-    finally:
-        replica.close()
-
-
-def stream(
-    session: RaySession,
-    spec: ReplicaSpec,
-    request: Mapping[str, float],
-    stats: PipelineStats,
-    items: Sequence[Any],
-    *,
-    method: str,
-    args: tuple[Any, ...] = (),
-    concurrency: int = 1,
-) -> Iterator[list[tuple[Any, Any]]]:
-    """Run ``Replica.<method>(item, *args)`` over ``items`` on ``stats.replicas`` actors; yield
-    each block's ``[(item, result), ...]`` as it arrives (any order). ``result`` is the
-    method's return value or the exception it raised for that item.
-
-    Raises:
-        ray.exceptions.RayError: the pipeline failed (replicas cannot start, the cluster
-            went away).
-    """
-    if not items:
-        return
-    configure_data_context()
-    ref = ray.put(list(items))
-    n = len(items)
-    k = block_items(n, stats.replicas, concurrency)
-    stats.items_per_block = k
-    blocks = [np.arange(a, min(n, a + k), dtype=np.int64) for a in range(0, n, k)]
-    ds = _dataset(session, spec, request, stats, ref, blocks, k, method, args, concurrency)
-    try:
-        for batch in ds.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0):
-            where = zip(batch["node"], batch["node_id"], batch["actor"], batch["pid"], strict=True)
-            for blob, (ip, node_id, actor, pid) in zip(batch["results"], where, strict=True):
-                idx, results = pickle.loads(blob)
-                stats.saw(str(ip), str(node_id), str(actor), int(pid))
-                yield [(items[i], r) for i, r in zip(idx, results, strict=True)]
-    finally:
-        stats.placed(_pool_actors())
-
-
-def _pool_actors() -> list[dict[str, Any]]:
-    """This job's replica actors in the GCS actor table (``[]`` if unavailable)."""
+def _pool_actors(actors: Sequence[Any]) -> list[dict[str, Any]]:
+    """The GCS actor-table entries of ``actors`` (``[]`` if unavailable): one lookup per
+    actor, not the whole table (a long-lived cluster keeps every actor it ever ran)."""
     try:
         from ray._private import state
 
-        job = ray.get_runtime_context().get_job_id()
-        return [
-            a
-            for a in state.actors().values()
-            if STAGE_NAME in str(a.get("ActorClassName", "")) and a.get("JobID") == job
-        ]
+        return [dict(state.actors(actor_id=a._actor_id.hex())) for a in actors]
     except Exception:  # a private API: the figures are informative only
         return []
-
-
-def _dataset(
-    session: RaySession,
-    spec: ReplicaSpec,
-    request: Mapping[str, float],
-    stats: PipelineStats,
-    ref: Any,
-    blocks: list[np.ndarray],
-    k: int,
-    method: str,
-    args: tuple[Any, ...],
-    concurrency: int,
-) -> Any:
-    """The dataset: index blocks made on the driver -> ``map_batches`` over the actor pool."""
-    resources = ray_resource_args(request)
-    return index_dataset(blocks).map_batches(
-        ReplicaStage,
-        fn_constructor_args=(spec, [ref], method, tuple(args), max(1, concurrency)),
-        batch_size=k,  # one call per block; the replica cuts it into the model's batches
-        batch_format="numpy",
-        concurrency=stats.replicas,  # a fixed pool of replicas
-        num_cpus=resources["num_cpus"],
-        num_gpus=resources["num_gpus"] or None,
-        resources=resources["resources"] or None,
-        runtime_env=session.runtime_env(),
-    )  # Ray Data's defaults: max_restarts=-1, max_task_retries=-1 (see module docstring)
-
-
-def index_dataset(blocks: list[np.ndarray]) -> Any:
-    """A Ray dataset of one block per array of ``blocks`` (column ``data``: the int64 item
-    indices), its blocks made on the driver and put in the object store.
-
-    ``ray.data.from_numpy`` makes the same blocks in one Ray task per array (a worker
-    process per node that imports Ray Data: seconds of CPU before the first replica starts,
-    on every run); ``from_blocks`` runs none. A Ray without ``from_blocks``: ``from_numpy``.
-    """
-    from_blocks = getattr(ray.data, "from_blocks", None)
-    if from_blocks is None:  # pragma: no cover - an older Ray
-        return ray.data.from_numpy(blocks)
-    import pyarrow as pa
-
-    return from_blocks([pa.table({"data": b}) for b in blocks])
 
 
 def _last_line(exc: BaseException) -> str:
@@ -366,11 +341,10 @@ def _first_line(exc: BaseException) -> str:
 __all__ = [
     "BLOCKS_PER_REPLICA",
     "BLOCK_ITEMS_MAX",
+    "DISPATCH",
+    "IN_FLIGHT_PER_REPLICA",
     "PipelineStats",
+    "ReplicaPool",
     "ReplicaStage",
     "block_items",
-    "configure_data_context",
-    "index_dataset",
-    "probe_model",
-    "stream",
 ]

@@ -6,11 +6,10 @@ and turns work items into results where it runs: an eval ``WorkItem`` into
 ``StoredRow`` s (decoding the frames itself), an image into an ``mmr-data``
 ``ItemResult``. It never writes a file the run keeps: the driver does.
 
-Replicas live in the actors of a Ray Data actor pool
-(``distributed/pipeline.py``: ``ReplicaStage``); scheduling, retries and
-restarts are Ray's. The hand-written dispatcher that lived here
-(``ReplicaPool``: one remote call per item, least-loaded pick, its own
-re-queue, pings and timeouts) is gone (issue 29).
+Replicas live in Ray actors (``distributed/pipeline.py``: ``ReplicaStage``,
+one per replica, sent blocks of items); retries and restarts are Ray's. The
+hand-written dispatcher that lived here (one remote call per item, least-loaded
+pick, its own re-queue, pings and timeouts) is gone (issue 29).
 """
 
 from __future__ import annotations

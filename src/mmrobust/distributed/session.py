@@ -46,6 +46,11 @@ LOCAL_OBJECT_STORE_BYTES = 256 * 2**20
 """Object store of a Ray started for one run: only rows, configs and manifests pass through it
 (frames are decoded where they are used)."""
 
+LOCAL_SYSTEM_CONFIG = {"prestart_worker_first_driver": False}
+"""Ray settings of a Ray started for one run: no idle worker prestarted per CPU when the driver
+connects (each is a Python process importing Ray, seconds of CPU, and the replicas, actors
+with their own runtime environment, never use one)."""
+
 FORWARDED_ENV = (
     "HF_HUB_OFFLINE",
     "TRANSFORMERS_OFFLINE",
@@ -60,9 +65,11 @@ too, its entries made absolute (:func:`forwarded_env`), so a plugin the driver i
 it is found on the workers (the shared filesystem)."""
 
 SETUP_HOOK = "mmrobust.plugins.load_plugins"
-"""The job's ``worker_process_setup_hook``: every worker process loads the plugins before it
-takes a task or an actor (Ray's ``runtime_env``; the actors and tasks call it again, for a
-driver connected before mmrobust, whose job runtime_env is not ours)."""
+"""What every Ray entry point of mmrobust calls first (``Replica.__init__``, the tamper and
+perturb tasks): the plugins load in each worker before it takes work. It is not the job's
+``worker_process_setup_hook``: any ``runtime_env`` makes Ray start each worker through
+``setup_worker.py``, a second Python start-up with its own Ray import (about a CPU-second
+per replica), so a run sets one only when it has variables to forward."""
 
 
 def forwarded_env() -> dict[str, str]:
@@ -136,10 +143,12 @@ def _init_kwargs(started: bool, env: Mapping[str, str]) -> dict[str, Any]:
         "log_to_driver": False,
         "logging_level": logging.ERROR,
         "namespace": "mmrobust",
-        "runtime_env": {"worker_process_setup_hook": SETUP_HOOK, "env_vars": dict(env)},
     }
+    if env:
+        kwargs["runtime_env"] = {"env_vars": dict(env)}
     if started:
         kwargs["object_store_memory"] = LOCAL_OBJECT_STORE_BYTES
+        kwargs["_system_config"] = dict(LOCAL_SYSTEM_CONFIG)
     return kwargs
 
 
@@ -159,6 +168,8 @@ def ray_session(options: RayOptions) -> Iterator[RaySession]:
         yield RaySession("connected", started=False, cwd=os.getcwd(), env=env)
         return
     started = address == "local"
+    if started:  # its raylet, and so every worker, inherits this environment: pass what differs
+        env = {k: v for k, v in env.items() if os.environ.get(k) != v}
     if not started:
         check_connection(address)
     try:

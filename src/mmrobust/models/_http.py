@@ -72,6 +72,7 @@ from mmrobust.models._attempt import (
     parse_retry_after,
     token_count,
 )
+from mmrobust.models._clients import ClientPool
 from mmrobust.models._encode import count_payload_media, missing_media
 from mmrobust.models._reasoning import ReasoningMode, drop_reasoning
 from mmrobust.models.base import FrameFormat, MediaInput, Model, Placement, Request, Response
@@ -83,16 +84,6 @@ ERROR_BODY_CHARS = 200
 """Characters of an error body kept in ``Response.error`` (after redaction)."""
 MAX_REPLY_BYTES = 1 << 20
 """Default ``max_reply_bytes``: a reply body is read up to 1 MiB (bytes after content decoding)."""
-
-
-def _pool_limits(concurrency: int) -> httpx.Limits:
-    """The connection pool for ``concurrency`` requests in flight: up to twice as many
-    connections, httpx's default 20 kept alive. Measured with ``benchmarks/text_http.py``
-    (64 in flight, an instant local server, interleaved runs): a pool of 64 connections all
-    kept alive was not reliably faster per sample and cost slightly more client CPU (httpcore
-    scans its idle connections under one lock per request), so it is not used.
-    """
-    return httpx.Limits(max_connections=max(concurrency, 1) * 2, max_keepalive_connections=20)
 
 
 class HttpOptions(BaseModel):
@@ -223,16 +214,18 @@ class HttpModel(Model):
         self._sleep = sleep
         self._answered = False  # has the server ever sent an HTTP reply to this client?
         headers = {"User-Agent": f"mmrobust/{__version__}", **self.auth_headers()}
-        self._client = httpx.Client(
-            base_url=url_auth(options.base_url)[0].rstrip("/") + "/",  # httpx logs it: no password
-            auth=url_auth(options.base_url)[1],
-            headers=headers,
-            timeout=httpx.Timeout(options.timeout),
-            limits=_pool_limits(options.concurrency),
-            transport=transport,
-        )
+        base_url, auth = url_auth(options.base_url)
         self._deadline = _deadline.Deadline()
-        _deadline.install(self._client, self._deadline)
+        self._clients = ClientPool(
+            {
+                "base_url": base_url.rstrip("/") + "/",  # httpx logs it: no password in it
+                "auth": auth,
+                "headers": headers,
+                "timeout": httpx.Timeout(options.timeout),
+                "transport": transport,
+            },
+            self._deadline,
+        )
 
     # -- what a backend says ---------------------------------------------------------
 
@@ -287,8 +280,8 @@ class HttpModel(Model):
         return options_encoding(self.options)
 
     def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._client.close()
+        """Close the HTTP connections."""
+        self._clients.close()
 
     def _clean(self, message: str, limit: int | None = None) -> str:
         """A server's (or the client library's) text, key masked, then made one line and cut."""
@@ -323,14 +316,7 @@ class HttpModel(Model):
             return Response("", Status.MEDIA_ERROR, err, time.monotonic() - started, extra=extra)
         history: list[str] = []
         try:
-            for attempt in self._retrying():
-                with attempt:
-                    try:
-                        reply = self._attempt(payload)
-                    except AttemptError as exc:
-                        history.append(exc.status.value)
-                        raise
-                    history.append("ok")
+            reply = self._attempts(payload, history)
         except AttemptError as exc:
             return Response(
                 text="",
@@ -351,6 +337,35 @@ class HttpModel(Model):
         return self._response(
             reply, started, {**extra, "attempts": len(history), "history": history}
         )
+
+    def _attempts(self, payload: dict[str, Any], history: list[str]) -> Completion:
+        """The attempts of one request under the retry policy: the reply, or the last
+        ``AttemptError`` raised (``history`` gains each attempt's status). Attempt 1 runs
+        outside tenacity (most requests need one; tenacity's bookkeeping cost CPU); a retryable
+        failure of it is replayed as tenacity's attempt 1: waits and stop are unchanged."""
+        try:
+            return self._logged_attempt(payload, history)
+        except AttemptError as exc:
+            if not exc.retryable:
+                raise
+            first: AttemptError | None = exc
+        for attempt in self._retrying():
+            with attempt:
+                if first is not None:  # attempt 1 was made above: its failure decides the wait
+                    failed, first = first, None
+                    raise failed
+                reply = self._logged_attempt(payload, history)
+        return reply
+
+    def _logged_attempt(self, payload: dict[str, Any], history: list[str]) -> Completion:
+        """One :meth:`_attempt`, its status (``ok`` or the failure's) appended to ``history``."""
+        try:
+            reply = self._attempt(payload)
+        except AttemptError as exc:
+            history.append(exc.status.value)
+            raise
+        history.append("ok")
+        return reply
 
     def _response(self, reply: Completion, started: float, extra: dict[str, Any]) -> Response:
         """The ``ok`` response for a parsed reply (texts redacted; ``reasoning=drop`` applied)."""
@@ -453,7 +468,7 @@ class HttpModel(Model):
             httpx.HTTPError: any other client or transport failure.
         """
         cap, size, path = self.options.max_reply_bytes, 0, self.endpoint.format(model=self.model)
-        with self._client.stream("POST", path, json=payload) as reply:
+        with self._clients.client() as client, client.stream("POST", path, json=payload) as reply:
             chunks = []
             for chunk in reply.iter_bytes():
                 chunks.append(chunk)

@@ -418,8 +418,9 @@ def _drive(
     *,
     label: str = "eval",
 ) -> None:
-    """Run items through the executor and store the rows of each result it yields (one item's;
-    a Ray run: one block's) in one transaction at once; ``written[0]`` counts rows.
+    """Run items through the executor and store the rows of each result it yields (those of
+    every item finished since the last; a Ray run: one block's) in one transaction at once;
+    ``written[0]`` counts rows.
 
     ``label`` names the bar (the model and the dataset), so several runs in one log stay apart.
 
@@ -477,8 +478,8 @@ def _consume(
             try:
                 for row in rows:
                     ready += stops.admit(row, written[0] + len(ready))
-            finally:
-                failed += _store(store, ready, written, stops)
+            finally:  # up to the row that completes a failure streak: check() stops there
+                failed += _store(store, ready[: stops.stop_point(ready)], written, stops)
             bar.update(task, advance=len(rows), errors=failed)
             stops.check(written[0])
         if not INTERRUPTS.requested:  # after Ctrl-C held rows are dropped: asked again
@@ -487,8 +488,8 @@ def _consume(
 
 
 def _store(store: ResultStore, rows: list[StoredRow], written: list[int], stops: StopRules) -> int:
-    """Commit ``rows`` in one transaction (one item's; a Ray run: one block's), count them;
-    return how many failed."""
+    """Commit ``rows`` in one transaction (one yield of the executor), count them; return
+    how many failed."""
     store.put_many(rows)
     written[0] += len(rows)
     for row in rows:

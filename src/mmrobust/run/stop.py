@@ -174,6 +174,19 @@ class StopRules:
         """Count one reply the judge was asked about (``failed``: its backend failed)."""
         self.judge_streak = [*self.judge_streak, error or "no detail"] if failed else []
 
+    def stop_point(self, rows: list[StoredRow]) -> int:
+        """How many of ``rows`` (about to be stored in order) to store: all, or those up to
+        the one with which a streak reaches the limit, so a run stops after exactly
+        ``limit`` consecutive failures however many finished rows arrive at once."""
+        streak, judge = len(self.streak), len(self.judge_streak)
+        for i, row in enumerate(rows, 1):
+            streak = streak + 1 if row.status in TRANSIENT else 0
+            if (row.rule or "").startswith("judge"):
+                judge = judge + 1 if judge_failed(row) else 0
+            if streak >= self.limit or judge >= self.limit:
+                return i
+        return len(rows)
+
     def check(self, written: int) -> None:
         """Raise ``RunAborted`` when a streak reached the limit (after a batch is stored)."""
         if len(self.streak) >= self.limit:

@@ -79,7 +79,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("media", ("media",)),  # decode, sample, cache: schema's Window only
-    ("datasets", ("datasets", "store", "store_schema", "forensic")),  # loaders; the SQLite store
+    (
+        "datasets",
+        ("datasets", "store", "store_schema", "store_stream", "forensic"),
+    ),  # loaders; the SQLite store
     ("tamper", ("tamper", "perturb")),  # the builders write manifests the datasets read
     ("families", ("families",)),  # the family seam (higher code named by "module:attr")
     (

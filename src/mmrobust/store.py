@@ -43,7 +43,7 @@ from mmrobust.schema import Sample, Window
 from mmrobust.status import Status
 from mmrobust.store_schema import COLUMNS as _COLUMNS
 from mmrobust.store_schema import SCHEMA as _SCHEMA
-from mmrobust.store_schema import upgrade
+from mmrobust.store_schema import RunFolderWriteError, StoreError, is_write_failure, upgrade
 
 STORE_FILE = "results.sqlite"
 TRANSIENT: frozenset[Status] = frozenset(
@@ -223,27 +223,6 @@ def _from_db(r: sqlite3.Row, samples: dict[str, Sample] | None = None) -> Stored
     )
 
 
-class StoreError(ValueError):
-    """The results database cannot be opened or read (corrupt, not SQLite)."""
-
-
-class RunFolderWriteError(OSError):
-    """The run folder cannot be written (disk full, quota, read-only): the run must stop.
-
-    What was committed before stays intact; the message is one line naming the file.
-    """
-
-
-_WRITE_FAILURES = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY")
-_WRITE_MESSAGES = ("disk is full", "disk i/o error", "readonly database", "unable to open")
-
-
-def is_write_failure(exc: sqlite3.Error) -> bool:
-    """True when SQLite failed to *write* (full disk, I/O error, read-only), not on bad data."""
-    name = str(getattr(exc, "sqlite_errorname", ""))
-    return name.startswith(_WRITE_FAILURES) or any(m in str(exc).lower() for m in _WRITE_MESSAGES)
-
-
 class ResultStore:
     """The SQLite results store of one run folder (see module docstring).
 
@@ -345,80 +324,92 @@ class ResultStore:
             out = [r for r in out if r.sample.id in wanted]
         return out
 
-    def iter_rows(
-        self, key: RunKey, *, repeat: int | None = 0, by_id: bool = False,
-        media_only: bool = False, limit: int | None = None,
-    ) -> Iterator[StoredRow]:  # fmt: skip
-        """Stream the rows of ``key`` that count (its selection, see :meth:`selection`) one at
-        a time, so memory does not grow with the rows: ``repeat`` (``None``: every ask),
-        ``by_id`` (sample id order, SQLite's binary UTF-8 order = ``str`` order; else insertion
-        order), ``media_only`` (samples with a video or image), ``limit`` (at most so many)."""
-        where = self._counted(key, repeat)
-        if where is None:
-            return
-        sql, params = f"SELECT r.* FROM results r WHERE {where[0]}", where[1]
-        if media_only:
+    def _where(
+        self, key: RunKey, *, selected: bool, repeats: int | None
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The ``WHERE`` clause (and its arguments) of a key's rows: only the samples of its
+        recorded selection (``selected``), only repeats below ``repeats``."""
+        k = (key.model_fp, key.prompt_fp, key.policy_fp)
+        sql = "model_fp=? AND prompt_fp=? AND policy_fp=?"
+        args: tuple[Any, ...] = k
+        if selected:
             sql += (
-                " AND (json_extract(r.sample, '$.video') IS NOT NULL"
-                " OR json_extract(r.sample, '$.image') IS NOT NULL)"
+                " AND sample_id IN (SELECT sample_id FROM selection"
+                " WHERE model_fp=? AND prompt_fp=? AND policy_fp=?)"
             )
-        sql += " ORDER BY " + ("r.sample_id, r.rowid" if by_id else "r.rowid")
-        if limit is not None:
-            sql += " LIMIT ?"
-            params = [*params, max(0, limit)]
-        for r in self._db.execute(sql, params):
+            args += k
+        if repeats is not None:
+            sql += " AND repeat < ?"
+            args += (repeats,)
+        return sql, args
+
+    def iter_rows(
+        self,
+        key: RunKey,
+        *,
+        selected: bool = False,
+        by_sample: bool = False,
+        repeats: int | None = None,
+    ) -> Iterator[StoredRow]:
+        """The rows of ``key`` one at a time, as SQLite reads them (memory does not grow with
+        the rows; do not write to this store until the iterator is done).
+
+        Args:
+            selected: only the samples of the key's recorded selection (:meth:`set_selection`).
+            by_sample: in ``(sample_id, repeat)`` order (code-point order of the ids, as
+                Python sorts them), else in insertion order.
+            repeats: only repeats below it.
+        """
+        where, args = self._where(key, selected=selected, repeats=repeats)
+        order = "sample_id, repeat" if by_sample else "rowid"
+        for r in self._db.execute(f"SELECT * FROM results WHERE {where} ORDER BY {order}", args):
             yield _from_db(r)
 
-    def count_rows(self, key: RunKey, *, repeat: int | None = 0) -> int:
-        """How many rows :meth:`iter_rows` yields (one SQL count)."""
-        w = self._counted(key, repeat)
-        return 0 if w is None else int(self._db.execute(
-            f"SELECT COUNT(*) FROM results r WHERE {w[0]}", w[1]).fetchone()[0])  # fmt: skip
-
-    def tally(
-        self, key: RunKey, paths: Sequence[str], *, repeat: int | None = 0
-    ) -> list[tuple[tuple[Any, ...], int, int, int]]:
-        """The rows of :meth:`iter_rows` counted in SQL, grouped by the values at JSON ``paths``
-        of their sample (``$.meta.position``): ``(values, rows, coverage known, covered)``."""
-        where = self._counted(key, repeat)
-        if where is None:
+    def rows_of(
+        self, key: RunKey, sample_ids: Sequence[str], *, repeats: int | None = None
+    ) -> list[StoredRow]:
+        """The rows of ``key`` for the given sample ids (a chunk of a run's samples: one
+        query), only repeats below ``repeats``; in insertion order."""
+        if not sample_ids:
             return []
-        cols = ", ".join("json_extract(r.sample, ?)" for _ in paths)
-        groups = ", ".join(str(i + 1) for i in range(len(paths)))
-        sql = (
-            f"SELECT {cols}, COUNT(*), SUM(r.window_covered IS NOT NULL), "
-            f"COALESCE(SUM(r.window_covered), 0) FROM results r WHERE {where[0]} GROUP BY {groups}"
+        where, args = self._where(key, selected=False, repeats=None)
+        marks = ", ".join("?" for _ in sample_ids)
+        cur = self._db.execute(
+            f"SELECT * FROM results WHERE {where} AND sample_id IN ({marks}) ORDER BY rowid",
+            (*args, *sample_ids),
         )
-        n = len(paths)
-        return [
-            (tuple(r[:n]), int(r[n]), int(r[n + 1]), int(r[n + 2]))
-            for r in self._db.execute(sql, [*paths, *where[1]])
-        ]
+        rows = [_from_db(r) for r in cur]
+        return rows if repeats is None else [r for r in rows if r.repeat < repeats]
 
-    def _counted(self, key: RunKey, repeat: int | None) -> tuple[str, list[Any]] | None:
-        """The ``WHERE`` clause (table alias ``r``) and parameters of the rows of ``key`` that
-        count; ``None`` when none can (``repeat`` > 0 in a store older than repeats)."""
-        k: list[Any] = [key.model_fp, key.prompt_fp, key.policy_fp]
-        where = "r.model_fp=? AND r.prompt_fp=? AND r.policy_fp=?"
-        if repeat is not None:
-            if "repeat" in {c[1] for c in self._db.execute("PRAGMA table_info(results)")}:
-                where += " AND r.repeat=?"
-                k.append(repeat)
-            elif repeat:  # an older store holds first asks only
-                return None
-        try:  # an older store opened read-only has no selection table
-            sel = self._db.execute("SELECT 1 FROM selection WHERE model_fp=? AND prompt_fp=? AND "
-                                   "policy_fp=? LIMIT 1", k[:3]).fetchone()  # fmt: skip
-        except sqlite3.OperationalError:
-            sel = None
-        if sel is not None:
-            where += (
-                " AND EXISTS (SELECT 1 FROM selection s WHERE s.model_fp=r.model_fp AND "
-                "s.prompt_fp=r.prompt_fp AND s.policy_fp=r.policy_fp AND s.sample_id=r.sample_id)"
-            )
-        return where, k
+    def outcome(
+        self, key: RunKey, *, selected: bool = False, repeats: int | None = None
+    ) -> tuple[dict[str, int], StoredRow | None, StoredRow | None]:
+        """How the rows of ``key`` ended, without holding them: the count of each status (in
+        the order each first occurs), the first row and the first row with an error status
+        (``Status.is_error``), both in insertion order. ``selected``, ``repeats``: as
+        :meth:`iter_rows`."""
+        where, args = self._where(key, selected=selected, repeats=repeats)
+        counts: dict[str, int] = {}
+        for (status,) in self._db.execute(
+            f"SELECT status FROM results WHERE {where} ORDER BY rowid", args
+        ):
+            counts[status] = counts.get(status, 0) + 1
+        errors = tuple(s.value for s in Status if s.is_error)
+        marks = ", ".join("?" for _ in errors)
+        first = self._db.execute(
+            f"SELECT * FROM results WHERE {where} ORDER BY rowid LIMIT 1", args
+        ).fetchone()
+        failed = self._db.execute(
+            f"SELECT * FROM results WHERE {where} AND status IN ({marks}) ORDER BY rowid LIMIT 1",
+            (*args, *errors),
+        ).fetchone()
+        return (
+            counts,
+            None if first is None else _from_db(first),
+            None if failed is None else _from_db(failed),
+        )
 
-    def set_selection(self, key: RunKey, sample_ids: Sequence[str]) -> None:
+    def set_selection(self, key: RunKey, sample_ids: Iterable[str]) -> None:
         """Record the samples the last ``eval`` of ``key`` selected (and scored), replacing
         the previous selection in one transaction. Rows of other samples stay stored (a
         ``--limit`` run, or a dataset rebuilt without some clips) but are not scored by

@@ -3,7 +3,8 @@
 One row per ``(sample_id, repeat, model_fp, prompt_fp, policy_fp)``: the sample, which of
 its ``--repeats`` asks it is (0 for the first, the only one of a run without repeats),
 the model's fingerprint hash, the prompt configuration hash and the frame sampling policy
-hash. A store written before ``repeat`` existed keys rows without it; :func:`upgrade`
+hash. The store's errors (:class:`StoreError`, :class:`RunFolderWriteError`) live here too.
+A store written before ``repeat`` existed keys rows without it; :func:`upgrade`
 rebuilds its table with the new key (every old row becomes repeat 0), so the rows of a
 run are never lost and a run without repeats keeps its key.
 """
@@ -11,6 +12,28 @@ run are never lost and a run without repeats keeps its key.
 from __future__ import annotations
 
 import sqlite3
+
+
+class StoreError(ValueError):
+    """The results database cannot be opened or read (corrupt, not SQLite)."""
+
+
+class RunFolderWriteError(OSError):
+    """The run folder cannot be written (disk full, quota, read-only): the run must stop.
+
+    What was committed before stays intact; the message is one line naming the file.
+    """
+
+
+_WRITE_FAILURES = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY")
+_WRITE_MESSAGES = ("disk is full", "disk i/o error", "readonly database", "unable to open")
+
+
+def is_write_failure(exc: sqlite3.Error) -> bool:
+    """True when SQLite failed to *write* (full disk, I/O error, read-only), not on bad data."""
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    return name.startswith(_WRITE_FAILURES) or any(m in str(exc).lower() for m in _WRITE_MESSAGES)
+
 
 RESULTS_TABLE = """
 CREATE TABLE IF NOT EXISTS results (
@@ -99,4 +122,13 @@ def upgrade(db: sqlite3.Connection) -> None:
     db.commit()
 
 
-__all__ = ["ADDED_COLUMNS", "COLUMNS", "RESULTS_TABLE", "SCHEMA", "upgrade"]
+__all__ = [
+    "ADDED_COLUMNS",
+    "COLUMNS",
+    "RESULTS_TABLE",
+    "SCHEMA",
+    "RunFolderWriteError",
+    "StoreError",
+    "is_write_failure",
+    "upgrade",
+]

@@ -13,7 +13,7 @@ import hashlib
 import json
 import mimetypes
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,9 @@ class Dataset:
     Attributes:
         name: short name (file or folder stem).
         benchmark: metric family of its samples ("tamper", "mmr", "generic").
-        samples: the samples, in file order; ids are unique.
+        samples: the samples, in file order; ids are unique. A list, or for a JSONL file a
+            :class:`mmrobust.datasets.stream.SampleRows` (read from the file on each pass:
+            iterate it rather than index it).
         defects: one line per data problem found while loading (skipped
             records, duplicate ids, missing media); shown in ``metrics.json``.
         data_hash: sha256 of the annotation bytes (the run fingerprint's data part).
@@ -58,7 +60,7 @@ class Dataset:
 
     name: str
     benchmark: Benchmark
-    samples: list[Sample]
+    samples: Sequence[Sample]
     defects: list[str] = field(default_factory=list)
     data_hash: str = ""
     source: str = ""

@@ -162,6 +162,9 @@ class BenchmarkFamily:
         compare_notes: ``records -> lines`` that ``compare`` prints under the
             paired test (e.g. what answering Yes to every clip would score).
         paired: scored in pairs (sizes are shown as pairs, not samples).
+        streams: ``score`` reads its records once, in one pass (any iterable, not only a
+            list): ``eval`` and ``rescore`` then hand it a generator of the run's rows
+            streamed from the store, so scoring memory does not grow with the rows.
         order: position of its leaderboards in the report (lower first).
         browser_rank: position of its samples in the sample browser (lower first).
         label_suffix: appended to a run's label outside its own leaderboard
@@ -199,6 +202,7 @@ class BenchmarkFamily:
     leaderboards: Callable[[Any, bool], list[Any]] = _no_tables
     compare_notes: Callable[[Sequence[ScoredRecord]], list[str]] = _no_notes
     paired: bool = False
+    streams: bool = False
     order: int = 50
     browser_rank: int = 2
     label_suffix: str = ""

@@ -22,6 +22,7 @@ GENERIC = BenchmarkFamily(
     default_template="plain",
     summary=lazy("mmrobust.report.tables:generic_summary_lines"),
     headline=lazy("mmrobust.report.tables:generic_headline"),
+    streams=True,
     order=50,
 )
 """Generic JSONL questions: ``Sample.benchmark == "generic"``."""

@@ -53,6 +53,7 @@ TAMPER = BenchmarkFamily(
     markdown=lazy("mmrobust.report.tamper:markdown_section"),
     leaderboards=lazy("mmrobust.report.tamper:leaderboards"),
     compare_notes=lazy("mmrobust.report.tamper:compare_notes"),
+    streams=True,
     order=0,
     browser_rank=0,
     tamper_clips=True,

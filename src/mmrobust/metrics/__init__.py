@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from mmrobust.families import get_family
@@ -20,32 +20,41 @@ from mmrobust.records import ScoredRecord
 from mmrobust.status import Status
 
 
-def generic_metrics(records: Sequence[ScoredRecord], **_: Any) -> dict[str, Any]:
+def generic_metrics(records: Iterable[ScoredRecord], **_: Any) -> dict[str, Any]:
     """Accuracy over all rows (failures count as wrong), plus accuracy over answered rows.
+
+    ``records`` are read once (a generator streamed from the store will do).
 
     Returns:
         ``benchmark`` ("generic"), ``n_samples``, ``accuracy``, ``accuracy_answered``,
         ``parse_fail_rate``, ``error_rate``, ``status_counts``.
     """
-    n = len(records)
-    answered = [r for r in records if r.status is Status.OK]
-    correct = sum(r.correct for r in records)
+    n = answered = correct = parse_fail = errors = 0
+    counts: Counter[str] = Counter()
+    for r in records:
+        n += 1
+        answered += r.status is Status.OK
+        correct += r.correct
+        parse_fail += r.status is Status.PARSE_FAIL
+        errors += r.status.is_error
+        counts[r.status.value] += 1
     return {
         "benchmark": "generic",
         "n_samples": n,
         "accuracy": correct / n if n else 0.0,
-        "accuracy_answered": correct / len(answered) if answered else 0.0,
-        "parse_fail_rate": sum(r.status is Status.PARSE_FAIL for r in records) / n if n else 0.0,
-        "error_rate": sum(r.status.is_error for r in records) / n if n else 0.0,
-        "status_counts": dict(Counter(r.status.value for r in records)),
+        "accuracy_answered": correct / answered if answered else 0.0,
+        "parse_fail_rate": parse_fail / n if n else 0.0,
+        "error_rate": errors / n if n else 0.0,
+        "status_counts": dict(counts),
     }
 
 
-def compute_metrics(records: Sequence[ScoredRecord], benchmark: str, **kw: Any) -> dict[str, Any]:
+def compute_metrics(records: Iterable[ScoredRecord], benchmark: str, **kw: Any) -> dict[str, Any]:
     """Score ``records`` with the metric family of ``benchmark``.
 
     Args:
-        records: one ``ScoredRecord`` per sample.
+        records: one ``ScoredRecord`` per sample: a sequence, or any iterable when the
+            family ``streams`` (read once).
         benchmark: a registered family (``"tamper"``, ``"mmr"``, ``"generic"``, a task
             family ``"tamper-type"``, ``"tamper-when"``, ``"tamper-leading"``, or one a
             user registered with :func:`mmrobust.families.register_family`).

@@ -43,14 +43,21 @@ tests), and the bootstrap works on per-cluster counts in NumPy.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
 from mmrobust.metrics.chance import detection_chance, expected_f1
 from mmrobust.metrics.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, cluster_bootstrap
+from mmrobust.metrics.tamper_tally import (
+    UNSCORED_RULES,
+    Filter,
+    TamperTally,
+    ordered_types,
+    truth_positive,
+    window_iou,
+)
 from mmrobust.records import ScoredRecord
 from mmrobust.schema import CANONICAL_TYPES, TAMPER_ORIGINAL, TYPE_ALIASES, normalise_type
 from mmrobust.status import Status
@@ -61,33 +68,24 @@ FailurePolicy = Literal["exclude", "wrong"]
 
 DEGENERATE_THRESHOLD = 0.99
 
-
-def truth_positive(rec: ScoredRecord) -> bool:
-    """Whether the clip is tampered (ground truth of the positive class)."""
-    ttype = normalise_type(rec.tamper_type)
-    if ttype is not None:
-        return ttype != TAMPER_ORIGINAL
-    return rec.answer_text.strip().lower() == "yes"
-
-
-def _ordered_types(types: set[str]) -> list[str]:
-    known = [t for t in CANONICAL_TYPES if t in types]
-    return known + sorted(types - set(known))
-
-
-def _scored(rec: ScoredRecord, failures: FailurePolicy) -> tuple[bool, bool] | None:
-    """``(truth, prediction)`` for a row that enters the confusion matrix, else ``None``."""
-    truth = truth_positive(rec)
-    if rec.status is Status.OK and rec.predicted is not None:
-        return truth, truth if rec.predicted == rec.answer else not truth
-    if failures == "wrong":  # any status but ok: parse failure, empty reply, every error
-        return truth, not truth
-    return None
-
-
 guess_f1 = expected_f1
 """Expected F1 of a guess on one type (``n_tampered``, ``n_original``, ``yes_rate``): the
 older name of :func:`mmrobust.metrics.chance.expected_f1`, where every chance level lives."""
+
+
+def _of_type(*types: str | None) -> Filter:
+    """Rows of the given (normalised) tamper types."""
+    return lambda k: k.ntype in types
+
+
+def _of_task(task: str) -> Filter:
+    """Rows of ``task``."""
+    return lambda k: k.task == task
+
+
+def _both(a: Filter, b: Filter) -> Filter:
+    """Rows both filters pass."""
+    return lambda k: a(k) and b(k)
 
 
 def binary_scores(y_true: Sequence[bool], y_pred: Sequence[bool]) -> dict[str, Any]:
@@ -170,76 +168,32 @@ def _degenerate(yes_rate: float, n: int) -> str | None:
     return None
 
 
-def _window_span(w: Mapping[str, Any] | Any) -> tuple[int, int] | None:
-    if w is None:
-        return None
-    if isinstance(w, Mapping):
-        return int(w["start_frame"]), int(w["end_frame"])
-    return int(w.start_frame), int(w.end_frame)
+def _scores(counts: Sequence[int]) -> dict[str, Any]:
+    """:func:`binary_scores` of the confusion counts ``[tp, fp, fn, tn]``."""
+    n = sum(counts)
+    if n == 0:
+        return binary_scores([], [])
+    return {"n": n, **scores_from_counts(*counts)}
 
 
-def window_iou(pred: tuple[int, int], true: tuple[int, int]) -> float:
-    """Intersection over union of two frame intervals ``[start, end)``.
-
-    An empty true window (a ``dropping`` seam at frame ``s`` in the output
-    timeline) has no area, so both windows are first widened by one frame on
-    each side: the true one becomes ``[s - 1, s + 1)`` and the predicted one
-    ``[start - 1, end + 1)``. This convention is ours (the paper does not
-    localise).
-    """
-    (ps, pe), (ts, te) = pred, true
-    if te == ts:
-        ts, te, ps, pe = ts - 1, te + 1, ps - 1, pe + 1
-    inter = max(0, min(pe, te) - max(ps, ts))
-    union = max(pe, te) - min(ps, ts) if inter > 0 else (pe - ps) + (te - ts)
-    return inter / union if union > 0 else 0.0
-
-
-def _localisation(records: Sequence[ScoredRecord], failures: FailurePolicy) -> dict[str, Any]:
-    """Type accuracy and window IoU on tampered clips predicted tampered (detector extras)."""
-    type_hits: list[bool] = []
-    ious: list[float] = []
-    for rec in records:
-        scored = _scored(rec, failures)
-        if scored is None or not (scored[0] and scored[1]):
-            continue
-        if "pred_type" in rec.extra and rec.extra["pred_type"] is not None:
-            type_hits.append(
-                normalise_type(rec.extra["pred_type"]) == normalise_type(rec.tamper_type)
-            )
-        pred_w = _window_span(rec.extra.get("pred_window"))
-        true_w = _window_span(rec.window)
-        if pred_w is not None and true_w is not None:
-            ious.append(window_iou(pred_w, true_w))
-    out: dict[str, Any] = {}
-    if type_hits:
-        out["type_accuracy"] = float(np.mean(type_hits))
-        out["type_n"] = len(type_hits)
-    if ious:
-        out["iou_median"] = float(np.median(ious))
-        out["iou_mean"] = float(np.mean(ious))
-        out["iou_n"] = len(ious)
-    return out
-
-
-def _rates(rows: Sequence[ScoredRecord]) -> tuple[float, float]:
-    n = len(rows)
+def _rates(tally: TamperTally, where: Filter) -> tuple[float, float]:
+    n = tally.count(where)
     if n == 0:
         return 0.0, 0.0
-    pf = sum(r.status is Status.PARSE_FAIL for r in rows) / n
-    err = sum(r.status.is_error for r in rows) / n
+    pf = tally.count(_both(where, lambda k: k.status is Status.PARSE_FAIL)) / n
+    err = tally.count(_both(where, lambda k: k.status.is_error)) / n
     return pf, err
 
 
-def _coverage(rows: Sequence[ScoredRecord]) -> float | None:
-    vals = [r.window_covered for r in rows if r.window_covered is not None]
-    return float(np.mean(vals)) if vals else None
+def _coverage(tally: TamperTally, where: Filter) -> float | None:
+    n = tally.count(_both(where, lambda k: k.covered is not None))
+    return tally.count(_both(where, lambda k: bool(k.covered))) / n if n else None
 
 
 def _per_type_f1(
-    records: Sequence[ScoredRecord], types: list[str], failures: FailurePolicy
+    tally: TamperTally, types: list[str], where: Filter = lambda k: True
 ) -> dict[str, float | None]:
-    """F1 per type and ``overall`` (their mean).
+    """F1 per type and ``overall`` (their mean), over the rows ``where`` selects.
 
     With ``failures="exclude"``, a type none of whose tampered clips was scored
     (all failed or unparsed) has F1 ``None``, not 0.0, so a broken run never
@@ -247,33 +201,61 @@ def _per_type_f1(
     fewer types is not comparable). With ``failures="wrong"`` every row is
     scored, so such a type has F1 0.0 and stays in the mean, as in the reference.
     """
-    originals = [r for r in records if normalise_type(r.tamper_type) == TAMPER_ORIGINAL]
     f1: dict[str, float | None] = {}
     for t in types:
-        rows = [r for r in records if normalise_type(r.tamper_type) == t] + originals
-        pairs = [p for p in (_scored(r, failures) for r in rows) if p is not None]
-        if not any(truth for truth, _ in pairs):
-            f1[t] = None
-            continue
-        f1[t] = binary_scores([p[0] for p in pairs], [p[1] for p in pairs])["f1"]
+        tp, fp, fn, tn = tally.confusion(_both(where, _of_type(t, TAMPER_ORIGINAL)))
+        f1[t] = None if tp + fn == 0 else _scores([tp, fp, fn, tn])["f1"]
     if types:
         values = [v for t in types if (v := f1[t]) is not None]
         f1["overall"] = float(np.mean(values)) if len(values) == len(types) else None
     return f1
 
 
-UNSCORED_RULES: frozenset[str] = frozenset(
-    {"official:empty-reply", "official:missing-value", "official:api-failure-text"}
-)
-"""Extraction rules of replies the reference never scores (an empty cell, its API-failure text)."""
+def _localisation(tally: TamperTally) -> dict[str, Any]:
+    """Type accuracy and window IoU on tampered clips predicted tampered (detector extras)."""
+    out: dict[str, Any] = {}
+    if tally.type_n:
+        out["type_accuracy"] = tally.type_hits / tally.type_n
+        out["type_n"] = tally.type_n
+    if tally.ious:
+        ious = np.frombuffer(tally.ious, dtype=np.float64)
+        out["iou_median"] = float(np.median(ious))
+        out["iou_mean"] = float(np.mean(ious))
+        out["iou_n"] = len(ious)
+    return out
 
 
-def _reference_failed(rec: ScoredRecord) -> bool:
-    """Whether the reference holds no score for this row (-1 or an empty cell)."""
-    return rec.status.is_error or rec.rule in UNSCORED_RULES
+def _official(tally: TamperTally) -> dict[str, dict[str, dict[str, Any]]]:
+    boards: dict[str, dict[str, list[int]]] = {
+        "task_type": {},
+        "tamper_type": {},
+        "task_tamper_type": {},
+    }
+    for k, n in tally.keys.items():
+        task, ttype = k.task or "none", k.raw_type or "none"
+        for board, key in (
+            ("task_type", task),
+            ("tamper_type", ttype),
+            ("task_tamper_type", f"{task}_{ttype}"),
+        ):
+            cell = boards[board].setdefault(key, [0, 0])
+            cell[0] += n * k.ref_hit
+            cell[1] += n
+    correct = tally.count(lambda k: k.ref_hit)
+
+    def entry(c: int, n: int) -> dict[str, Any]:
+        return {"correct": c, "total": n, "accuracy": round(100.0 * c / n, 2) if n else None}
+
+    return {
+        board: {
+            **{k: entry(*cells[k]) for k in sorted(cells)},
+            "overall": entry(correct, tally.n),
+        }
+        for board, cells in boards.items()
+    }
 
 
-def official_accuracy(records: Sequence[ScoredRecord]) -> dict[str, dict[str, dict[str, Any]]]:
+def official_accuracy(records: Iterable[ScoredRecord]) -> dict[str, dict[str, dict[str, Any]]]:
     """VLMEvalKit's accuracy ratings for MVTamperBench, quirk included.
 
     ``get_dimension_rating`` (``vlmeval/dataset/utils/tamperbench.py``, same at
@@ -288,38 +270,14 @@ def official_accuracy(records: Sequence[ScoredRecord]) -> dict[str, dict[str, di
         "task_tamper_type": ...}``; ``accuracy`` in percent, 2 decimals (the
         reference prints ``"xx.xx%"``).
     """
-    boards: dict[str, dict[str, list[int]]] = {
-        "task_type": {},
-        "tamper_type": {},
-        "task_tamper_type": {},
-    }
+    tally = TamperTally("exclude")
     for rec in records:
-        hit = int(rec.correct or _reference_failed(rec))
-        task, ttype = rec.task or "none", rec.tamper_type or "none"
-        for board, key in (
-            ("task_type", task),
-            ("tamper_type", ttype),
-            ("task_tamper_type", f"{task}_{ttype}"),
-        ):
-            cell = boards[board].setdefault(key, [0, 0])
-            cell[0] += hit
-            cell[1] += 1
-    correct = sum(int(r.correct or _reference_failed(r)) for r in records)
-
-    def entry(c: int, n: int) -> dict[str, Any]:
-        return {"correct": c, "total": n, "accuracy": round(100.0 * c / n, 2) if n else None}
-
-    return {
-        board: {
-            **{k: entry(*cells[k]) for k in sorted(cells)},
-            "overall": entry(correct, len(records)),
-        }
-        for board, cells in boards.items()
-    }
+        tally.add(rec)
+    return _official(tally)
 
 
 def tamper_metrics(
-    records: Sequence[ScoredRecord],
+    records: Iterable[ScoredRecord],
     *,
     failures: FailurePolicy = "exclude",
     n_resamples: int = DEFAULT_RESAMPLES,
@@ -329,8 +287,12 @@ def tamper_metrics(
 ) -> dict[str, Any]:
     """Score tamper-detection answers (arXiv:2412.19794 section 4.1).
 
+    ``records`` are read once (:class:`mmrobust.metrics.tamper_tally.TamperTally`): a
+    generator of a run's rows streamed from its store scores in memory that does not grow
+    with the rows (but for the bootstrap's group numbers, a few bytes a row).
+
     Args:
-        records: one ``ScoredRecord`` per sample (any order).
+        records: one ``ScoredRecord`` per sample (any order; an iterable, read once).
         failures: ``"exclude"`` (default) leaves failed rows out of the
             confusion matrices; ``"wrong"`` counts every row that is not ``ok`` as a
             wrong answer (reference).
@@ -355,55 +317,39 @@ def tamper_metrics(
         ``frames_repeated`` (rows shown a frame more than once), and with
         ``official`` ``official_accuracy``.
     """
-    types = _ordered_types(
-        {t for r in records if (t := normalise_type(r.tamper_type)) and t != TAMPER_ORIGINAL}
-    )
-    originals = [r for r in records if normalise_type(r.tamper_type) == TAMPER_ORIGINAL]
-    f1 = _per_type_f1(records, types, failures)
+    tally = TamperTally(failures, groups=n_resamples > 0)
+    for rec in records:
+        tally.add(rec)
+    types = ordered_types({k.ntype for k in tally.keys if k.ntype and k.ntype != TAMPER_ORIGINAL})
+    n_original = tally.count(_of_type(TAMPER_ORIGINAL))
+    f1 = _per_type_f1(tally, types)
 
     per_type: dict[str, dict[str, Any]] = {}
     for t in types:
-        own = [r for r in records if normalise_type(r.tamper_type) == t]
-        pairs = [p for p in (_scored(r, failures) for r in [*own, *originals]) if p is not None]
-        scores = binary_scores([p[0] for p in pairs], [p[1] for p in pairs])
-        pf, err = _rates(own)
+        scores = _scores(tally.confusion(_of_type(t, TAMPER_ORIGINAL)))
+        own = _of_type(t)
+        pf, err = _rates(tally, own)
         if f1[t] is None:
             scores["f1"] = None
         scores.update(
-            n_tampered=len(own),
-            n_original=len(originals),
+            n_tampered=tally.count(own),
+            n_original=n_original,
             parse_fail_rate=pf,
             error_rate=err,
-            window_coverage=_coverage(own),
+            window_coverage=_coverage(tally, own),
         )
         per_type[t] = scores
 
-    all_pairs = [p for p in (_scored(r, failures) for r in records) if p is not None]
-    overall_scores = binary_scores([p[0] for p in all_pairs], [p[1] for p in all_pairs])
-    pf, err = _rates(records)
+    overall_scores = _scores(tally.confusion(lambda k: True))
+    pf, err = _rates(tally, lambda k: True)
 
     # Cluster bootstrap of per-type F1 and their mean.
     f1_ci: dict[str, list[float] | None] = {}
-    if n_resamples > 0 and types and records:
-        groups = sorted({r.group or r.sample_id for r in records})
-        gidx = {g: i for i, g in enumerate(groups)}
-        counts = np.zeros((len(groups), len(types), 4), dtype=np.int64)
-        tidx = {t: i for i, t in enumerate(types)}
-        for r in records:
-            scored = _scored(r, failures)
-            if scored is None:
-                continue
-            truth, pred = scored
-            cell = 0 if truth and pred else 1 if pred else 2 if truth else 3
-            ttype = normalise_type(r.tamper_type)
-            g = gidx[r.group or r.sample_id]
-            if ttype == TAMPER_ORIGINAL:
-                counts[g, :, cell] += 1
-            elif ttype in tidx:
-                counts[g, tidx[ttype], cell] += 1
+    if n_resamples > 0 and types and tally.n:
         low, high = cluster_bootstrap(
-            counts, _f1_from_counts, n_resamples=n_resamples, seed=seed, level=level
-        )
+            tally.group_counts(types), _f1_from_counts, n_resamples=n_resamples, seed=seed,
+            level=level,
+        )  # fmt: skip
         for i, name in enumerate([*types, "overall"]):
             # no interval around an undefined F1 (no tampered clip of the type scored)
             f1_ci[name] = None if f1.get(name) is None else [float(low[i]), float(high[i])]
@@ -411,43 +357,40 @@ def tamper_metrics(
             per_type[t]["ci95"] = f1_ci[t]
 
     per_task: dict[str, dict[str, float | None]] = {}
-    by_task: dict[str, list[ScoredRecord]] = defaultdict(list)
-    for r in records:
-        if r.task:
-            by_task[r.task].append(r)
-    for task in sorted(by_task):
-        rows = by_task[task]
-        task_types = [t for t in types if any(normalise_type(r.tamper_type) == t for r in rows)]
-        per_task[task] = _per_type_f1(rows, task_types, failures)
+    for task in sorted({k.task for k in tally.keys if k.task}):
+        of_task = _of_task(task)
+        task_types = [t for t in types if tally.count(_both(of_task, _of_type(t)))]
+        per_task[task] = _per_type_f1(tally, task_types, of_task)
 
     out: dict[str, Any] = {
         "benchmark": "tamper",
-        "n_samples": len(records),
-        "n_scored": len(all_pairs),
+        "n_samples": tally.n,
+        "n_scored": overall_scores["n"],
         "f1": f1,
         "f1_ci95": f1_ci,
-        "chance": detection_chance({t: per_type[t]["n_tampered"] for t in types}, len(originals)),
+        "chance": detection_chance({t: per_type[t]["n_tampered"] for t in types}, n_original),
         "per_type": per_type,
         "all": overall_scores,
         "per_task": per_task,
         "parse_fail_rate": pf,
         "error_rate": err,
-        "status_counts": dict(Counter(r.status.value for r in records)),
+        "status_counts": dict(tally.status_counts),
         "window_coverage": {t: per_type[t]["window_coverage"] for t in types},
         "degenerate": _degenerate(overall_scores["yes_rate"], overall_scores["n"]),
-        "localisation": _localisation(records, failures),
+        "localisation": _localisation(tally),
         "failures": failures,
         "bootstrap": {"n_resamples": n_resamples, "seed": seed, "level": level, "unit": "group"},
-        "frames_repeated": sum(bool(r.extra.get("frames_repeated")) for r in records),
+        "frames_repeated": tally.frames_repeated,
     }
     if official:
-        out["official_accuracy"] = official_accuracy(records)
+        out["official_accuracy"] = _official(tally)
     return out
 
 
 __all__ = [
     "CANONICAL_TYPES",
     "TYPE_ALIASES",
+    "UNSCORED_RULES",
     "FailurePolicy",
     "binary_scores",
     "guess_f1",

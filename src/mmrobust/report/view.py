@@ -28,6 +28,7 @@ from mmrobust.run import folder
 from mmrobust.run.folder import RunInfo
 from mmrobust.schema import Sample
 from mmrobust.store import ResultStore, RunKey, StoredRow
+from mmrobust.store_stream import count_rows, stream_rows, tally
 
 
 def read_run_info(run_dir: Path) -> RunInfo:
@@ -44,7 +45,7 @@ def read_run_info(run_dir: Path) -> RunInfo:
 class StoredRows(Collection[StoredRow]):
     """A run's rows that count (its selection, the first ask of each sample), read from its
     ``results.sqlite`` each time they are iterated and never held: a report over a million
-    rows keeps one row at a time (:meth:`mmrobust.store.ResultStore.iter_rows`).
+    rows keeps one row at a time (:func:`mmrobust.store_stream.stream_rows`).
 
     Args:
         run_dir: the run folder.
@@ -58,23 +59,23 @@ class StoredRows(Collection[StoredRow]):
     def __iter__(self) -> Iterator[StoredRow]:
         """The rows in the order they were stored."""
         with ResultStore(self.run_dir, readonly=True) as store:
-            yield from store.iter_rows(self.key)
+            yield from stream_rows(store, self.key)
 
     def by_id(self, *, media_only: bool = False, limit: int | None = None) -> Iterator[StoredRow]:
         """The rows in sample id order (``str`` order); ``media_only``: only those of a sample
         with a video or an image; ``limit``: at most that many."""
         with ResultStore(self.run_dir, readonly=True) as store:
-            yield from store.iter_rows(self.key, by_id=True, media_only=media_only, limit=limit)
+            yield from stream_rows(store, self.key, by_id=True, media_only=media_only, limit=limit)
 
     def tally(self, paths: Sequence[str]) -> list[tuple[tuple[Any, ...], int, int, int]]:
         """See :func:`tally_rows`."""
         with ResultStore(self.run_dir, readonly=True) as store:
-            return store.tally(self.key, paths)
+            return tally(store, self.key, paths)
 
     def __len__(self) -> int:
         if self._n is None:
             with ResultStore(self.run_dir, readonly=True) as store:
-                self._n = store.count_rows(self.key)
+                self._n = count_rows(store, self.key)
         return self._n
 
     def __contains__(self, item: object) -> bool:

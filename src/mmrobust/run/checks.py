@@ -10,12 +10,16 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from mmrobust.datasets import Dataset, Sample
+from mmrobust.datasets.stream import subset, take
 from mmrobust.models.base import Model
 from mmrobust.run.config import EvalConfig
 from mmrobust.run.folder import RUN_FILE, read_run_info
@@ -111,7 +115,7 @@ def refusal(model: Model, samples: Sequence[Sample], config: EvalConfig) -> str 
         None
         if config.judge
         else model.cannot_answer(
-            [s.options for s in samples], [option_keys(s, s.options) for s in samples]
+            take(samples, lambda s: s.options), take(samples, lambda s: option_keys(s, s.options))
         )
     )
 
@@ -135,21 +139,29 @@ def check_nonempty(dataset: Dataset, samples: Sequence[Sample], config: EvalConf
     raise DatasetError(f"no sample to evaluate in {config.data} ({dataset.benchmark}): {why}")
 
 
-def nothing_scored(rows: Sequence[StoredRow]) -> str | None:
+def nothing_scored(rows: Iterable[StoredRow]) -> str | None:
     """Why no row got a scored answer (all failed or unparseable), or ``None`` if one did."""
-    if not rows or any(r.status is Status.OK for r in rows):
-        return None
     counts: dict[str, int] = {}
+    first: StoredRow | None = None
     for r in rows:
+        first = first or r
         counts[r.status.value] = counts.get(r.status.value, 0) + 1
+    return nothing_scored_counts(counts, first)
+
+
+def nothing_scored_counts(counts: Mapping[str, int], first: StoredRow | None) -> str | None:
+    """:func:`nothing_scored` of rows known by their status counts (in the order each status
+    first occurs) and their first row (``ResultStore.outcome``)."""
+    if first is None or Status.OK.value in counts:
+        return None
+    n = sum(counts.values())
     spread = ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
-    first = rows[0]
     detail = (
         f"first reply {first.raw_text[:60]!r} matches no option ({', '.join(first.options)})"
         if first.status is Status.PARSE_FAIL
         else f"first: {first.status.value}: {first.error or 'no detail'}"
     )
-    return f"no sample could be scored: {len(rows)} of {len(rows)} rows are {spread}; {detail}"
+    return f"no sample could be scored: {n} of {n} rows are {spread}; {detail}"
 
 
 PATH_META = ("original_video",)
@@ -216,7 +228,7 @@ def greedy_repeats(repeats: int, model: Model) -> str | None:
 
 def unfinished(
     store: ResultStore, key: RunKey, samples: Sequence[Sample], *, retry_failed: bool = False
-) -> list[Sample]:
+) -> Sequence[Sample]:
     """Samples without a finished row under ``key`` (repeat 0: :func:`unfinished_repeats`)."""
     return unfinished_repeats(store, key, samples, 1, retry_failed=retry_failed)[0]
 
@@ -228,7 +240,7 @@ def unfinished_repeats(
     repeats: int,
     *,
     retry_failed: bool = False,
-) -> list[list[Sample]]:
+) -> list[Sequence[Sample]]:
     """For each repeat ``0 .. repeats-1`` (``--repeats``), the samples without a finished
     row of that repeat under ``key``: a resumed run asks only the missing (sample, repeat)
     pairs.
@@ -239,22 +251,39 @@ def unfinished_repeats(
     dataset is asked again and another spelling of the same data is not.
     ``retry_failed`` also asks again every sample whose row is a final error
     (``rejected``, ``empty_reply``, ``media_error`` ...; ``Status.is_error``).
+
+    The samples are read once, a chunk at a time, with the stored rows of that chunk: what
+    is kept is one flag per (sample, repeat). Each repeat's list is ``samples`` itself when
+    none is finished, else the unfinished ones (a list for a list; for a lazy sequence, a
+    lazy one: ``datasets.stream.subset``).
     """
-    stored = {
-        (r.sample.id, r.repeat): r
-        for r in store.rows(key)
-        if r.status not in TRANSIENT and not (retry_failed and r.status.is_error)
-    }
-    identity = {s.id: sample_identity(s) for s in samples}
+    todo = [np.ones(len(samples), dtype=bool) for _ in range(repeats)]
+    ids = iter(samples)
+    start = 0
+    while chunk := list(itertools.islice(ids, CHUNK)):  # a chunk of samples at a time
+        stored = {
+            (r.sample.id, r.repeat): r
+            for r in store.rows_of(key, [s.id for s in chunk], repeats=repeats)
+            if r.status not in TRANSIENT and not (retry_failed and r.status.is_error)
+        }
+        for i, s in enumerate(chunk, start):
+            identity: dict[str, object] | None = None
+            for k in range(repeats):
+                row = stored.get((s.id, k))
+                if row is None:
+                    continue
+                identity = identity or sample_identity(s)
+                if sample_identity(row.sample) == identity:
+                    todo[k][i] = False
+        start += len(chunk)
+    return [samples if t.all() else subset(samples, np.flatnonzero(t).tolist()) for t in todo]
 
-    def done(s: Sample, k: int) -> bool:
-        row = stored.get((s.id, k))
-        return row is not None and sample_identity(row.sample) == identity[s.id]
 
-    return [[s for s in samples if not done(s, k)] for k in range(repeats)]
+CHUNK = 500
+"""Samples whose stored rows :func:`unfinished_repeats` reads in one query."""
 
 
-def select_samples(dataset: Dataset, limit: int | None) -> list[Sample]:
+def select_samples(dataset: Dataset, limit: int | None) -> Sequence[Sample]:
     """The first ``limit`` samples (all when ``None``)."""
     return dataset.samples if limit is None else dataset.samples[: max(0, limit)]
 
@@ -269,6 +298,7 @@ __all__ = [
     "greedy_repeats",
     "media_kinds",
     "nothing_scored",
+    "nothing_scored_counts",
     "refusal",
     "resolved",
     "same_source",

@@ -20,13 +20,14 @@ from __future__ import annotations
 import itertools
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mmrobust import __version__
 from mmrobust.datasets import Dataset, Sample, load_dataset
+from mmrobust.datasets.stream import take
 from mmrobust.judge import Judge, load_judge
 from mmrobust.models.base import Model
 from mmrobust.run.checks import (
@@ -35,7 +36,7 @@ from mmrobust.run.checks import (
     check_same_run,
     check_usable,
     greedy_repeats,
-    nothing_scored,
+    nothing_scored_counts,
     refusal,
     resolved,
     select_samples,
@@ -124,9 +125,10 @@ def evaluate(
     return result
 
 
-def selected(config: EvalConfig, dataset: Dataset) -> tuple[Dataset, list[Sample]]:
+def selected(config: EvalConfig, dataset: Dataset) -> tuple[Dataset, Sequence[Sample]]:
     """``dataset`` with ``config.task``'s questions, and the samples the run asks (the first
-    ``--limit``, media paths absolute).
+    ``--limit``, media paths absolute): a list, or for a dataset read from its file on
+    each pass (``datasets.stream``) a view read the same way.
 
     Raises:
         DatasetError: no sample selected, or none can be asked (:func:`check_nonempty`,
@@ -134,7 +136,7 @@ def selected(config: EvalConfig, dataset: Dataset) -> tuple[Dataset, list[Sample
         ValueError: a task the dataset cannot be asked.
     """
     dataset = derive_task(dataset, config.task, seed=config.seed)
-    samples = [absolute_media(s) for s in select_samples(dataset, config.limit)]
+    samples = take(select_samples(dataset, config.limit), absolute_media)  # lazy stays lazy
     check_nonempty(dataset, samples, config)
     check_usable(samples, config)
     return dataset, samples
@@ -267,7 +269,7 @@ def _now() -> str:
 def _evaluate(
     config: EvalConfig,
     dataset: Dataset,
-    samples: list[Sample],
+    samples: Sequence[Sample],
     model: Model,
     judge: Judge | None,
     key: RunKey,
@@ -351,11 +353,11 @@ def _evaluate(
             executor.cancel()
             raise
         interrupted = interrupted or INTERRUPTS.requested
-        selected = [s.id for s in samples]
-        store.set_selection(key, selected)  # what rescore/report score
-        rows = [r for r in store.rows(key, sample_ids=selected) if r.repeat < config.repeats]
-        metrics = score_rows(
-            rows,
+        store.set_selection(key, (s.id for s in samples))  # what rescore/report score
+        counts, first, failed = store.outcome(key, selected=True, repeats=config.repeats)
+        n_rows = sum(counts.values())
+        metrics = score_rows(  # streamed from the store in sample-id order
+            store.iter_rows(key, selected=True, by_sample=True, repeats=config.repeats),
             benchmark=dataset.benchmark,
             failures=config.failures(),
             n_resamples=config.n_resamples,
@@ -363,22 +365,22 @@ def _evaluate(
             defects=dataset.defects,
             extract_mode=config.extract_mode(),
             repeats=config.repeats,
+            ordered=True,
         )
         metrics["run"] = info.run
         info.aborted = aborted
-        info.n_rows = len(rows)
+        info.n_rows = n_rows
         info.n_new = written[0]
         info.executor = describe_executor(executor)
         info.frame_cache = cache.stats() if cache is not None else None
         n_asks = len(samples) * config.repeats
-        _finish(run_dir, info, metrics, interrupted=interrupted, complete=len(rows) == n_asks)
+        _finish(run_dir, info, metrics, interrupted=interrupted, complete=n_rows == n_asks)
         if INTERRUPTS.requested and not interrupted:  # Ctrl-C while the files were written
             interrupted = True
             _finish(run_dir, info, metrics, interrupted=True, complete=False)
     finally:
         store.close()
         model.close()
-    failed = next((r for r in rows if r.status.is_error), None)
     return RunResult(
         run_dir,
         metrics,
@@ -388,7 +390,7 @@ def _evaluate(
         interrupted,
         aborted,
         f"{failed.status.value}: {failed.error}" if failed is not None else None,
-        None if interrupted else nothing_scored(rows),
+        None if interrupted else nothing_scored_counts(counts, first),
     )
 
 

@@ -10,6 +10,7 @@ else serial); ``--executor ray`` is :func:`mmrobust.run.eval.evaluate`'s job.
 
 from __future__ import annotations
 
+import itertools
 import queue
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,14 +32,16 @@ class WorkItem:
     repeat: int = 0
 
 
-def batches(samples: Sequence[Sample], size: int, *, repeat: int = 0) -> Iterator[WorkItem]:
-    """Cut samples into work items of at most ``size``, each asked as ``repeat``."""
+def batches(samples: Iterable[Sample], size: int, *, repeat: int = 0) -> Iterator[WorkItem]:
+    """Cut samples into work items of at most ``size``, each asked as ``repeat``; the samples
+    are read as the items are taken (a lazy dataset is never held)."""
     size = max(1, size)
-    for i in range(0, len(samples), size):
-        yield WorkItem(tuple(samples[i : i + size]), repeat)
+    it = iter(samples)
+    while chunk := tuple(itertools.islice(it, size)):
+        yield WorkItem(chunk, repeat)
 
 
-def repeat_batches(todo_by_repeat: Sequence[Sequence[Sample]], size: int) -> Iterator[WorkItem]:
+def repeat_batches(todo_by_repeat: Sequence[Iterable[Sample]], size: int) -> Iterator[WorkItem]:
     """Work items of each repeat's samples (``todo_by_repeat[k]``: repeat ``k``), repeat by
     repeat: the first ask of every sample comes before any second one."""
     for k, todo in enumerate(todo_by_repeat):

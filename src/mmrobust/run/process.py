@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from mmrobust.models.base import Model, Request, Response
 from mmrobust.official import ReplyPath, reply_path_for
 from mmrobust.prompts import PromptConfig, build_prompt, prompt_record
 from mmrobust.reasoning import reasoning_columns, reasoning_summary, split_reasoning
+from mmrobust.records import ScoredRecord
 from mmrobust.run.executors import WorkItem
 from mmrobust.run.stop import (  # re-exported: the stop rules lived here
     ABORT_AFTER,
@@ -321,7 +322,7 @@ def load_image(path: str | Path) -> np.ndarray:
 
 
 def score_rows(
-    rows: Sequence[StoredRow],
+    rows: Iterable[StoredRow],
     *,
     benchmark: str,
     failures: str,
@@ -330,6 +331,7 @@ def score_rows(
     defects: Sequence[str] = (),
     extract_mode: str = "lenient",
     repeats: int = 1,
+    ordered: bool = False,
 ) -> dict[str, Any]:
     """Metrics over stored rows (the family of ``benchmark`` scores them); always has ``defects``.
 
@@ -338,33 +340,50 @@ def score_rows(
     (:func:`mmrobust.metrics.stability.sampling_stability`) is added over repeats
     ``0 .. K-1``; rows of other repeats (a run once asked with a larger ``K``) are ignored.
 
-    Rows are scored in a canonical order (by sample id), so ``metrics.json``
+    Rows are scored in a canonical order (by sample id, then repeat), so ``metrics.json``
     (confidence intervals included) is byte-identical whatever order the rows
-    were stored in: worker count, completion order, kill and resume.
+    were stored in: worker count, completion order, kill and resume. ``ordered``: ``rows``
+    already come in that order (``ResultStore.iter_rows(..., by_sample=True)``); then, for
+    a family that ``streams`` and without repeats, they are read once as they come and never
+    held (memory does not grow with the rows); else they are sorted here.
     ``extract_mode == "official"`` selects the reference's scoring: MMR pairs
     by file position; tamper adds ``official_accuracy`` when ``failures`` is
     ``"wrong"``.
     """
-    asked = sorted((r for r in rows if r.repeat < repeats), key=lambda r: (r.sample.id, r.repeat))
-    rows = [r for r in asked if r.repeat == 0]
-    records = [r.to_record() for r in rows]
+    family = get_family(benchmark)
+    asked: Iterable[StoredRow] = (r for r in rows if r.repeat < repeats)
+    if not ordered:
+        asked = sorted(asked, key=lambda r: (r.sample.id, r.repeat))
+    if repeats > 1 or not family.streams:
+        asked = list(asked)  # read again (stability) or scored as a list
+    reasoning_rows: list[tuple[str | None, int | None, int | None]] = []
+    derived = [0]
+
+    def first_asks() -> Iterator[ScoredRecord]:
+        for r in asked:
+            if r.repeat != 0:
+                continue
+            if r.reasoning_form is not None and r.reasoning_form != "none":
+                reasoning_rows.append((r.reasoning_form, r.reasoning_chars, r.completion_tokens))
+            derived[0] += "derived_window" in r.extra
+            yield r.to_record()
+
+    records: Iterable[ScoredRecord] = first_asks()
+    if not family.streams:
+        records = list(records)
     official = extract_mode == "official"
-    kw = get_family(benchmark).score_options(
-        ScoreOptions(failures, n_resamples, seed, tuple(defects), official)
-    )
+    kw = family.score_options(ScoreOptions(failures, n_resamples, seed, tuple(defects), official))
     metrics = compute_metrics(records, benchmark, **kw)
     metrics.setdefault("defects", list(defects))
-    reasoning = reasoning_summary(
-        (r.reasoning_form, r.reasoning_chars, r.completion_tokens) for r in rows
-    )
+    reasoning = reasoning_summary(reasoning_rows)
     if reasoning is not None:  # thinking models: replies cut inside their reasoning
         metrics["reasoning"] = reasoning
-    derived = sum(1 for r in rows if "derived_window" in r.extra)
-    if derived:
-        metrics["windows_derived"] = derived  # released clips: windows by the released rule
+    if derived[0]:
+        metrics["windows_derived"] = derived[0]  # released clips: windows by the released rule
     if repeats > 1:
         from mmrobust.metrics.stability import sampling_stability
 
+        assert isinstance(asked, list)
         metrics["stability"] = sampling_stability(
             [(r.repeat, r.to_record()) for r in asked],
             repeats=repeats,

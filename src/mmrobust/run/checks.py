@@ -25,6 +25,7 @@ from mmrobust.run.config import EvalConfig
 from mmrobust.run.folder import RUN_FILE, read_run_info
 from mmrobust.status import Status
 from mmrobust.store import TRANSIENT, ResultStore, RunKey, StoredRow
+from mmrobust.tasks import derive_task
 
 
 class RunConflictError(ValueError):
@@ -288,10 +289,48 @@ def select_samples(dataset: Dataset, limit: int | None) -> Sequence[Sample]:
     return dataset.samples if limit is None else dataset.samples[: max(0, limit)]
 
 
+def selected(config: EvalConfig, dataset: Dataset) -> tuple[Dataset, Sequence[Sample]]:
+    """``dataset`` with ``config.task``'s questions, and the samples the run asks (the first
+    ``--limit``, media paths absolute): a list, or for a dataset read from its file on
+    each pass (``datasets.stream``) a view read the same way.
+
+    Raises:
+        DatasetError: no sample selected, or none can be asked (:func:`check_nonempty`,
+            :func:`check_usable`).
+        ValueError: a task the dataset cannot be asked.
+    """
+    dataset = derive_task(dataset, config.task, seed=config.seed)
+    samples = take(select_samples(dataset, config.limit), absolute_media)  # lazy stays lazy
+    check_nonempty(dataset, samples, config)
+    check_usable(samples, config)
+    return dataset, samples
+
+
+def check_answerable(config: EvalConfig, dataset: Dataset) -> None:
+    """Refuse a run whose model can answer none of its samples (:func:`refusal`), asked of
+    :func:`mmrobust.models.spec.driver_model`: before the model is loaded anywhere.
+
+    Raises:
+        DatasetError: as :func:`selected`.
+        ValueError, UnknownNameError: the refusal (one line), or a bad model spec.
+    """
+    from mmrobust.models.spec import driver_model
+
+    _, samples = selected(config, dataset)
+    model = driver_model(config.model, config.model_args)
+    try:
+        why = refusal(model, samples, config)
+    finally:
+        model.close()
+    if why:
+        raise ValueError(why)
+
+
 __all__ = [
     "PATH_META",
     "RunConflictError",
     "absolute_media",
+    "check_answerable",
     "check_nonempty",
     "check_same_run",
     "check_usable",
@@ -304,6 +343,7 @@ __all__ = [
     "same_source",
     "sample_identity",
     "select_samples",
+    "selected",
     "unfinished",
     "unfinished_repeats",
 ]

@@ -27,19 +27,16 @@ from typing import TYPE_CHECKING, Any
 
 from mmrobust import __version__
 from mmrobust.datasets import Dataset, Sample, load_dataset
-from mmrobust.datasets.stream import take
 from mmrobust.judge import Judge, load_judge
 from mmrobust.models.base import Model
 from mmrobust.run.checks import (
-    absolute_media,
-    check_nonempty,
+    check_answerable,
     check_same_run,
-    check_usable,
     greedy_repeats,
     nothing_scored_counts,
     refusal,
     resolved,
-    select_samples,
+    selected,
     unfinished_repeats,
 )
 from mmrobust.run.config import EvalConfig, frame_cache
@@ -57,7 +54,6 @@ from mmrobust.run.process import ABORT_AFTER, RunAborted, SampleProcessor, StopR
 from mmrobust.runlock import LOCK_FILE, RunLock
 from mmrobust.status import Status
 from mmrobust.store import ResultStore, RunFolderWriteError, RunKey, StoredRow
-from mmrobust.tasks import derive_task
 
 if TYPE_CHECKING:
     from mmrobust.distributed import RayOptions
@@ -123,43 +119,6 @@ def evaluate(
 
     result: RunResult = RAY_RUNNERS.get("eval")(config, ray, progress=progress, dataset=dataset)
     return result
-
-
-def selected(config: EvalConfig, dataset: Dataset) -> tuple[Dataset, Sequence[Sample]]:
-    """``dataset`` with ``config.task``'s questions, and the samples the run asks (the first
-    ``--limit``, media paths absolute): a list, or for a dataset read from its file on
-    each pass (``datasets.stream``) a view read the same way.
-
-    Raises:
-        DatasetError: no sample selected, or none can be asked (:func:`check_nonempty`,
-            :func:`check_usable`).
-        ValueError: a task the dataset cannot be asked.
-    """
-    dataset = derive_task(dataset, config.task, seed=config.seed)
-    samples = take(select_samples(dataset, config.limit), absolute_media)  # lazy stays lazy
-    check_nonempty(dataset, samples, config)
-    check_usable(samples, config)
-    return dataset, samples
-
-
-def check_answerable(config: EvalConfig, dataset: Dataset) -> None:
-    """Refuse a run whose model can answer none of its samples (:func:`refusal`), asked of
-    :func:`mmrobust.models.spec.driver_model`: before the model is loaded anywhere.
-
-    Raises:
-        DatasetError: as :func:`selected`.
-        ValueError, UnknownNameError: the refusal (one line), or a bad model spec.
-    """
-    from mmrobust.models.spec import driver_model
-
-    _, samples = selected(config, dataset)
-    model = driver_model(config.model, config.model_args)
-    try:
-        why = refusal(model, samples, config)
-    finally:
-        model.close()
-    if why:
-        raise ValueError(why)
 
 
 def run_eval(

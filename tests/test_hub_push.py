@@ -80,7 +80,7 @@ def test_run_and_report_push_one_commit_and_open_a_card_pull_request(
         args += ["--bootstrap", "0", "--push-to-hub", "me/results", "--private"]
         proc = _mmrobust(hub, [*args, "--model-card", "me/model-a"], tmp_path)
         assert proc.returncode == 0, proc.stderr
-        assert f"pushed 24 files to {hub.url}/datasets/me/results in one commit" in proc.stdout
+        assert f"pushed 27 files to {hub.url}/datasets/me/results in one commit" in proc.stdout
         assert "opened a pull request on the card of me/model-a" in proc.stdout
         assert hub.created == [
             {"name": "results", "organization": "me", "visibility": "private", "type": "dataset"}
@@ -102,9 +102,12 @@ def test_run_and_report_push_one_commit_and_open_a_card_pull_request(
             "report/mmr/constant_A/mmr_table.md",
             "report/mmr_table2.csv",
             "report/report.md",
+            "report/samples/chunk-000000.js",
+            "report/samples/ids-0000.js",
+            "report/samples/index-0000.js",
             "report/suite.yaml",
             "suite.json",
-        ]  # fmt: skip; no results.sqlite, no media
+        ]  # fmt: skip; no results.sqlite, no media; the page's sample data beside it
         assert not any(TOKEN.encode() in body for body in data.files.values())
         assert len(data.files[f"{run}samples.jsonl"].decode().splitlines()) == 48
         suite = json.loads(data.files["suite.json"])
@@ -148,7 +151,7 @@ def test_run_and_report_push_one_commit_and_open_a_card_pull_request(
         report = ["report", str(tmp_path / "S" / run), "--out", str(tmp_path / "R")]
         done = CliRunner().invoke(app, [*report, "--thumbs", "0", "--push-to-hub", "me/rep"])
         assert done.exit_code == 0, done.output
-        assert f"pushed 11 files to {hub.url}/datasets/me/rep in one commit" in done.stdout
+        assert f"pushed 14 files to {hub.url}/datasets/me/rep in one commit" in done.stdout
         third = hub.commits[2]
         assert third.repo == "me/rep" and len(hub.commits) == 3  # no --model-card: no PR
         runs = sorted(p for p in third.files if p.startswith("runs/"))
@@ -158,6 +161,11 @@ def test_run_and_report_push_one_commit_and_open_a_card_pull_request(
             "samples.jsonl",
         }
         assert "report/index.html" in third.files and "report/suite.yaml" not in third.files
+        assert sorted(p for p in third.files if p.startswith("report/samples/")) == [
+            "report/samples/chunk-000000.js",
+            "report/samples/ids-0000.js",
+            "report/samples/index-0000.js",
+        ]  # the page's sample data (11 files before the browser's data moved beside the page)
 
 
 def test_no_token_is_refused_in_one_line_before_any_work(

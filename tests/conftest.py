@@ -50,7 +50,7 @@ from typer.testing import CliRunner
 
 from mmrobust.cli import app
 from mmrobust.media import sample_clips
-from tests.ray_cluster import SharedCluster
+from tests.ray_cluster import LoopbackCluster, SharedCluster
 
 _RAY = SharedCluster(nodes=2, strict=os.environ.get("MMROBUST_TEST_RAY") == "required")
 """The process's loopback Ray cluster (one per xdist worker that runs a file marked ``ray``)."""
@@ -158,6 +158,15 @@ def ray_cluster() -> Iterator[SharedCluster]:
         yield _RAY
     finally:
         _RAY.stop()
+
+
+@pytest.fixture()
+def cluster(ray_cluster: SharedCluster) -> Iterator[LoopbackCluster]:
+    """The session's two nodes on 127.0.0.1, started on first use; put back to two live nodes
+    after the test (the fault tests add and remove nodes). For ``tests/test_ray.py`` and
+    ``tests/test_ray_faults.py``; ``tests/test_crossings.py`` has its own."""
+    yield ray_cluster.get()
+    ray_cluster.reset()
 
 
 @pytest.fixture(scope="session", autouse=True)

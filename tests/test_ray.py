@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from typer.testing import CliRunner
 from mmrobust.cli import app
 from tests.hf_tiny import build_tiny_idefics3
 from tests.plugin_package import install_site, mmrobust, write_pope_data
-from tests.ray_cluster import LoopbackCluster, SharedCluster
+from tests.ray_cluster import LoopbackCluster
 from tests.ray_runs import (
     assert_replicas_gone,
     eval_argv,
@@ -56,14 +55,6 @@ TAMPER_ARGS = [
     *("--preset", "ultrafast"),
 ]
 """The options of ``conftest.real_tamper_set`` (the serial build compared with)."""
-
-
-@pytest.fixture()
-def cluster(ray_cluster: SharedCluster) -> Iterator[LoopbackCluster]:
-    """The session's two nodes on 127.0.0.1 (``tests/ray_cluster.py``), started on first use;
-    put back to two live nodes after the test (the fault tests add and remove nodes)."""
-    yield ray_cluster.get()
-    ray_cluster.reset()
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ import _thread
 import contextlib
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mmrobust.cli import app
-from tests.ray_cluster import LoopbackCluster, SharedCluster
+from tests.ray_cluster import LoopbackCluster
 from tests.ray_runs import (
     SLOW,
     assert_replicas_gone,
@@ -42,14 +41,6 @@ from tests.runs import stored_rows
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
-
-
-@pytest.fixture()
-def cluster(ray_cluster: SharedCluster) -> Iterator[LoopbackCluster]:
-    """The session's two nodes on 127.0.0.1 (``tests/ray_cluster.py``), started on first use;
-    put back to two live nodes after the test (the fault tests add and remove nodes)."""
-    yield ray_cluster.get()
-    ray_cluster.reset()
 
 
 @pytest.fixture(scope="module")

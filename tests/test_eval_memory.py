@@ -4,7 +4,9 @@ The JSONL loader keeps one line number per sample (``datasets.stream.SampleRows`
 keeps one flag per sample, rows go to SQLite as they come and the score is computed from the
 rows streamed back. Checked here cheaply: the Python heap's peak (``tracemalloc``) of a whole
 ``run_eval`` grows by under 1 KB per added sample (about 5 KB before; about 100 bytes at 20k samples now), and the lazy
-loader gives the samples and defects the whole-file reading gives.
+loader gives the samples and defects the whole-file reading gives. Loading, the resume plan
+and the dispatch hold about 13 bytes per sample (line numbers, one flag) half-way through a
+run; a Python object per sample (a list of ids or ints) would be 36 or more.
 """
 
 from __future__ import annotations
@@ -97,3 +99,49 @@ def test_lazy_jsonl_refuses_a_file_changed_under_it(tmp_path: Path) -> None:
         fh.write("\n")
     with pytest.raises(ValueError, match="changed while it was being evaluated"):
         list(ds.samples)
+
+
+def _held_while_dispatching(tmp: Path, n: int, done: int) -> tuple[int, int, int]:
+    """The Python heap a run of ``n`` samples (the first ``done`` finished before, as a
+    resume finds them) holds half-way through handing out its work items, over what it held
+    before loading: the dataset, the resume plan and the dispatch (everything of ``eval``
+    but the model and the score). Returns (bytes, samples planned, work items)."""
+    from mmrobust.run.checks import selected, unfinished_repeats
+    from mmrobust.run.executors import repeat_batches
+    from mmrobust.status import Status
+    from mmrobust.store import ResultStore, RunKey, StoredRow
+
+    data = _write(tmp / f"plan{n}.jsonl", n)
+    cfg = EvalConfig(data=str(data), model="constant:A", out=str(tmp / f"p{n}"))
+    key = RunKey(model_fp="m", prompt_fp="p", policy_fp="f")
+    with ResultStore(tmp / f"p{n}") as store:
+        first = load_dataset(str(data)).samples[:done]
+        store.put_many([StoredRow(sample=s, key=key, status=Status.OK) for s in first])
+        del first
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            _, samples = selected(cfg, load_dataset(str(data)))
+            todo = unfinished_repeats(store, key, samples, 1)
+            held, items = 0, 0
+            for _ in repeat_batches(todo, 8):
+                items += 1
+                if items == (n - done) // 16:  # half-way
+                    held = tracemalloc.get_traced_memory()[0] - before
+            store.set_selection(key, (s.id for s in samples))
+        finally:
+            tracemalloc.stop()
+    return held, len(todo[0]), items
+
+
+def test_plan_and_dispatch_hold_no_python_object_per_sample(tmp_path: Path) -> None:
+    """Loading, resume planning and batching hold a few bytes per sample (a line number and
+    a flag), never a Python object per sample (a list of ids or ints: 36 bytes or more)."""
+    (tmp_path / "w").mkdir()
+    _held_while_dispatching(tmp_path / "w", 40, 8)  # warm-up: imports, first-call caches
+    small, todo_small, items_small = _held_while_dispatching(tmp_path, 600, 200)
+    large, todo_large, items_large = _held_while_dispatching(tmp_path, 6600, 200)
+    assert (todo_small, todo_large) == (400, 6400)  # the first 200 found finished
+    assert (items_small, items_large) == (50, 800)  # 400 / 8, 6400 / 8
+    per_sample = (large - small) / 6000
+    assert per_sample < 20, f"plan and dispatch hold {per_sample:.1f} bytes per sample"

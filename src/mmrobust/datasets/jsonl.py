@@ -135,6 +135,18 @@ def _id_hash(sample_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(sample_id.encode(), digest_size=8).digest(), "little")
 
 
+def _repeated(hashes: array[int]) -> set[int]:
+    """The values that occur more than once in ``hashes`` (an ``array('Q')``, sorted in
+    place): one byte per value beside the array (``np.unique`` with counts would copy it
+    and add 24 bytes per value)."""
+    if len(hashes) < 2:
+        return set()
+    hashed = np.frombuffer(hashes, dtype=np.uint64)  # a view: sorted in place
+    hashed.sort()
+    same = hashed[1:] == hashed[:-1]
+    return {int(h) for h in hashed[1:][same]} if same.any() else set()
+
+
 def _stream_jsonl(file: Path, root: Path, text_only: bool) -> Dataset:
     """:func:`load_jsonl` of a JSONL file, a line at a time: the same samples, defects (in
     the same order), benchmark and hash as reading it whole, keeping 4 bytes per sample
@@ -182,11 +194,9 @@ def _stream_jsonl(file: Path, root: Path, text_only: bool) -> Dataset:
         raise DatasetError(f"{file}: not UTF-8 text ({exc})") from None
     defects = bad_json + bad_records
     rows = SampleRows(file, lines, parse, stamp)
-    hashed = np.frombuffer(hashes, dtype=np.uint64) if hashes else np.zeros(0, np.uint64)
-    uniq, counts = np.unique(hashed, return_counts=True)
-    del hashed, hashes
-    if (counts > 1).any():  # maybe a repeated id: find the later records exactly
-        suspects = {int(h) for h in uniq[counts > 1]}
+    suspects = _repeated(hashes)
+    del hashes
+    if suspects:  # maybe a repeated id: find the later records exactly
         seen: set[str] = set()
         keep = array("I")
         dropped: set[int] = set()

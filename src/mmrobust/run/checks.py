@@ -277,7 +277,7 @@ def unfinished_repeats(
                 if sample_identity(row.sample) == identity:
                     todo[k][i] = False
         start += len(chunk)
-    return [samples if t.all() else subset(samples, np.flatnonzero(t).tolist()) for t in todo]
+    return [samples if t.all() else subset(samples, np.flatnonzero(t)) for t in todo]
 
 
 CHUNK = 500

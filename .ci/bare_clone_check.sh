@@ -5,7 +5,8 @@
 # build a path above the repository root), without the tests marked slow (the demo run: its
 # ../shared part is one skipif); every other test reads nothing outside the repository, so the
 # normal run already covers it. A test that needs ../shared must skip with a printed reason.
-# Usage: .ci/bare_clone_check.sh (from the repository, with the venv active).
+# Usage: .ci/bare_clone_check.sh (from the repository, with the venv active);
+# MMROBUST_BARE_WORKERS: pytest-xdist workers (default auto; .ci/run runs it beside the suite).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -22,5 +23,6 @@ if [ "${#files[@]}" -eq 0 ]; then echo "bare clone check: no test reaches outsid
 echo "bare clone check in ${clone} (no ../shared): ${files[*]}"
 # The clone's sources come first on the path, ahead of the editable install of this checkout.
 (cd "${clone}" && unset MMROBUST_SHARED && PYTHONPATH="${clone}/src:${clone}" \
-  python -m pytest -q -p no:cacheprovider -m "not slow" "${files[@]}")
+  python -m pytest -q -p no:cacheprovider --basetemp "${tmp}/pytest" -n "${MMROBUST_BARE_WORKERS:-auto}" \
+    -m "not slow" "${files[@]}")
 echo "bare clone check passed in $(( $(date +%s) - start )) s"

@@ -117,11 +117,8 @@ BACKENDS = {
             tasks=("detect", "mmr"),
             api=True,
         ),
-        # One replica on Ray: each loads torch (seconds of CPU); two replicas on two
-        # (declared) GPUs equal serial in tests/test_ray.py.
-        Backend(
-            "hf", "hf:{ckpt}", ("device=cpu", "max_new_tokens=4"), exit_code=1, fill_cluster=False
-        ),
+        # On Ray: one replica per (declared) GPU, two, each with torch on device=cpu.
+        Backend("hf", "hf:{ckpt}", ("device=cpu", "max_new_tokens=4"), exit_code=1),
     )
 }
 

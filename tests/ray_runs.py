@@ -69,6 +69,24 @@ def watch_replicas(monkeypatch: pytest.MonkeyPatch) -> set[int]:
     return pids
 
 
+def live_replicas() -> list[dict[str, Any]]:
+    """The ALIVE eval replica actors (``ReplicaStage``) of this process's Ray job, as Ray's
+    actor table lists them (``ray._private.state.actors``). The job filter matters on a loaded
+    machine: a replica of the previous test's run that ``ray.kill`` has not yet ended is still
+    listed ALIVE, under its own job."""
+    import ray
+    from ray._private import state
+
+    job = ray.get_runtime_context().get_job_id()
+    return [
+        actor
+        for actor in state.actors().values()
+        if "ReplicaStage" in str(actor.get("ActorClassName"))
+        and actor.get("State") == "ALIVE"
+        and actor.get("JobID") == job
+    ]
+
+
 def assert_replicas_gone(pids: set[int], timeout: float = 60.0) -> None:
     """Every replica process in ``pids`` (on this machine: the loopback cluster's nodes) ends
     within ``timeout`` seconds of the run (Ray ends a job's actors when its driver leaves)."""

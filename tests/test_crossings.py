@@ -187,9 +187,13 @@ def test_a_cell_equals_the_serial_run(
     assert info["executor"]["name"] == executor
     if executor == "ray":  # each backend's detect cell on both nodes (an API client: 1)
         two = not replicas(backend, task, "frames") and not BACKENDS[backend].api
-        assert (info["executor"]["replicas"], info["executor"]["n_nodes"]) == (
-            (2, 2) if two else (1, 1)
-        )
+        ex = info["executor"]
+        assert (ex["replicas"], ex["n_nodes"]) == ((2, 2) if two else (1, 1))
+        assert ex["dispatch"] == "ray actors (one per replica, blocks of items)"
+        if two:  # hf: one replica per (declared) GPU by default; the others one per CPU
+            assert ex["nodes"] == {"127.0.0.1": 2}
+            gpu = {"GPU": 1.0} if backend == "hf" else {}
+            assert ex["resources_per_replica"] == {"CPU": 1.0, **gpu}
     if executor == "serial":
         return
     serial = matrix.run(backend, task, "serial")

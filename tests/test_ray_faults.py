@@ -16,8 +16,10 @@ import _thread
 import contextlib
 import json
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from typer.testing import CliRunner
@@ -29,6 +31,7 @@ from tests.ray_runs import (
     assert_replicas_gone,
     eval_argv,
     invoke,
+    live_replicas,
     metrics_of,
     on_ray,
     run_info_of,
@@ -51,19 +54,37 @@ def serial_slow(real_tamper_set: Path, tmp_path_factory: pytest.TempPathFactory)
     return out
 
 
-def _remove_a_replica_node(c: LoopbackCluster) -> None:
-    """Kill (no graceful stop) a worker node that hosts an eval replica."""
-    from ray._private import state
+T = TypeVar("T")
 
-    for actor in state.actors().values():
-        node_id = actor.get("Address", {}).get("NodeID")
-        if "ReplicaStage" not in str(actor.get("ActorClassName")) or actor.get("State") != "ALIVE":
-            continue
-        node = next((n for n in c.cluster.worker_nodes if n.node_id == node_id), None)
-        if node is not None:
-            c.cluster.remove_node(node, allow_graceful=False)
-            return
-    raise AssertionError("no replica on a worker node")
+REPLICA_WAIT_S = 120.0
+"""How long a fault waits for its target replica to be alive (a replica whose process is still
+starting on a loaded machine holds its queued blocks: the run cannot end before it is up)."""
+
+
+def _first(find: Callable[[], T | None], what: str) -> T:
+    """``find()`` once it is not None, asked every 0.1 s for ``REPLICA_WAIT_S`` seconds."""
+    deadline = time.monotonic() + REPLICA_WAIT_S
+    while (found := find()) is None:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} after {REPLICA_WAIT_S:g} s")
+        time.sleep(0.1)
+    return found
+
+
+def _remove_a_replica_node(c: LoopbackCluster) -> None:
+    """Kill (no graceful stop) a worker node that hosts a live replica of this run."""
+
+    def worker_node() -> Any:
+        for actor in live_replicas():
+            node_id = actor.get("Address", {}).get("NodeID")
+            node = next((n for n in c.cluster.worker_nodes if n.node_id == node_id), None)
+            if node is not None:
+                return node
+        return None
+
+    c.cluster.remove_node(
+        _first(worker_node, "no live replica on a worker node"), allow_graceful=False
+    )
 
 
 def test_eval_survives_losing_a_node_mid_run(
@@ -109,17 +130,13 @@ def test_ctrl_c_keeps_rows_and_the_same_command_resumes(
 
 
 def _kill_a_replica_process() -> None:
-    """SIGKILL the process of one live eval replica (Ray restarts it: a new process)."""
+    """SIGKILL the process of one live replica of this run (Ray restarts it: a new process)."""
     import signal
 
-    from ray._private import state
+    def pid() -> int | None:
+        return next((int(a["Pid"]) for a in live_replicas() if a.get("Pid")), None)
 
-    for actor in state.actors().values():
-        alive = actor.get("State") == "ALIVE" and actor.get("Pid")
-        if "ReplicaStage" in str(actor.get("ActorClassName")) and alive:
-            os.kill(int(actor["Pid"]), signal.SIGKILL)
-            return
-    raise AssertionError("no live replica")
+    os.kill(_first(pid, "no live replica"), signal.SIGKILL)
 
 
 def test_eval_survives_a_killed_replica_process(

@@ -322,12 +322,23 @@ def test_an_openai_model_on_ray_keys_the_run_like_a_local_run(
 
 
 def test_two_openai_replicas_equal_serial_row_for_row(
-    cluster: LoopbackCluster, real_tamper_set: Path, tmp_path: Path
+    cluster: LoopbackCluster, real_tamper_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 29: ``openai:`` on two replicas against the loopback fake server (the replicas send
     the requests, side by side) equals a serial run. (Every backend kind on Ray against serial,
-    frames decoded on the replicas, on both nodes: ``tests/test_crossings.py``.)"""
+    frames decoded on the replicas, on both nodes: ``tests/test_crossings.py``.) The replicas,
+    one on each node, checked the media paths themselves: no probe task was needed."""
+    from mmrobust.distributed import eval as ray_eval
     from tests.fake_openai_server import FakeOpenAIServer, Reply
+
+    by_task: list[int] = []
+
+    def check_paths(*args: Any, **kwargs: Any) -> int:
+        by_task.append(session_check(*args, **kwargs))
+        return by_task[-1]
+
+    session_check = ray_eval.check_paths
+    monkeypatch.setattr(ray_eval, "check_paths", check_paths)
 
     def answer(request: Any) -> Reply:  # a letter that depends on what was sent
         return Reply.ok("AB"[len(request.image_urls) % 2] + " because")
@@ -349,6 +360,7 @@ def test_two_openai_replicas_equal_serial_row_for_row(
         2,
         "ray actors (one per replica, blocks of items)",
     )
+    assert ex["n_nodes"] == 2 and by_task == [0]  # both nodes checked by their replica
 
 
 def test_ray_workers_load_the_plugins(cluster: LoopbackCluster, tmp_path: Path) -> None:

@@ -28,7 +28,13 @@ from mmrobust.datasets import Dataset
 from mmrobust.distributed import RayOptions
 from mmrobust.distributed.pipeline import PipelineStats, ReplicaPool
 from mmrobust.distributed.replicas import ReplicaSpec
-from mmrobust.distributed.session import RaySession, check_paths, ray_session, worker_request
+from mmrobust.distributed.session import (
+    RaySession,
+    check_paths,
+    raise_path_problems,
+    ray_session,
+    worker_request,
+)
 from mmrobust.media.jpeg import FrameEncoding
 from mmrobust.models.base import MEDIA_KINDS, MediaInput, Model, Request, Response
 from mmrobust.models.credentials import ray_refusal
@@ -145,13 +151,16 @@ class Replicas:
     pool: ReplicaPool
 
     def check_paths(self, paths: Sequence[str]) -> None:
-        """Check on every node that could host a replica that it sees ``paths``.
+        """Check on every node that could host a replica that it sees ``paths``: the replicas
+        (started now) check their own nodes, a task checks each node none of them is on.
 
         Raises:
             WorkerPathError: a node cannot see one (names the node and the path).
         """
         if paths:
-            check_paths(self.session, self.request, paths)
+            covered, reports = self.pool.check_paths(paths)
+            raise_path_problems(reports)
+            check_paths(self.session, self.request, paths, skip=covered)
 
     def stream(
         self, items: Sequence[Any], *, method: str, args: tuple[Any, ...] = (), concurrency: int = 1

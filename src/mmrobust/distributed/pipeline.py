@@ -47,7 +47,7 @@ import ray
 from ray.exceptions import RayError
 
 from mmrobust.distributed.replicas import Replica, ReplicaSpec
-from mmrobust.distributed.session import RaySession, ray_resource_args
+from mmrobust.distributed.session import RaySession, probe_paths, ray_resource_args
 
 BLOCK_ITEMS_MAX = 256
 """Most work items in one block (a killed driver or replica loses at most the blocks in flight;
@@ -89,6 +89,12 @@ class ReplicaStage:
     def ready(self) -> dict[str, Any]:
         """``Replica.ready``: where it runs, what it loaded, ``error`` when loading failed."""
         return self.replica.ready()
+
+    def check_paths(self, cwd: str, paths: Sequence[str]) -> tuple[str, str, list[str]]:
+        """``(node ip, node id, problems)``: the ``paths`` (relative ones to ``cwd``, the
+        driver's) that this replica's node cannot see (``session.probe_paths``)."""
+        ip, problems = probe_paths(cwd, list(paths))
+        return ip, self.where[1], problems
 
     def run(
         self, method: str, items: Sequence[Any], args: tuple[Any, ...], concurrency: int
@@ -257,6 +263,28 @@ class ReplicaPool:
         if error:
             raise ValueError(f"replica on {info['node_ip']} cannot load the model: {error}")
         return info
+
+    def check_paths(
+        self, paths: Sequence[str], *, timeout: float = START_TIMEOUT_S
+    ) -> tuple[set[str], list[tuple[str, list[str]]]]:
+        """Start the pool's ``stats.replicas`` actors (as :meth:`stream` would) and have each
+        check ``paths`` on its node: no process of its own per node for the check, which
+        ``session.check_paths`` then runs only on the nodes no replica covers.
+
+        Returns:
+            ``(ids of the nodes checked, [(node ip, problems), ...])``; ``(set(), [])`` when
+            the replicas did not all answer within ``timeout`` seconds or one could not start
+            (the caller checks every node itself; :meth:`stream` reports the replica).
+        """
+        from ray.exceptions import GetTimeoutError
+
+        self._start(self.stats.replicas)
+        refs = [a.check_paths.remote(self.session.cwd, list(paths)) for a in self.actors]
+        try:
+            answers = ray.get(refs, timeout=timeout)
+        except (GetTimeoutError, RayError):
+            return set(), []
+        return {str(node) for _, node, _ in answers}, [(ip, p) for ip, _, p in answers]
 
     def stream(
         self,

@@ -29,7 +29,7 @@ import math
 import os
 import socket
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -363,12 +363,17 @@ def check_paths(
     request: Mapping[str, float],
     paths: Sequence[str | os.PathLike[str]],
     writable: Sequence[str | os.PathLike[str]] = (),
+    *,
+    skip: Collection[str] = (),
 ) -> int:
     """Check on every node that can host a worker asking ``request`` that it sees ``paths``
-    and can write into ``writable`` folders.
+    and can write into ``writable`` folders (one task pinned to each node).
+
+    Args:
+        skip: ids of nodes already checked (eval replicas check their own node).
 
     Returns:
-        the number of nodes checked.
+        the number of nodes checked here (0 when every node was in ``skip``).
 
     A node that leaves the cluster while it is probed is left out (it will host no
     worker); the count returned is of the nodes that answered.
@@ -384,6 +389,9 @@ def check_paths(
             f"no Ray node has the resources one worker asks for ({_fmt(request)}); "
             f"cluster: {_fmt(session.cluster_resources())}"
         )
+    nodes = [n for n in nodes if n["NodeID"] not in skip]
+    if not nodes:
+        return 0
     refs = [
         _probe_task.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),

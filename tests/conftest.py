@@ -74,9 +74,10 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 _FEW_FILES = 6
-_RAY_WORKERS = 3
-"""The test files marked ``ray`` (``tests/test_crossings.py``, ``test_ray.py``, ``test_ray_faults.py``)."""
-_MAX_WORKERS = 5
+_RAY_WORKERS = 4
+"""The test files marked ``ray`` (``tests/test_crossings.py``, ``test_crossings_nodes.py``,
+``test_ray.py``, ``test_ray_faults.py``)."""
+_MAX_WORKERS = 6
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -181,7 +181,12 @@ def test_the_ray_files_are_handed_out_first_each_to_its_own_worker() -> None:
         "tests/test_mid.py",
     ]
     ray_files = sorted(p.name for p in TESTS.glob("test_*.py") if conftest.ray_file(str(p)))
-    assert ray_files == ["test_crossings.py", "test_ray.py", "test_ray_faults.py"]
+    assert ray_files == [
+        "test_crossings.py",
+        "test_crossings_nodes.py",
+        "test_ray.py",
+        "test_ray_faults.py",
+    ]
     assert len(ray_files) == conftest._RAY_WORKERS
 
 

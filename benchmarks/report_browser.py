@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -35,23 +34,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scale import child_report  # the same report stage as the scale benchmark's
+
 ROOT = Path(__file__).resolve().parents[1]
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
-
-
-def child_report(run: str, out: str) -> dict[str, Any]:
-    from mmrobust.report.site import build_site
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    build_site([run], out, thumb_seconds=None)
-    files = [p for p in Path(out).rglob("*") if p.is_file()]
-    return {
-        "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
-        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "page_mb": (Path(out) / "index.html").stat().st_size / 1e6,
-        "folder_mb": sum(p.stat().st_size for p in files) / 1e6, "files": len(files),
-    }  # fmt: skip
 
 
 def chromium(index: Path, fragment: str, profile: Path) -> tuple[str, float]:

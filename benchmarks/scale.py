@@ -65,14 +65,12 @@ def child_eval(data: str, out: str, workers: int) -> dict[str, Any]:
 
 
 def child_http(data: str, out: str, port: int, concurrency: int) -> dict[str, Any]:
-    from mmrobust.runner import EvalConfig, run_eval
+    from text_http import bench_config
+
+    from mmrobust.runner import run_eval
 
     t0, c0 = time.perf_counter(), time.process_time()
-    cfg = EvalConfig(
-        data=data, model="openai:bench", out=out, n_resamples=0, text_only=True,
-        model_args={"base_url": f"http://127.0.0.1:{port}/v1", "concurrency": str(concurrency)},
-    )  # fmt: skip
-    res = run_eval(cfg, progress=False)
+    res = run_eval(bench_config(data, out, port, concurrency), progress=False)
     return {
         "n": res.n_new, "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
         "peak_mib": _peak_mib(), "sqlite_mb": (Path(out) / "results.sqlite").stat().st_size / 1e6,

@@ -101,17 +101,24 @@ def child_minimal(
             "n": len(answers), "retried": len(set(retried))}  # fmt: skip
 
 
-def child_mmrobust(data: str, out: str, port: int, concurrency: int) -> dict[str, Any]:
-    import sqlite3
+def bench_config(data: str, out: str, port: int, concurrency: int) -> Any:
+    """The ``EvalConfig`` of a text-only ``openai:`` eval against the instant server on ``port``
+    (no bootstrap), ``concurrency`` requests in flight (``benchmarks/scale.py --http`` too)."""
+    from mmrobust.runner import EvalConfig
 
-    from mmrobust.runner import EvalConfig, run_eval
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    cfg = EvalConfig(
+    return EvalConfig(
         data=data, model="openai:bench", out=out, n_resamples=0, text_only=True,
         model_args={"base_url": f"http://127.0.0.1:{port}/v1", "concurrency": str(concurrency)},
     )  # fmt: skip
-    res = run_eval(cfg, progress=False)
+
+
+def child_mmrobust(data: str, out: str, port: int, concurrency: int) -> dict[str, Any]:
+    import sqlite3
+
+    from mmrobust.runner import run_eval
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = run_eval(bench_config(data, out, port, concurrency), progress=False)
     run_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
     with sqlite3.connect(Path(out) / "results.sqlite") as db:
         extras = [json.loads(e) for (e,) in db.execute("SELECT extra FROM results")]
